@@ -1,0 +1,316 @@
+// Package configs loads and validates the pool's configuration in one place.
+//
+// Sources, lowest precedence first: built-in defaults, the config file
+// (--config, POOL_CONFIG, or ./pool.yaml when present), POOL_* environment
+// variables, then command-line flags. viper stays inside this package; the
+// rest of the pool sees only the typed Config.
+package configs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// Config is the validated configuration of one pool process.
+type Config struct {
+	ForgejoURL string
+	// Token is the forge token. It is never logged: Config has a String
+	// method that redacts it.
+	Token string
+	Owner string
+	Name  string
+
+	AgentURL      string
+	AgentName     string
+	AgentPassword string
+
+	Workers         int
+	InstanceID      string
+	PollInterval    time.Duration
+	StatusInterval  time.Duration
+	ClaimTTL        time.Duration
+	IdleExit        int
+	DiagnosticEvery int
+	SkipLabel       string
+	StateDir        string
+	SpecFile        string
+	GitName         string
+	GitEmail        string
+
+	// Reviewers are the accounts whose reviews count as the pool's review.
+	// Empty means any review not written by the PR's author.
+	Reviewers []string
+	// TrustedClaimers are accounts, besides the token's own, whose claim
+	// comments are honoured.
+	TrustedClaimers []string
+
+	SessionTimeout  time.Duration
+	ShutdownTimeout time.Duration
+	AbortOnExit     bool
+	MergeStyle      string
+
+	DryRun bool
+	Once   bool
+}
+
+// Repo is "owner/name".
+func (c Config) Repo() string { return c.Owner + "/" + c.Name }
+
+// String renders the config for logs, with the token redacted.
+func (c Config) String() string {
+	c.Token = redact(c.Token)
+	c.AgentPassword = redact(c.AgentPassword)
+	type plain Config // drop the String method to avoid recursion
+	return fmt.Sprintf("%+v", plain(c))
+}
+
+func redact(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
+// Error names the config key at fault and why. Callers map it to exit code 2.
+type Error struct {
+	Key    string
+	Reason string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("config: %s: %s", e.Key, e.Reason) }
+
+// IsConfigError reports whether err is a configuration or usage error.
+func IsConfigError(err error) bool {
+	var ce *Error
+	return errors.As(err, &ce) || errors.Is(err, pflag.ErrHelp)
+}
+
+// key, flag name, env names and default of every setting.
+type setting struct {
+	key, flag string
+	env       []string
+	def       string
+	usage     string
+}
+
+var settings = []setting{
+	{"forgejo.url", "forgejo-url", []string{"POOL_FORGEJO_URL"}, "", "base URL of the Forgejo server (required)"},
+	{"forgejo.token", "", []string{"POOL_FORGEJO_TOKEN"}, "", ""},
+	{"forgejo.token_file", "forgejo-token-file", []string{"POOL_FORGEJO_TOKEN_FILE"}, "", "file holding the forge token"},
+	{"repo", "repo", []string{"POOL_REPO"}, "", "repository as owner/name (required)"},
+	{"agent.url", "agent-url", []string{"POOL_AGENT_URL"}, "http://localhost:4096", "agent (OpenCode) server URL"},
+	{"agent.name", "agent", []string{"POOL_AGENT_NAME"}, "ca-pr-self-reviewer", "agent that reviews a PR"},
+	{"agent.password", "", []string{"POOL_AGENT_PASSWORD", "OPENCODE_SERVER_PASSWORD"}, "", ""},
+	{"workers", "workers", []string{"POOL_WORKERS", "CA_MAX_PARALLEL_WORKERS"}, "4", "number of concurrent reviewer sessions"},
+	{"instance_id", "instance-id", []string{"POOL_INSTANCE_ID"}, "", "identity of this pool (default: kept in the state dir)"},
+	{"poll_interval", "poll-interval", []string{"POOL_POLL_INTERVAL"}, "30s", "time between discovery cycles"},
+	{"status_interval", "status-interval", []string{"POOL_STATUS_INTERVAL"}, "10s", "time between session status checks"},
+	{"claim_ttl", "claim-ttl", []string{"POOL_CLAIM_TTL"}, "30m", "a claim without review activity goes stale after this"},
+	{"idle_exit", "idle-exit", []string{"POOL_IDLE_EXIT"}, "50", "exit after this many idle cycles (0 = never)"},
+	{"diagnostic_every", "diagnostic-every", []string{"POOL_DIAGNOSTIC_EVERY"}, "10", "post a diagnostic comment every N merge attempts"},
+	{"skip_label", "skip-label", []string{"POOL_SKIP_LABEL"}, "needs feedback", "PRs with this label are left to humans"},
+	{"state_dir", "state-dir", []string{"POOL_STATE_DIR"}, "", "state directory (default $XDG_STATE_HOME/pool)"},
+	{"spec_file", "spec-file", []string{"POOL_SPEC_FILE"}, "", "file with spec context for reviewers"},
+	{"git.name", "git-name", []string{"POOL_GIT_NAME"}, "", "git user.name in the clone"},
+	{"git.email", "git-email", []string{"POOL_GIT_EMAIL"}, "", "git user.email in the clone"},
+	{"reviewers", "reviewers", []string{"POOL_REVIEWERS"}, "", "comma-separated reviewer accounts (default: anyone but the author)"},
+	{"claims.trusted", "trusted-claimers", []string{"POOL_CLAIMS_TRUSTED"}, "", "comma-separated accounts whose claims are honoured"},
+	{"session_timeout", "session-timeout", []string{"POOL_SESSION_TIMEOUT"}, "60m", "abort a session busy longer than this"},
+	{"shutdown_timeout", "shutdown-timeout", []string{"POOL_SHUTDOWN_TIMEOUT"}, "30s", "time allowed for a clean exit"},
+	{"abort_on_exit", "abort-on-exit", []string{"POOL_ABORT_ON_EXIT"}, "false", "abort running sessions on exit"},
+	{"merge.style", "merge-style", []string{"POOL_MERGE_STYLE"}, "merge", "merge, rebase, rebase-merge, squash or fast-forward-only"},
+}
+
+// Load reads the configuration from args (without the program and command
+// name) and the environment, and validates it.
+func Load(args []string) (Config, error) {
+	v := viper.New()
+	fs := pflag.NewFlagSet("pool", pflag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	configFile := fs.String("config", os.Getenv("POOL_CONFIG"), "config file (default ./pool.yaml if present)")
+	dryRun := fs.Bool("dry-run", false, "decide and log, but post nothing and start no session")
+	once := fs.Bool("once", false, "run one cycle, wait for its sessions, and exit")
+	if err := bind(v, fs); err != nil {
+		return Config{}, err
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return Config{}, err
+		}
+		return Config{}, &Error{Key: "flags", Reason: err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return Config{}, &Error{Key: "flags", Reason: fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	if err := readFile(v, *configFile); err != nil {
+		return Config{}, err
+	}
+	cfg, err := decode(v)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg.DryRun, cfg.Once = *dryRun, *once
+	return cfg, cfg.Validate()
+}
+
+func bind(v *viper.Viper, fs *pflag.FlagSet) error {
+	for _, s := range settings {
+		v.SetDefault(s.key, s.def)
+		if err := v.BindEnv(append([]string{s.key}, s.env...)...); err != nil {
+			return &Error{Key: s.key, Reason: err.Error()}
+		}
+		if s.flag == "" {
+			continue
+		}
+		fs.String(s.flag, s.def, s.usage)
+		if err := v.BindPFlag(s.key, fs.Lookup(s.flag)); err != nil {
+			return &Error{Key: s.key, Reason: err.Error()}
+		}
+	}
+	return nil
+}
+
+func readFile(v *viper.Viper, path string) error {
+	if path == "" {
+		if _, err := os.Stat("pool.yaml"); err != nil {
+			return nil
+		}
+		path = "pool.yaml"
+	}
+	v.SetConfigFile(path)
+	if err := v.ReadInConfig(); err != nil {
+		return &Error{Key: "config", Reason: fmt.Sprintf("read %s: %v", path, err)}
+	}
+	return nil
+}
+
+func decode(v *viper.Viper) (Config, error) {
+	d := decoder{v: v}
+	cfg := Config{
+		ForgejoURL:      strings.TrimRight(d.str("forgejo.url"), "/"),
+		AgentURL:        strings.TrimRight(d.str("agent.url"), "/"),
+		AgentName:       d.str("agent.name"),
+		AgentPassword:   d.str("agent.password"),
+		Workers:         d.integer("workers"),
+		InstanceID:      d.str("instance_id"),
+		PollInterval:    d.duration("poll_interval"),
+		StatusInterval:  d.duration("status_interval"),
+		ClaimTTL:        d.duration("claim_ttl"),
+		IdleExit:        d.integer("idle_exit"),
+		DiagnosticEvery: d.integer("diagnostic_every"),
+		SkipLabel:       d.str("skip_label"),
+		StateDir:        d.str("state_dir"),
+		SpecFile:        d.str("spec_file"),
+		GitName:         d.str("git.name"),
+		GitEmail:        d.str("git.email"),
+		Reviewers:       d.list("reviewers"),
+		TrustedClaimers: d.list("claims.trusted"),
+		SessionTimeout:  d.duration("session_timeout"),
+		ShutdownTimeout: d.duration("shutdown_timeout"),
+		AbortOnExit:     d.boolean("abort_on_exit"),
+		MergeStyle:      d.str("merge.style"),
+	}
+	cfg.Owner, cfg.Name = splitRepo(d.str("repo"))
+	if d.err != nil {
+		return Config{}, d.err
+	}
+	token, err := loadToken(d.str("forgejo.token"), d.str("forgejo.token_file"))
+	if err != nil {
+		return Config{}, err
+	}
+	cfg.Token = token
+	if cfg.StateDir == "" {
+		cfg.StateDir = defaultStateDir()
+	}
+	return cfg, nil
+}
+
+// decoder converts viper values and keeps the first error, naming its key.
+type decoder struct {
+	v   *viper.Viper
+	err error
+}
+
+func (d *decoder) str(key string) string { return strings.TrimSpace(d.v.GetString(key)) }
+
+func (d *decoder) fail(key, reason string) {
+	if d.err == nil {
+		d.err = &Error{Key: key, Reason: reason}
+	}
+}
+
+func (d *decoder) integer(key string) int {
+	s := d.str(key)
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		d.fail(key, fmt.Sprintf("want a whole number, got %q", s))
+	}
+	return n
+}
+
+func (d *decoder) duration(key string) time.Duration {
+	s := d.str(key)
+	t, err := time.ParseDuration(s)
+	if err != nil {
+		d.fail(key, fmt.Sprintf("want a duration such as 30s or 5m, got %q", s))
+	}
+	return t
+}
+
+func (d *decoder) boolean(key string) bool {
+	s := d.str(key)
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		d.fail(key, fmt.Sprintf("want true or false, got %q", s))
+	}
+	return b
+}
+
+func (d *decoder) list(key string) []string {
+	var out []string
+	for _, part := range d.v.GetStringSlice(key) {
+		for _, s := range strings.Split(part, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+func splitRepo(s string) (owner, name string) {
+	owner, name, _ = strings.Cut(s, "/")
+	return owner, name
+}
+
+func loadToken(token, file string) (string, error) {
+	if token != "" && file != "" {
+		return "", &Error{Key: "forgejo.token", Reason: "set forgejo.token or forgejo.token_file, not both"}
+	}
+	if file == "" {
+		return token, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", &Error{Key: "forgejo.token_file", Reason: fmt.Sprintf("cannot read: %v", err)}
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+func defaultStateDir() string {
+	if dir := os.Getenv("XDG_STATE_HOME"); dir != "" {
+		return filepath.Join(dir, "pool")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "pool")
+	}
+	return filepath.Join(os.TempDir(), "pool-state")
+}

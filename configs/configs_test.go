@@ -1,0 +1,136 @@
+package configs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clearEnv unsets every POOL_* variable for the test.
+func clearEnv(t *testing.T) {
+	t.Helper()
+	for _, s := range settings {
+		for _, e := range s.env {
+			t.Setenv(e, "")
+			os.Unsetenv(e)
+		}
+	}
+	t.Setenv("POOL_CONFIG", "")
+	os.Unsetenv("POOL_CONFIG")
+	t.Chdir(t.TempDir())
+}
+
+func TestLoadDefaultsAndPrecedence(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "pool.yaml")
+	yaml := "forgejo:\n  url: http://forge.test/\nrepo: acme/widgets\nworkers: 3\npoll_interval: 5s\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("POOL_FORGEJO_TOKEN", "secret-token")
+	t.Setenv("POOL_WORKERS", "6")
+
+	cfg, err := Load([]string{"--config", file, "--workers", "2"})
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if cfg.Workers != 2 {
+		t.Errorf("workers = %d, want the flag's 2", cfg.Workers)
+	}
+	if cfg.PollInterval != 5*time.Second {
+		t.Errorf("poll_interval = %s, want the file's 5s", cfg.PollInterval)
+	}
+	if cfg.ForgejoURL != "http://forge.test" || cfg.Owner != "acme" || cfg.Name != "widgets" {
+		t.Errorf("forge/repo = %q %q %q", cfg.ForgejoURL, cfg.Owner, cfg.Name)
+	}
+	if cfg.ClaimTTL != 30*time.Minute || cfg.IdleExit != 50 || cfg.SkipLabel != "needs feedback" || cfg.AgentName != "ca-pr-self-reviewer" {
+		t.Errorf("defaults not applied: %+v", cfg)
+	}
+	if strings.Contains(cfg.String(), "secret-token") {
+		t.Errorf("String() leaks the token: %s", cfg)
+	}
+}
+
+func TestLoadWorkersFallsBackToCAVariable(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("POOL_FORGEJO_URL", "http://forge.test")
+	t.Setenv("POOL_REPO", "a/b")
+	t.Setenv("POOL_FORGEJO_TOKEN", "t")
+	t.Setenv("CA_MAX_PARALLEL_WORKERS", "7")
+	cfg, err := Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Workers != 7 {
+		t.Errorf("workers = %d, want 7 from CA_MAX_PARALLEL_WORKERS", cfg.Workers)
+	}
+}
+
+func TestLoadTokenFile(t *testing.T) {
+	clearEnv(t)
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("abc123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load([]string{"--forgejo-url", "http://f.test", "--repo", "a/b", "--forgejo-token-file", file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Token != "abc123" {
+		t.Errorf("token = %q", cfg.Token)
+	}
+}
+
+func TestLoadErrorsNameTheKey(t *testing.T) {
+	base := []string{"--forgejo-url", "http://f.test", "--repo", "a/b"}
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		file    string
+		wantKey string
+	}{
+		{name: "missing url", args: []string{"--repo", "a/b"}, env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "forgejo.url"},
+		{name: "missing token", args: base, wantKey: "forgejo.token"},
+		{name: "bad repo", args: []string{"--forgejo-url", "http://f.test", "--repo", "nope"}, env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "repo"},
+		{name: "zero workers", args: append(base, "--workers", "0"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "workers"},
+		{name: "words for workers", args: append(base, "--workers", "four"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "workers"},
+		{name: "bad duration", args: append(base, "--poll-interval", "soon"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "poll_interval"},
+		{name: "url with credentials", args: []string{"--forgejo-url", "http://u:p@f.test", "--repo", "a/b"}, env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "forgejo.url"},
+		{name: "token file missing", args: append(base, "--forgejo-token-file", "/nonexistent/token"), wantKey: "forgejo.token_file"},
+		{name: "unknown flag", args: append(base, "--bogus"), wantKey: "flags"},
+		{name: "malformed file", args: base, file: "forgejo: [unclosed\n", env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "config"},
+		{name: "bad merge style", args: append(base, "--merge-style", "octopus"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "merge.style"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearEnv(t)
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			args := tt.args
+			if tt.file != "" {
+				f := filepath.Join(t.TempDir(), "pool.yaml")
+				if err := os.WriteFile(f, []byte(tt.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "--config", f)
+			}
+			_, err := Load(args)
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want a *configs.Error", err)
+			}
+			if ce.Key != tt.wantKey {
+				t.Errorf("key = %q (%v), want %q", ce.Key, err, tt.wantKey)
+			}
+			if !IsConfigError(err) {
+				t.Errorf("IsConfigError(%v) = false", err)
+			}
+		})
+	}
+}

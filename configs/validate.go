@@ -1,0 +1,100 @@
+package configs
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+var mergeStyles = map[string]bool{
+	"merge": true, "rebase": true, "rebase-merge": true, "squash": true, "fast-forward-only": true,
+}
+
+// Validate reports the first bad value, naming its key and the reason.
+func (c Config) Validate() error {
+	checks := []func() *Error{
+		func() *Error { return checkURL("forgejo.url", c.ForgejoURL) },
+		func() *Error { return checkURL("agent.url", c.AgentURL) },
+		c.checkRepo,
+		c.checkToken,
+		func() *Error { return atLeast("workers", c.Workers, 1) },
+		func() *Error { return atLeast("idle_exit", c.IdleExit, 0) },
+		func() *Error { return atLeast("diagnostic_every", c.DiagnosticEvery, 1) },
+		func() *Error { return positive("poll_interval", c.PollInterval) },
+		func() *Error { return positive("status_interval", c.StatusInterval) },
+		func() *Error { return positive("claim_ttl", c.ClaimTTL) },
+		func() *Error { return positive("session_timeout", c.SessionTimeout) },
+		func() *Error { return positive("shutdown_timeout", c.ShutdownTimeout) },
+		c.checkAgent,
+		c.checkMergeStyle,
+	}
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkURL(key, s string) *Error {
+	if s == "" {
+		return &Error{Key: key, Reason: "required"}
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return &Error{Key: key, Reason: fmt.Sprintf("want an http(s) URL, got %q", s)}
+	}
+	if u.User != nil {
+		return &Error{Key: key, Reason: "must not carry credentials; use the token or password settings"}
+	}
+	return nil
+}
+
+func (c Config) checkRepo() *Error {
+	if c.Owner == "" && c.Name == "" {
+		return &Error{Key: "repo", Reason: "required, as owner/name"}
+	}
+	if c.Owner == "" || c.Name == "" || strings.Contains(c.Name, "/") {
+		return &Error{Key: "repo", Reason: fmt.Sprintf("want owner/name, got %q", c.Owner+"/"+c.Name)}
+	}
+	return nil
+}
+
+func (c Config) checkToken() *Error {
+	if c.Token == "" {
+		return &Error{Key: "forgejo.token", Reason: "required: set POOL_FORGEJO_TOKEN or forgejo.token_file (--forgejo-token-file)"}
+	}
+	if strings.ContainsAny(c.Token, " \t\r\n") {
+		return &Error{Key: "forgejo.token", Reason: "must not contain white space"}
+	}
+	return nil
+}
+
+func (c Config) checkAgent() *Error {
+	if c.AgentName == "" {
+		return &Error{Key: "agent.name", Reason: "must not be empty"}
+	}
+	return nil
+}
+
+func (c Config) checkMergeStyle() *Error {
+	if !mergeStyles[c.MergeStyle] {
+		return &Error{Key: "merge.style", Reason: fmt.Sprintf("unknown style %q", c.MergeStyle)}
+	}
+	return nil
+}
+
+func atLeast(key string, n, min int) *Error {
+	if n < min {
+		return &Error{Key: key, Reason: fmt.Sprintf("must be at least %d, got %d", min, n)}
+	}
+	return nil
+}
+
+func positive(key string, d time.Duration) *Error {
+	if d <= 0 {
+		return &Error{Key: key, Reason: fmt.Sprintf("must be positive, got %s", d)}
+	}
+	return nil
+}
