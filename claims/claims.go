@@ -1,0 +1,198 @@
+// Package claims implements the review-claim protocol that lets several pools
+// share one forge without two reviewers on one PR.
+//
+// A claim is a PR comment with the human sentence
+// "Review claimed by reviewer pool instance <ID>." and a hidden marker
+// <!-- pool-claim {"instance":..., "sha":..., "at":...} --> naming the head
+// SHA it claims. Only comments written by trusted accounts (the pool's own
+// account plus a configured list) count, so anyone who can comment cannot
+// block a PR by typing the sentence.
+//
+// A claim is live while its head SHA is the PR's head and less than the TTL
+// has passed since the last review activity at or after it: the claim itself,
+// a later comment by the same account, or a review on the PR. A stale claim
+// may be taken over; the new claim's marker names the instance it replaced.
+//
+// Claim, then verify. A pool posts its claim and then re-reads the comments.
+// Among live claims for the same head the one with the lowest comment id wins;
+// a pool that lost deletes its own claim and moves on.
+//
+// Why this is safe when two pools post at the same moment: the forge assigns
+// comment ids in insertion order, so every reader agrees on the order of the
+// claims it sees, and each pool verifies only after its own insert has
+// committed. If pool A's claim has the lower id and was committed before pool
+// B reads, B sees it and yields; A, reading after its own commit, sees B's
+// higher id (or nothing) and keeps the PR. The one gap is a database that
+// allocates ids before commit (PostgreSQL sequences): A may hold the lower id
+// yet commit after B's verifying read, and both believe they won. That window
+// is one comment insert (milliseconds); on SQLite, whose writes are
+// serialised, it does not exist. The prompt tells the reviewer to stop when
+// the head already carries a review, as a second line of defence.
+//
+// Clock skew: liveness compares forge timestamps (comment and review creation
+// times, stamped by the forge's clock) with the observer's clock. A pool whose
+// clock is off by d sees claims go stale d early or late, so any skew well
+// below the TTL (30 minutes by default) is harmless. The tie-break uses ids,
+// not times, so it tolerates any skew.
+package claims
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"pool/forgejo"
+)
+
+// Claim is the content of a claim marker, plus where it was found.
+type Claim struct {
+	Instance string    `json:"instance"`
+	SHA      string    `json:"sha"`
+	At       time.Time `json:"at"`
+	// Takeover names the instance whose stale claim this one replaced.
+	Takeover string `json:"takeover,omitempty"`
+
+	CommentID int64     `json:"-"`
+	Author    string    `json:"-"`
+	Posted    time.Time `json:"-"` // the forge's creation time of the comment
+}
+
+var markerRE = regexp.MustCompile(`<!-- pool-claim (\{.*?\}) -->`)
+
+// Sentence is the human-readable first line of a claim comment.
+func Sentence(instance string) string {
+	return fmt.Sprintf("Review claimed by reviewer pool instance %s.", instance)
+}
+
+// Body renders a claim comment without the signature (the caller signs).
+func Body(c Claim) string {
+	marker, _ := json.Marshal(c)
+	return Sentence(c.Instance) + "\nDispatching independent code review.\n\n" +
+		"<!-- pool-claim " + string(marker) + " -->"
+}
+
+// Parse extracts the claim from a comment, if it carries a well-formed marker.
+func Parse(c forgejo.Comment) (Claim, bool) {
+	m := markerRE.FindStringSubmatch(c.Body)
+	if m == nil {
+		return Claim{}, false
+	}
+	var cl Claim
+	if err := json.Unmarshal([]byte(m[1]), &cl); err != nil || cl.Instance == "" || cl.SHA == "" {
+		return Claim{}, false
+	}
+	cl.CommentID, cl.Author, cl.Posted = c.ID, c.Author, c.Created
+	return cl, true
+}
+
+// View is what a pool knows about one PR when it judges claims.
+type View struct {
+	HeadSHA  string
+	Comments []forgejo.Comment
+	Reviews  []forgejo.Review
+	Trusted  []string // accounts whose claims count
+	TTL      time.Duration
+	Now      time.Time
+}
+
+// Live returns the live trusted claims on the PR's head, lowest comment id first.
+func Live(v View) []Claim {
+	var live []Claim
+	for _, c := range v.Comments {
+		cl, ok := Parse(c)
+		if !ok || cl.SHA != v.HeadSHA || !trusted(v.Trusted, cl.Author) {
+			continue
+		}
+		if v.Now.Sub(lastActivity(v, cl)) < v.TTL {
+			live = append(live, cl)
+		}
+	}
+	sort.Slice(live, func(i, j int) bool { return live[i].CommentID < live[j].CommentID })
+	return live
+}
+
+// Stale returns the trusted claims on the PR's head that are no longer live,
+// newest first; a takeover names the newest one it replaces.
+func Stale(v View) []Claim {
+	var stale []Claim
+	for _, c := range v.Comments {
+		cl, ok := Parse(c)
+		if ok && cl.SHA == v.HeadSHA && trusted(v.Trusted, cl.Author) &&
+			v.Now.Sub(lastActivity(v, cl)) >= v.TTL {
+			stale = append(stale, cl)
+		}
+	}
+	sort.Slice(stale, func(i, j int) bool { return stale[i].CommentID > stale[j].CommentID })
+	return stale
+}
+
+// lastActivity is the latest of the claim, a later comment by its author, and
+// a review on the PR after it.
+func lastActivity(v View, cl Claim) time.Time {
+	last := cl.Posted
+	for _, c := range v.Comments {
+		if c.ID > cl.CommentID && c.Author == cl.Author && c.Created.After(last) {
+			last = c.Created
+		}
+	}
+	for _, r := range v.Reviews {
+		if r.Submitted.After(last) {
+			last = r.Submitted
+		}
+	}
+	return last
+}
+
+func trusted(list []string, author string) bool {
+	for _, a := range list {
+		if strings.EqualFold(a, author) {
+			return true
+		}
+	}
+	return false
+}
+
+// Verdict is a pool's reading of the claims on a PR.
+type Verdict int
+
+const (
+	// Free: no live claim; the pool may claim.
+	Free Verdict = iota
+	// Ours: this instance holds the winning live claim.
+	Ours
+	// Taken: another instance holds the winning live claim.
+	Taken
+)
+
+func (v Verdict) String() string {
+	return [...]string{"free", "ours", "taken"}[v]
+}
+
+// Judge says who holds the PR for the view's head, from the instance's side.
+// It returns the winning claim when there is one.
+func Judge(v View, instance string) (Verdict, Claim) {
+	live := Live(v)
+	if len(live) == 0 {
+		return Free, Claim{}
+	}
+	if live[0].Instance == instance {
+		return Ours, live[0]
+	}
+	return Taken, live[0]
+}
+
+// Losers returns this instance's live claims that do not win: the comments a
+// pool deletes after losing a tie-break, or duplicates of its own winning claim.
+func Losers(v View, instance string) []Claim {
+	live := Live(v)
+	var out []Claim
+	for i, cl := range live {
+		if cl.Instance == instance && i > 0 {
+			out = append(out, cl)
+		}
+	}
+	return out
+}

@@ -1,0 +1,72 @@
+package forgejo
+
+import (
+	"strings"
+	"time"
+)
+
+// PR is what the pool needs to know of a pull request.
+type PR struct {
+	Number    int
+	Title     string
+	Body      string
+	Author    string
+	State     string // open or closed
+	Merged    bool
+	Mergeable bool
+	HeadSHA   string
+	HeadRef   string
+	BaseRef   string
+	Labels    []string
+	Updated   time.Time
+	URL       string
+}
+
+// HasLabel reports whether the PR carries the label (case-insensitive).
+func (p PR) HasLabel(name string) bool {
+	for _, l := range p.Labels {
+		if strings.EqualFold(l, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// Comment is an issue or PR comment.
+type Comment struct {
+	ID      int64
+	Author  string
+	Body    string
+	Created time.Time
+	Updated time.Time
+}
+
+// Review states as the forge names them.
+const (
+	ReviewApproved         = "APPROVED"
+	ReviewRequestChanges   = "REQUEST_CHANGES"
+	ReviewComment          = "COMMENT"
+	ReviewPending          = "PENDING"
+	ReviewRequestedReviews = "REQUEST_REVIEW"
+)
+
+// Review is a PR review.
+type Review struct {
+	ID        int64
+	Author    string
+	State     string
+	CommitID  string
+	Stale     bool
+	Dismissed bool
+	Submitted time.Time
+}
+
+// Status is one commit status report.
+type Status struct {
+	ID          int64
+	Context     string
+	State       string // pending, success, error, failure, warning
+	TargetURL   string
+	Description string
+	Created     time.Time
+}
