@@ -1,0 +1,114 @@
+package forgejo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+)
+
+// do makes a plain API call and returns the status and body. A transport
+// failure is an *Error; an HTTP error status is returned for the caller to
+// interpret.
+func (c *Client) do(ctx context.Context, op, method, path string, body any) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, &Error{Op: op, Err: err}
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.url+"/api/v1"+path, rd)
+	if err != nil {
+		return 0, nil, &Error{Op: op, Err: err}
+	}
+	req.Header.Set("Authorization", "token "+c.token)
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, nil, newError(op, 0, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return resp.StatusCode, nil, newError(op, 0, err)
+	}
+	return resp.StatusCode, b, nil
+}
+
+// getJSON is do for reads that must answer 200.
+func (c *Client) getJSON(ctx context.Context, op, path string, out any) error {
+	status, body, err := c.do(ctx, op, http.MethodGet, path, nil)
+	if err != nil {
+		return err
+	}
+	if status != http.StatusOK {
+		return newError(op, status, fmt.Errorf("%s", snippet(body)))
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return &Error{Op: op, Status: status, Retryable: true, Err: fmt.Errorf("malformed answer: %w", err)}
+	}
+	return nil
+}
+
+// snippet is the start of an error body, for messages.
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	return s
+}
+
+type apiStatus struct {
+	ID          int64  `json:"id"`
+	Status      string `json:"status"`
+	Context     string `json:"context"`
+	TargetURL   string `json:"target_url"`
+	Description string `json:"description"`
+	Created     string `json:"created_at"`
+}
+
+// Statuses returns the newest status per context for a commit, read from the
+// full paged history (the combined endpoint covers one page only). An empty
+// slice means nothing was reported: unknown, not green.
+func (c *Client) Statuses(ctx context.Context, owner, repo, sha string) ([]Status, error) {
+	op := fmt.Sprintf("list statuses of %s/%s@%s", owner, repo, short(sha))
+	newest := map[string]apiStatus{}
+	for page := 1; ; page++ {
+		var batch []apiStatus
+		path := fmt.Sprintf("/repos/%s/%s/commits/%s/statuses?limit=%d&page=%d", owner, repo, sha, pageSize, page)
+		if err := c.getJSON(ctx, op, path, &batch); err != nil {
+			return nil, err
+		}
+		for _, s := range batch {
+			if cur, ok := newest[s.Context]; !ok || s.ID > cur.ID {
+				newest[s.Context] = s
+			}
+		}
+		if len(batch) < pageSize {
+			break
+		}
+	}
+	out := make([]Status, 0, len(newest))
+	for _, s := range newest {
+		out = append(out, Status{ID: s.ID, Context: s.Context, State: s.Status, TargetURL: s.TargetURL, Description: s.Description})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Context < out[j].Context })
+	return out, nil
+}
+
+func short(sha string) string {
+	if len(sha) > 10 {
+		return sha[:10]
+	}
+	return sha
+}
