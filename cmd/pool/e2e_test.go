@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"pool/agent"
+	"pool/claims"
+	"pool/internal/sandbox"
+)
+
+// buildPool compiles this command once per test binary.
+func buildPool(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "pool")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func startSandbox(t *testing.T, ctx context.Context, prs int, script sandbox.Script) *sandbox.Sandbox {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test: needs the real forge and agent server (run without -short)")
+	}
+	var log bytes.Buffer
+	sb, err := sandbox.Start(ctx, sandbox.Options{Dir: t.TempDir(), PRs: prs, Script: script, Log: &log})
+	if err != nil {
+		t.Fatalf("sandbox: %v\n%s", err, log.String())
+	}
+	t.Cleanup(func() { sb.Stop() })
+	return sb
+}
+
+// poolEnv is the environment a pool process runs with in the sandbox.
+func poolEnv(t *testing.T, sb *sandbox.Sandbox, tmp string, extra ...string) []string {
+	tokenFile, err := sb.WriteTokenFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + tmp, "TMPDIR=" + tmp,
+		"POOL_FORGEJO_URL=" + sb.Forge.URL, "POOL_FORGEJO_TOKEN_FILE=" + tokenFile,
+		"POOL_REPO=" + sb.Owner + "/" + sb.Repo, "POOL_AGENT_URL=" + sb.Agent.URL,
+		"POOL_STATE_DIR=" + filepath.Join(tmp, "state"),
+		"POOL_POLL_INTERVAL=1s", "POOL_STATUS_INTERVAL=200ms", "POOL_IDLE_EXIT=3",
+	}
+	return append(env, extra...)
+}
+
+// TestSixPRsTwoWorkers is the main path: six open PRs, two workers, every
+// PR merged, one signed claim per PR, nothing left behind, exit 0 and the
+// report on stdout.
+func TestSixPRsTwoWorkers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	sb := startSandbox(t, ctx, 6, nil)
+	bin := buildPool(t)
+	tmp := t.TempDir()
+
+	cmd := exec.CommandContext(ctx, bin, "--workers", "2")
+	cmd.Env = poolEnv(t, sb, tmp)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	t.Logf("pool stderr:\n%s", stderr.String())
+	if err != nil {
+		t.Fatalf("pool exited with %v, want 0", err)
+	}
+
+	report := stdout.String()
+	for _, want := range []string{"TOTAL_PRS_REVIEWED: 6", "  - Approved and merged: 6", "PENDING_MERGE_PRS: []", "INSTANCE_ID: "} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	for _, n := range sb.PRs {
+		assertMerged(t, ctx, sb, n)
+		assertOneSignedClaim(t, ctx, sb, n)
+	}
+	if prompts := sb.Model.Prompts(); len(prompts) != 6 {
+		t.Errorf("model received %d reviewer prompts, want 6 (one per PR)", len(prompts))
+	}
+	for _, p := range sb.Model.Prompts() {
+		if strings.Contains(p, sb.PoolToken) {
+			t.Errorf("a prompt holds the pool's token")
+		}
+	}
+	assertNoSessions(t, ctx, sb)
+	if left, _ := filepath.Glob(filepath.Join(tmp, "pool-clone-*")); len(left) > 0 {
+		t.Errorf("clone left on disk: %v", left)
+	}
+	if strings.Contains(stderr.String(), sb.PoolToken) {
+		t.Errorf("the token appears in the logs")
+	}
+}
+
+func assertMerged(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, n int) {
+	t.Helper()
+	var pr struct {
+		Merged bool `json:"merged"`
+	}
+	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/pulls/%d", sb.Owner, sb.Repo, n), nil, &pr); err != nil {
+		t.Fatal(err)
+	}
+	if !pr.Merged {
+		t.Errorf("PR #%d is not merged", n)
+	}
+}
+
+type apiComment struct {
+	ID   int64  `json:"id"`
+	Body string `json:"body"`
+	User struct {
+		Login string `json:"login"`
+	} `json:"user"`
+}
+
+func prComments(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, n int) []apiComment {
+	t.Helper()
+	var cs []apiComment
+	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/issues/%d/comments", sb.Owner, sb.Repo, n), nil, &cs); err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func assertOneSignedClaim(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, n int) {
+	t.Helper()
+	claimsSeen := 0
+	for _, c := range prComments(t, ctx, sb, n) {
+		if !strings.Contains(c.Body, "<!-- pool-claim ") {
+			continue
+		}
+		claimsSeen++
+		if !strings.HasPrefix(c.Body, claims.Sentence("")[:len("Review claimed by reviewer pool instance ")]) {
+			t.Errorf("PR #%d: claim lacks the human sentence: %q", n, c.Body)
+		}
+		if !strings.HasSuffix(c.Body, "---\n**Automated by CleverAgents Bot**\nSupervisor: PR Review | Agent: ca-continuous-pr-reviewer") {
+			t.Errorf("PR #%d: claim is not signed: %q", n, c.Body)
+		}
+		if c.User.Login != sb.PoolUser {
+			t.Errorf("PR #%d: claim by %s, want %s", n, c.User.Login, sb.PoolUser)
+		}
+	}
+	if claimsSeen != 1 {
+		t.Errorf("PR #%d has %d claim comments, want 1", n, claimsSeen)
+	}
+}
+
+func assertNoSessions(t *testing.T, ctx context.Context, sb *sandbox.Sandbox) {
+	t.Helper()
+	sessions, err := agent.New(sb.Agent.URL, "", nil).Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sessions) != 0 {
+		t.Errorf("%d sessions left on the agent server: %+v", len(sessions), sessions)
+	}
+}

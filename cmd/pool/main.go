@@ -1,0 +1,87 @@
+// Command pool keeps N AI reviewer sessions busy on a Forgejo repository's
+// open pull requests and drives each one to merged.
+//
+//	pool [run] [flags]    supervise (the default)
+//
+// Exit codes: 0 idle exit or signal; 1 fatal at run time; 2 usage or config
+// error (a relaunch hook must not relaunch on 2).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"pool/configs"
+	"pool/pool"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel()}))
+	cmd := "run"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "run":
+		return supervise(ctx, args, stdout, stderr, log)
+	case "help":
+		fmt.Fprintln(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "pool: unknown command %q\n%s\n", cmd, usage)
+	return 2
+}
+
+const usage = `usage: pool [run] [flags]     supervise reviewer sessions (see pool run --help)`
+
+func supervise(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) int {
+	cfg, err := configs.Load(args)
+	if err != nil {
+		return configFailure(err, stderr)
+	}
+	report, err := pool.Run(ctx, cfg, log)
+	if report.InstanceID != "" { // the pool started: report, whatever ended it
+		if werr := report.Write(stdout); werr != nil {
+			log.Error("writing the report failed", "err", werr)
+		}
+	}
+	if err != nil {
+		if configs.IsConfigError(err) {
+			return configFailure(err, stderr)
+		}
+		log.Error("pool stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func configFailure(err error, stderr io.Writer) int {
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "pool: %v\n", err)
+	return 2
+}
+
+func logLevel() slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(os.Getenv("POOL_LOG_LEVEL"))); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}

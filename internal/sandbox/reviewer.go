@@ -1,0 +1,89 @@
+package sandbox
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// The scripted reviewer's shell commands reach the forge through these
+// variables, set in the agent server's environment: the reviewer has its own
+// account and token, and the pool's token never enters a prompt.
+const (
+	EnvForgeURL      = "SANDBOX_FORGE_URL"
+	EnvReviewerToken = "SANDBOX_REVIEWER_TOKEN"
+)
+
+var (
+	promptPRRE   = regexp.MustCompile(`Review PR #(\d+)\. Repo: ([^\s]+)\.`)
+	promptHeadRE = regexp.MustCompile(`Head SHA: ([0-9a-f]{7,64})`)
+)
+
+// PromptTarget reads the PR number, repository and head from a pool prompt.
+func PromptTarget(prompt string) (pr string, repo string, head string, ok bool) {
+	m := promptPRRE.FindStringSubmatch(prompt)
+	h := promptHeadRE.FindStringSubmatch(prompt)
+	if m == nil || h == nil {
+		return "", "", "", false
+	}
+	return m[1], m[2], h[1], true
+}
+
+// Verdict is what a scripted reviewer does with a PR.
+type Verdict struct {
+	Event string // APPROVED, REQUEST_CHANGES or COMMENT; "" posts no review
+	Merge bool   // try to merge after approving
+	// Report overrides the REVIEW-RESULT line; "" reports what happened.
+	Report string
+}
+
+// Reviewer returns a Script for a reviewer that reviews as decide says,
+// merges when asked, and ends with a REVIEW-RESULT line.
+func Reviewer(decide func(pr string) Verdict) Script {
+	return func(prompt string, outputs []string) Turn {
+		pr, repo, head, ok := PromptTarget(prompt)
+		if !ok {
+			return Turn{Text: "I cannot tell which PR to review."}
+		}
+		v := decide(pr)
+		switch {
+		case len(outputs) == 0 && v.Event != "":
+			return Turn{Bash: reviewCommand(repo, pr, head, v.Event)}
+		case len(outputs) == 1 && v.Event == "APPROVED" && v.Merge:
+			return Turn{Bash: mergeCommand(repo, pr, head)}
+		}
+		return Turn{Text: finalText(v, outputs)}
+	}
+}
+
+// ApproveAndMerge is the plain happy reviewer.
+func ApproveAndMerge(string) Verdict { return Verdict{Event: "APPROVED", Merge: true} }
+
+func reviewCommand(repo, pr, head, event string) string {
+	body := "Scripted review: " + strings.ToLower(event) + `.\n\n---\n**Automated by CleverAgents Bot**\nSupervisor: PR Review | Agent: ca-continuous-pr-reviewer`
+	payload := fmt.Sprintf(`{"event":"%s","body":"%s","commit_id":"%s"}`, event, body, head)
+	return fmt.Sprintf(`code=$(curl -s -o /dev/null -w '%%{http_code}' -X POST -H "Authorization: token $%s" -H 'Content-Type: application/json' "$%s/api/v1/repos/%s/pulls/%s/reviews" -d '%s'); echo "review=$code"`,
+		EnvReviewerToken, EnvForgeURL, repo, pr, payload)
+}
+
+// mergeCommand merges pinned to the head, retrying while the forge is still
+// checking mergeability (405 "try again later").
+func mergeCommand(repo, pr, head string) string {
+	return fmt.Sprintf(`for i in 1 2 3 4 5 6 7 8 9 10; do code=$(curl -s -o /dev/null -w '%%{http_code}' -X POST -H "Authorization: token $%s" -H 'Content-Type: application/json' "$%s/api/v1/repos/%s/pulls/%s/merge" -d '{"Do":"merge","head_commit_id":"%s"}'); [ "$code" = 405 ] || break; sleep 1; done; echo "merge=$code"`,
+		EnvReviewerToken, EnvForgeURL, repo, pr, head)
+}
+
+func finalText(v Verdict, outputs []string) string {
+	decision := map[string]string{"APPROVED": "approved", "REQUEST_CHANGES": "changes_requested"}[v.Event]
+	if decision == "" {
+		decision = "commented"
+	}
+	status := "none"
+	if len(outputs) > 1 {
+		status = map[bool]string{true: "merged", false: "merge_failed"}[strings.Contains(outputs[1], "merge=200")]
+	}
+	if v.Report != "" {
+		return v.Report
+	}
+	return fmt.Sprintf("Review done.\nREVIEW-RESULT: {\"decision\": %q, \"merge_status\": %q}", decision, status)
+}

@@ -1,0 +1,135 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Options shape a sandbox.
+type Options struct {
+	Dir       string // where the servers keep their data; made if missing
+	PRs       int    // open PRs to seed
+	AgentName string // the agent the pool prompts; default ca-pr-self-reviewer
+	Script    Script // the scripted model; default: approve and merge
+	Log       io.Writer
+}
+
+// Sandbox is a running test forge with a seeded repository, and an agent
+// server whose model is scripted.
+type Sandbox struct {
+	Forge *Forge
+	Model *Model
+	Agent *AgentServer
+
+	Owner, Repo   string
+	OwnerToken    string // the PR author
+	PoolUser      string
+	PoolToken     string // the pool's account: a write collaborator
+	ReviewerUser  string
+	ReviewerToken string // the scripted reviewer's account: a write collaborator
+	PRs           []int
+	Dir           string
+}
+
+// Start brings up the forge, seeds a repository with opts.PRs open PRs, and
+// starts the scripted model and the agent server. On error it stops what it
+// started.
+func Start(ctx context.Context, opts Options) (sb *Sandbox, err error) {
+	if opts.AgentName == "" {
+		opts.AgentName = "ca-pr-self-reviewer"
+	}
+	if opts.Script == nil {
+		opts.Script = Reviewer(ApproveAndMerge)
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	sb = &Sandbox{Dir: opts.Dir, Owner: "owner", Repo: "demo", PoolUser: "pool-bot", ReviewerUser: "reviewer"}
+	defer func() {
+		if err != nil {
+			sb.Stop()
+		}
+	}()
+	if sb.Forge, err = StartForge(ctx, filepath.Join(opts.Dir, "forge"), opts.Log); err != nil {
+		return sb, err
+	}
+	if err = sb.seedAccounts(ctx); err != nil {
+		return sb, err
+	}
+	for i := 1; i <= opts.PRs; i++ {
+		if _, err = sb.AddPR(ctx, i); err != nil {
+			return sb, err
+		}
+	}
+	if sb.Model, err = StartModel(opts.Script); err != nil {
+		return sb, err
+	}
+	sb.Agent, err = StartAgentServer(ctx, filepath.Join(opts.Dir, "agent"), AgentOptions{
+		ModelURL: sb.Model.URL, AgentName: opts.AgentName,
+		Env: map[string]string{EnvForgeURL: sb.Forge.URL, EnvReviewerToken: sb.ReviewerToken},
+	})
+	return sb, err
+}
+
+func (sb *Sandbox) seedAccounts(ctx context.Context) error {
+	var err error
+	if sb.OwnerToken, err = sb.Forge.CreateUser(ctx, sb.Owner); err != nil {
+		return err
+	}
+	if sb.PoolToken, err = sb.Forge.CreateUser(ctx, sb.PoolUser); err != nil {
+		return err
+	}
+	if sb.ReviewerToken, err = sb.Forge.CreateUser(ctx, sb.ReviewerUser); err != nil {
+		return err
+	}
+	if err = sb.Forge.CreateRepo(ctx, sb.OwnerToken, sb.Repo); err != nil {
+		return err
+	}
+	for _, u := range []string{sb.PoolUser, sb.ReviewerUser} {
+		if err = sb.Forge.AddCollaborator(ctx, sb.OwnerToken, sb.Owner, sb.Repo, u, "write"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddPR opens PR number i's change: a branch adding one file, and its PR.
+func (sb *Sandbox) AddPR(ctx context.Context, i int) (int, error) {
+	branch := fmt.Sprintf("feature-%d", i)
+	path := fmt.Sprintf("features/feature-%d.txt", i)
+	if err := sb.Forge.CreateBranchWithFile(ctx, sb.OwnerToken, sb.Owner, sb.Repo, branch, path, fmt.Sprintf("feature %d\n", i)); err != nil {
+		return 0, err
+	}
+	n, _, err := sb.Forge.CreatePR(ctx, sb.OwnerToken, sb.Owner, sb.Repo, branch, "main",
+		fmt.Sprintf("Add feature %d", i), fmt.Sprintf("Adds feature %d.", i))
+	if err != nil {
+		return 0, err
+	}
+	sb.PRs = append(sb.PRs, n)
+	return n, nil
+}
+
+// WriteTokenFile writes the pool's token to a 0600 file and returns its path.
+func (sb *Sandbox) WriteTokenFile() (string, error) {
+	path := filepath.Join(sb.Dir, "pool-token")
+	return path, os.WriteFile(path, []byte(sb.PoolToken+"\n"), 0o600)
+}
+
+// Stop stops every server the sandbox started. Safe to call more than once.
+func (sb *Sandbox) Stop() error {
+	var errs []error
+	if sb.Agent != nil {
+		errs = append(errs, sb.Agent.Stop())
+	}
+	if sb.Model != nil {
+		sb.Model.Close()
+	}
+	if sb.Forge != nil {
+		errs = append(errs, sb.Forge.Stop())
+	}
+	return errors.Join(errs...)
+}

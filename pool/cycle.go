@@ -1,0 +1,234 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"pool/claims"
+	"pool/forgejo"
+	"pool/lifecycle"
+)
+
+// cycleResult counts what one discovery cycle found.
+type cycleResult struct {
+	dispatched int // sessions handed to slots
+	acted      int // mechanical actions taken (merge, comment, ...)
+	running    int // PRs held by a slot
+	retrying   int // approved PRs waiting to merge
+}
+
+// quiet is a cycle with nothing to do.
+func (r cycleResult) quiet() bool {
+	return r.dispatched == 0 && r.acted == 0 && r.running == 0 && r.retrying == 0
+}
+
+// candidate is a PR that needs a session.
+type candidate struct {
+	pr   forgejo.PR
+	kind lifecycle.Kind
+}
+
+// cycle lists the open PRs on the default branch, decides each one, takes
+// the mechanical actions, and hands PRs that need a session to free slots.
+func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
+	var res cycleResult
+	if p.clone != nil {
+		if err := p.clone.Refresh(ctx); err != nil {
+			p.log.Warn("refreshing the clone failed", "err", err)
+		}
+	}
+	prs, err := p.forge.OpenPRs(ctx, p.cfg.Owner, p.cfg.Name)
+	if err != nil {
+		return res, err
+	}
+	open := map[int]bool{}
+	var todo []candidate
+	for _, pr := range prs {
+		if pr.BaseRef != p.base {
+			continue
+		}
+		open[pr.Number] = true
+		if p.isBusy(pr.Number) {
+			res.running++
+			continue
+		}
+		act, err := p.step(ctx, pr, "")
+		if err != nil {
+			if errors.Is(err, forgejo.ErrUnauthorized) {
+				return res, err
+			}
+			p.log.Warn("PR step failed; retrying next cycle", "pr", pr.Number, "err", err)
+			continue
+		}
+		p.tally(&res, pr.Number, act, &todo, pr)
+	}
+	if err := p.forgetGone(ctx, open); err != nil {
+		return res, err
+	}
+	res.dispatched = p.dispatchAll(ctx, work, todo)
+	return res, nil
+}
+
+func (p *Pool) tally(res *cycleResult, n int, act lifecycle.Action, todo *[]candidate, pr forgejo.PR) {
+	switch act.Kind {
+	case lifecycle.Review, lifecycle.Fix:
+		*todo = append(*todo, candidate{pr: pr, kind: act.Kind})
+	case lifecycle.Merge, lifecycle.Arm, lifecycle.Disarm, lifecycle.NoteConflict, lifecycle.Drop:
+		res.acted++
+	}
+	if p.track(n).State.Retrying() {
+		res.retrying++
+	}
+}
+
+// dispatchAll hands candidates to free slots, oldest PR first, and returns
+// how many it started.
+func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) int {
+	started := 0
+	for _, c := range todo {
+		if ctx.Err() != nil || !p.takeSlot(c.pr.Number) {
+			break
+		}
+		p.workers.Add(1)
+		go func() {
+			defer p.workers.Done()
+			defer p.releaseSlot(c.pr.Number)
+			p.runSlot(ctx, work, c)
+		}()
+		started++
+	}
+	return started
+}
+
+// step observes one PR, decides, and performs the decision unless it needs a
+// session, which the caller arranges. hint is a just-finished session's
+// merge_status.
+func (p *Pool) step(ctx context.Context, pr forgejo.PR, hint string) (lifecycle.Action, error) {
+	obs, err := p.observe(ctx, pr)
+	if err != nil {
+		return lifecycle.Action{}, err
+	}
+	obs.Hint = hint
+	next, act := lifecycle.Decide(p.policy, p.track(pr.Number), obs)
+	if act.Kind == lifecycle.Review {
+		if obs.Claim, err = p.judgeClaims(ctx, pr); err != nil {
+			return lifecycle.Action{}, err
+		}
+		next, act = lifecycle.Decide(p.policy, p.track(pr.Number), obs)
+	}
+	p.setTrack(pr.Number, next)
+	if act.Kind != lifecycle.Wait || act.Diagnostic {
+		p.log.Info("decision", "pr", pr.Number, "action", act.Kind, "state", next.State, "reason", act.Reason)
+	}
+	return act, p.act(ctx, pr, next, act)
+}
+
+// observe reads what the decision needs: reviews always, statuses only for
+// an approved head.
+func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observation, error) {
+	obs := lifecycle.Observation{Open: pr.State == "open", Merged: pr.Merged, HeadSHA: pr.HeadSHA,
+		Skip: p.cfg.SkipLabel != "" && pr.HasLabel(p.cfg.SkipLabel), Mergeable: pr.Mergeable, Now: p.now()}
+	if !obs.Open || obs.Merged {
+		return obs, nil
+	}
+	reviews, err := p.forge.Reviews(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+	if err != nil {
+		return obs, err
+	}
+	obs.Review = p.headReview(pr, reviews)
+	if obs.Review != forgejo.ReviewApproved {
+		return obs, nil
+	}
+	statuses, err := p.forge.Statuses(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
+	if err != nil {
+		return obs, err
+	}
+	obs.Checks = lifecycle.Summarize(statuses)
+	return obs, nil
+}
+
+// headReview is the state of the newest counted review on the PR's head.
+// A review counts when it is on the head commit, not dismissed, and by a
+// configured reviewer (or, with none configured, by anyone but the author;
+// then a comment-only review does not count, so a passer-by's remark never
+// stands in for a review).
+func (p *Pool) headReview(pr forgejo.PR, reviews []forgejo.Review) string {
+	var best forgejo.Review
+	for _, r := range reviews {
+		if r.CommitID != pr.HeadSHA || r.Dismissed || r.ID < best.ID || !p.countsAsReview(pr, r) {
+			continue
+		}
+		best = r
+	}
+	return best.State
+}
+
+func (p *Pool) countsAsReview(pr forgejo.PR, r forgejo.Review) bool {
+	switch r.State {
+	case forgejo.ReviewApproved, forgejo.ReviewRequestChanges:
+	case forgejo.ReviewComment:
+		if len(p.cfg.Reviewers) == 0 {
+			return false
+		}
+	default:
+		return false
+	}
+	if len(p.cfg.Reviewers) == 0 {
+		return !strings.EqualFold(r.Author, pr.Author)
+	}
+	for _, a := range p.cfg.Reviewers {
+		if strings.EqualFold(a, r.Author) {
+			return true
+		}
+	}
+	return false
+}
+
+// judgeClaims reads the PR's comments and says who holds it.
+func (p *Pool) judgeClaims(ctx context.Context, pr forgejo.PR) (claims.Verdict, error) {
+	v, err := p.claimView(ctx, pr)
+	if err != nil {
+		return claims.Free, err
+	}
+	verdict, _ := claims.Judge(v, p.instance)
+	return verdict, nil
+}
+
+func (p *Pool) claimView(ctx context.Context, pr forgejo.PR) (claims.View, error) {
+	comments, err := p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+	if err != nil {
+		return claims.View{}, err
+	}
+	reviews, err := p.forge.Reviews(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+	if err != nil {
+		return claims.View{}, err
+	}
+	return claims.View{HeadSHA: pr.HeadSHA, Comments: comments, Reviews: reviews,
+		Trusted: append([]string{p.me}, p.cfg.TrustedClaimers...), TTL: p.cfg.ClaimTTL, Now: p.now()}, nil
+}
+
+// forgetGone settles tracked PRs that are no longer open: merged or closed.
+func (p *Pool) forgetGone(ctx context.Context, open map[int]bool) error {
+	for _, n := range p.trackedNumbers() {
+		if open[n] || p.isBusy(n) {
+			continue
+		}
+		pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, n)
+		if errors.Is(err, forgejo.ErrNotFound) {
+			p.dropTrack(n)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if pr.BaseRef != p.base && pr.State == "open" {
+			p.dropTrack(n) // retargeted away from the default branch
+			continue
+		}
+		if _, err := p.step(ctx, pr, ""); err != nil {
+			p.log.Warn("settling a closed PR failed", "pr", n, "err", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,293 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"pool/agent"
+	"pool/forgejo"
+)
+
+// fakeForge is an in-memory forge. Side effects are recorded as plain
+// strings ("#3: merge") so tests compare slices.
+type fakeForge struct {
+	mu       sync.Mutex
+	me       string
+	prs      map[int]*forgejo.PR
+	comments map[int][]forgejo.Comment
+	reviews  map[int][]forgejo.Review
+	statuses map[string][]forgejo.Status
+	nextID   int64
+	effects  []string
+	// failOps makes the named operations fail with the error.
+	failOps map[string]error
+	// mergeAnswer overrides the merge outcome per PR.
+	mergeAnswer map[int]forgejo.MergeResult
+	now         func() time.Time
+}
+
+func newFakeForge(prs ...int) *fakeForge {
+	f := &fakeForge{me: "pool-bot", prs: map[int]*forgejo.PR{}, comments: map[int][]forgejo.Comment{},
+		reviews: map[int][]forgejo.Review{}, statuses: map[string][]forgejo.Status{}, failOps: map[string]error{},
+		mergeAnswer: map[int]forgejo.MergeResult{}, now: time.Now}
+	for _, n := range prs {
+		f.prs[n] = &forgejo.PR{Number: n, State: "open", Mergeable: true, HeadSHA: fmt.Sprintf("sha-%d-a", n),
+			BaseRef: "main", Author: "author"}
+	}
+	return f
+}
+
+func (f *fakeForge) fail(op string) error {
+	if err, ok := f.failOps[op]; ok {
+		return err
+	}
+	return nil
+}
+
+func (f *fakeForge) record(format string, args ...any) {
+	f.effects = append(f.effects, fmt.Sprintf(format, args...))
+}
+
+func (f *fakeForge) Effects() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.effects...)
+}
+
+func (f *fakeForge) Me(context.Context) (string, error) { return f.me, f.fail("me") }
+
+func (f *fakeForge) DefaultBranch(context.Context, string, string) (string, error) {
+	return "main", f.fail("repo")
+}
+
+func (f *fakeForge) OpenPRs(context.Context, string, string) ([]forgejo.PR, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.fail("list"); err != nil {
+		return nil, err
+	}
+	var out []forgejo.PR
+	for n := 1; n <= len(f.prs)+100; n++ {
+		if pr, ok := f.prs[n]; ok && pr.State == "open" {
+			out = append(out, *pr)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeForge) PR(_ context.Context, _, _ string, n int) (forgejo.PR, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pr, ok := f.prs[n]
+	if !ok {
+		return forgejo.PR{}, &forgejo.Error{Op: "get", Status: 404, Err: forgejo.ErrNotFound}
+	}
+	return *pr, f.fail("pr")
+}
+
+func (f *fakeForge) Comments(_ context.Context, _, _ string, n int) ([]forgejo.Comment, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]forgejo.Comment(nil), f.comments[n]...), f.fail("comments")
+}
+
+func (f *fakeForge) PostComment(_ context.Context, _, _ string, n int, body string) (forgejo.Comment, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.fail("comment"); err != nil {
+		return forgejo.Comment{}, err
+	}
+	f.nextID++
+	c := forgejo.Comment{ID: f.nextID, Author: f.me, Body: body, Created: f.now()}
+	f.comments[n] = append(f.comments[n], c)
+	f.record("#%d: comment %s", n, firstLine(body))
+	return c, nil
+}
+
+func (f *fakeForge) DeleteComment(_ context.Context, _, _ string, id int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for n, cs := range f.comments {
+		for i, c := range cs {
+			if c.ID == id {
+				f.comments[n] = append(cs[:i:i], cs[i+1:]...)
+				f.record("#%d: delete comment %d", n, id)
+			}
+		}
+	}
+	return nil
+}
+
+func (f *fakeForge) Reviews(_ context.Context, _, _ string, n int) ([]forgejo.Review, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]forgejo.Review(nil), f.reviews[n]...), f.fail("reviews")
+}
+
+func (f *fakeForge) Statuses(_ context.Context, _, _, sha string) ([]forgejo.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]forgejo.Status(nil), f.statuses[sha]...), f.fail("statuses")
+}
+
+func (f *fakeForge) Merge(_ context.Context, _, _ string, n int, opt forgejo.MergeOptions) (forgejo.MergeResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("#%d: merge at %s", n, opt.HeadSHA)
+	if res, ok := f.mergeAnswer[n]; ok {
+		return res, nil
+	}
+	pr := f.prs[n]
+	if opt.HeadSHA != pr.HeadSHA {
+		return forgejo.MergeResult{Outcome: forgejo.MergeHeadMoved, Status: 409}, nil
+	}
+	pr.Merged, pr.State = true, "closed"
+	return forgejo.MergeResult{Outcome: forgejo.MergeDone, Status: 200}, nil
+}
+
+func (f *fakeForge) CancelAutoMerge(_ context.Context, _, _ string, n int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("#%d: cancel auto-merge", n)
+	return nil
+}
+
+// review adds a review on the PR's current head.
+func (f *fakeForge) review(n int, author, state string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID++
+	f.reviews[n] = append(f.reviews[n], forgejo.Review{ID: f.nextID, Author: author, State: state,
+		CommitID: f.prs[n].HeadSHA, Submitted: f.now()})
+}
+
+func (f *fakeForge) claimsOn(n int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	count := 0
+	for _, c := range f.comments[n] {
+		if strings.Contains(c.Body, "<!-- pool-claim ") {
+			count++
+		}
+	}
+	return count
+}
+
+// fakeAgent runs each prompted session for a set duration, then applies
+// the reviewer's effect on the forge and answers with the reply.
+type fakeAgent struct {
+	mu       sync.Mutex
+	sessions map[string]*fakeSession
+	next     int
+	// behave decides, per PR, how long the session runs, what it does to
+	// the forge when it ends, and what it replies.
+	behave       func(pr int) (time.Duration, func(), string)
+	active, peak int
+	prompts      []string
+}
+
+type fakeSession struct {
+	id, title string
+	busy      bool
+	reply     string
+	done      bool
+}
+
+func newFakeAgent(behave func(pr int) (time.Duration, func(), string)) *fakeAgent {
+	return &fakeAgent{sessions: map[string]*fakeSession{}, behave: behave}
+}
+
+func (a *fakeAgent) CreateSession(_ context.Context, title string) (agent.Session, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.next++
+	s := &fakeSession{id: fmt.Sprintf("ses_%d", a.next), title: title}
+	a.sessions[s.id] = s
+	return agent.Session{ID: s.id, Title: title}, nil
+}
+
+func (a *fakeAgent) PromptAsync(_ context.Context, id, _, text string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.sessions[id]
+	pr, _ := titlePR(s.title)
+	d, effect, reply := a.behave(pr)
+	s.busy = true
+	a.prompts = append(a.prompts, text)
+	a.active++
+	a.peak = max(a.peak, a.active)
+	time.AfterFunc(d, func() {
+		if effect != nil {
+			effect()
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		s.busy, s.done, s.reply = false, true, reply
+		a.active--
+	})
+	return nil
+}
+
+func (a *fakeAgent) Statuses(context.Context) (map[string]agent.Status, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[string]agent.Status{}
+	for id, s := range a.sessions {
+		if s.busy {
+			out[id] = agent.Status{Type: "busy"}
+		}
+	}
+	return out, nil
+}
+
+func (a *fakeAgent) Messages(_ context.Context, id string) ([]agent.Message, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.sessions[id]
+	if !ok {
+		return nil, agent.ErrNotFound
+	}
+	msgs := []agent.Message{{Role: "user", Text: "prompt"}}
+	if s.done {
+		msgs = append(msgs, agent.Message{Role: "assistant", Text: s.reply, Finish: "stop",
+			Created: time.Now(), Completed: time.Now()})
+	}
+	return msgs, nil
+}
+
+func (a *fakeAgent) Sessions(context.Context) ([]agent.Session, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []agent.Session
+	for _, s := range a.sessions {
+		out = append(out, agent.Session{ID: s.id, Title: s.title})
+	}
+	return out, nil
+}
+
+func (a *fakeAgent) Delete(_ context.Context, id string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.sessions, id)
+	return nil
+}
+
+func (a *fakeAgent) Abort(_ context.Context, id string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s, ok := a.sessions[id]; ok {
+		s.busy = false
+	}
+	return nil
+}
+
+func (a *fakeAgent) Permissions(context.Context) ([]agent.Permission, error) { return nil, nil }
+
+func (a *fakeAgent) count() (sessions, prompts, peak int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.sessions), len(a.prompts), a.peak
+}

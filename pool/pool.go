@@ -1,0 +1,248 @@
+// Package pool runs the supervisor: one discovery loop that decides what each
+// open PR needs, does the mechanical steps itself (merging, comments), and
+// keeps at most N reviewer sessions running on the agent server, refilling a
+// slot as soon as its session ends.
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"pool/configs"
+	"pool/forgejo"
+	"pool/lifecycle"
+)
+
+// Deps are the pool's collaborators; tests pass fakes.
+type Deps struct {
+	Forge Forge
+	Agent Agent
+	Clone Refresher // may be nil
+	Store *Store    // may be nil: memory only
+	Log   *slog.Logger
+	Now   func() time.Time
+}
+
+// Pool is one running supervisor.
+type Pool struct {
+	cfg    configs.Config
+	forge  Forge
+	agent  Agent
+	clone  Refresher
+	store  *Store
+	log    *slog.Logger
+	now    func() time.Time
+	policy lifecycle.Policy
+
+	me       string // the token's account
+	base     string // the default branch
+	instance string
+	spec     string
+
+	freed   chan struct{} // a slot was released; buffered 1
+	workers sync.WaitGroup
+
+	mu       sync.Mutex // guards tracks, busy, sessions, stats
+	tracks   map[int]lifecycle.Track
+	busy     map[int]bool     // PRs held by a slot (claiming, reviewing or collecting)
+	sessions map[int]*session // running sessions by PR
+	stats    Stats
+}
+
+// New prepares a pool: it checks the token, reads the default branch, loads
+// state and the instance identity. It starts nothing.
+func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
+	p := &Pool{cfg: cfg, forge: d.Forge, agent: d.Agent, clone: d.Clone, store: d.Store, log: d.Log, now: d.Now,
+		freed: make(chan struct{}, 1), busy: map[int]bool{}, sessions: map[int]*session{}, tracks: map[int]lifecycle.Track{}}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	p.policy = lifecycle.Policy{DiagnosticEvery: cfg.DiagnosticEvery, RetryBase: cfg.PollInterval, RetryMax: cfg.ClaimTTL}
+	var err error
+	if p.me, err = p.forge.Me(ctx); err != nil {
+		return nil, fmt.Errorf("pool: check token: %w", err)
+	}
+	if p.base, err = p.forge.DefaultBranch(ctx, cfg.Owner, cfg.Name); err != nil {
+		return nil, fmt.Errorf("pool: read repository: %w", err)
+	}
+	if err := p.loadState(); err != nil {
+		return nil, err
+	}
+	if cfg.SpecFile != "" {
+		b, err := os.ReadFile(cfg.SpecFile)
+		if err != nil {
+			return nil, &configs.Error{Key: "spec_file", Reason: err.Error()}
+		}
+		p.spec = string(b)
+	}
+	p.log = p.log.With("instance", p.instance)
+	return p, nil
+}
+
+func (p *Pool) loadState() error {
+	generate := func() string { return fmt.Sprintf("pr-reviewer-pool-%d-%d", os.Getpid(), p.now().Unix()) }
+	if p.store == nil {
+		p.instance = p.cfg.InstanceID
+		if p.instance == "" {
+			p.instance = generate()
+		}
+		return nil
+	}
+	var err error
+	if p.instance, err = p.store.InstanceID(p.cfg.InstanceID, generate); err != nil {
+		return err
+	}
+	p.tracks, err = p.store.Tracks()
+	return err
+}
+
+// Instance is the pool's identity on the forge.
+func (p *Pool) Instance() string { return p.instance }
+
+// Run supervises until ctx ends, the idle limit is reached, or (with Once)
+// one cycle's work is done. It returns the exit report. Cancelling ctx starts
+// the two-phase shutdown: no new claims or sessions; running sessions are
+// left for the next start to adopt (or aborted with AbortOnExit); in-flight
+// forge calls get ShutdownTimeout to finish.
+func (p *Pool) Run(ctx context.Context) (Report, error) {
+	p.log.Info("pool starting", "repo", p.cfg.Repo(), "workers", p.cfg.Workers, "base", p.base, "account", p.me)
+	work, stopWork := p.workContext(ctx)
+	defer stopWork()
+	if err := p.adopt(ctx, work); err != nil {
+		p.log.Warn("adopting sessions failed; continuing", "err", err)
+	}
+	watchDone := make(chan struct{})
+	go func() { defer close(watchDone); p.watch(work) }()
+
+	err := p.loop(ctx, work)
+
+	p.shutdown(work)
+	stopWork()
+	<-watchDone
+	return p.report(), err
+}
+
+// workContext outlives ctx by ShutdownTimeout so that a claim or dispatch in
+// progress can finish cleanly.
+func (p *Pool) workContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(p.cfg.ShutdownTimeout, cancel)
+		context.AfterFunc(work, func() { t.Stop() })
+	})
+	return work, func() { stop(); cancel() }
+}
+
+// shutdown waits for the slots, bounded by ShutdownTimeout.
+func (p *Pool) shutdown(work context.Context) {
+	done := make(chan struct{})
+	go func() { p.workers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(p.cfg.ShutdownTimeout):
+		p.log.Warn("shutdown timeout: leaving slots behind")
+	case <-work.Done():
+	}
+}
+
+// loop is the discovery loop: one cycle, dispatch, wait; repeat.
+func (p *Pool) loop(ctx context.Context, work context.Context) error {
+	idle := 0
+	failures := 0
+	for ctx.Err() == nil {
+		res, err := p.cycle(ctx, work)
+		switch {
+		case errors.Is(err, forgejo.ErrUnauthorized):
+			return fmt.Errorf("pool: the forge rejected the token: %w", err)
+		case err != nil && ctx.Err() == nil:
+			failures++
+			p.logFailure(failures, err)
+			if !sleep(ctx, forgeBackoff(failures, p.cfg.PollInterval)) {
+				return nil
+			}
+			continue
+		}
+		failures = 0
+		p.countCycle()
+		if res.quiet() {
+			idle++
+		} else {
+			idle = 0
+		}
+		if p.cfg.IdleExit > 0 && idle >= p.cfg.IdleExit {
+			p.log.Info("idle limit reached; exiting", "idle_cycles", idle)
+			return nil
+		}
+		if p.cfg.Once && p.settled() {
+			return nil
+		}
+		p.waitForWork(ctx)
+	}
+	return nil
+}
+
+// logFailure logs the first failure of a run of failures, then every tenth.
+func (p *Pool) logFailure(n int, err error) {
+	if n == 1 || n%10 == 0 {
+		p.log.Warn("cycle failed; backing off", "err", err, "consecutive", n)
+	}
+}
+
+func (p *Pool) waitForWork(ctx context.Context) {
+	t := time.NewTimer(p.cfg.PollInterval)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-p.freed:
+	}
+}
+
+// settled: nothing running, for --once.
+func (p *Pool) settled() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.busy) == 0
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// forgeBackoff is the wait after n consecutive failed cycles: the poll
+// interval doubled per failure, capped at 10 minutes, with up to 25% jitter.
+func forgeBackoff(n int, base time.Duration) time.Duration {
+	d := lifecycle.Backoff(n, base, 10*time.Minute)
+	return d - time.Duration(rand.Int64N(int64(d)/4+1))
+}
+
+// comment posts a signed comment unless this is a dry run.
+func (p *Pool) comment(ctx context.Context, n int, body string) (forgejo.Comment, error) {
+	if p.cfg.DryRun {
+		p.log.Info("dry run: would comment", "pr", n, "body", firstLine(body))
+		return forgejo.Comment{}, nil
+	}
+	return p.forge.PostComment(ctx, p.cfg.Owner, p.cfg.Name, n, sign(body))
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

@@ -1,0 +1,297 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"pool/claims"
+	"pool/configs"
+	"pool/forgejo"
+)
+
+func testConfig(workers int) configs.Config {
+	return configs.Config{ForgejoURL: "http://forge.test", Token: "t", Owner: "o", Name: "r", AgentURL: "http://agent.test",
+		AgentName: "ca-pr-self-reviewer", Workers: workers, InstanceID: "pool-test",
+		PollInterval: 20 * time.Millisecond, StatusInterval: 2 * time.Millisecond, ClaimTTL: 30 * time.Minute,
+		IdleExit: 3, DiagnosticEvery: 10, SkipLabel: "needs feedback", SessionTimeout: time.Minute,
+		ShutdownTimeout: time.Second, MergeStyle: "merge"}
+}
+
+const approvedReply = "LGTM\nREVIEW-RESULT: {\"decision\": \"approved\", \"merge_status\": \"none\"}"
+
+// approver is a reviewer that approves after d and leaves merging to the pool.
+func approver(f *fakeForge, d time.Duration) func(int) (time.Duration, func(), string) {
+	return func(pr int) (time.Duration, func(), string) {
+		return d, func() { f.review(pr, "reviewer", forgejo.ReviewApproved) }, approvedReply
+	}
+}
+
+func runPool(t *testing.T, cfg configs.Config, f *fakeForge, a *fakeAgent) Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := New(ctx, cfg, Deps{Forge: f, Agent: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := p.Run(ctx)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("pool did not finish in time")
+	}
+	return rep
+}
+
+func TestRunMergesEveryPRWithinTheSlotLimit(t *testing.T) {
+	f := newFakeForge(1, 2, 3, 4, 5, 6)
+	a := newFakeAgent(approver(f, 10*time.Millisecond))
+	rep := runPool(t, testConfig(2), f, a)
+
+	for n, pr := range f.prs {
+		if !pr.Merged {
+			t.Errorf("PR #%d not merged", n)
+		}
+		if c := f.claimsOn(n); c != 1 {
+			t.Errorf("PR #%d has %d claims, want 1", n, c)
+		}
+	}
+	sessions, prompts, peak := a.count()
+	if sessions != 0 || prompts != 6 {
+		t.Errorf("sessions left %d, prompts %d; want 0 and 6", sessions, prompts)
+	}
+	if peak > 2 || rep.PeakSlots > 2 {
+		t.Errorf("peak concurrency %d (slots %d), want at most 2", peak, rep.PeakSlots)
+	}
+	if rep.Reviewed != 6 || rep.Merged != 6 || len(rep.PendingMerge) != 0 {
+		t.Errorf("report %+v", rep)
+	}
+	for _, p := range a.prompts {
+		if !strings.HasPrefix(p, "Review PR #") || strings.Contains(p, "Repo: o/r.") == false {
+			t.Errorf("prompt does not start as contracted: %q", firstLine(p))
+		}
+	}
+}
+
+func TestReviewerClaimingMergedIsNotBelieved(t *testing.T) {
+	f := newFakeForge(1)
+	f.mergeAnswer[1] = forgejo.MergeResult{Outcome: forgejo.MergeNotReady, Status: 405, Message: "Please try again later"}
+	liar := func(pr int) (time.Duration, func(), string) {
+		return time.Millisecond, func() { f.review(pr, "reviewer", forgejo.ReviewApproved) },
+			"REVIEW-RESULT: {\"decision\": \"approved\", \"merge_status\": \"merged\"}"
+	}
+	cfg := testConfig(1)
+	cfg.IdleExit = 0
+	cfg.Once = true
+	rep := runPool(t, cfg, f, newFakeAgent(liar))
+	if f.prs[1].Merged {
+		t.Fatal("fake merged despite the 405 answer")
+	}
+	if rep.Merged != 0 || !slices.Equal(rep.PendingMerge, []int{1}) {
+		t.Errorf("report counts an unmerged PR as merged: %+v", rep)
+	}
+}
+
+func TestGarbageFromTheAgentIsAResultNotACrash(t *testing.T) {
+	f := newFakeForge(1)
+	calls := 0
+	a := newFakeAgent(func(pr int) (time.Duration, func(), string) {
+		calls++
+		if calls == 1 {
+			return time.Millisecond, nil, "}}} not json REVIEW-RESULT: {oops"
+		}
+		return time.Millisecond, func() { f.review(pr, "reviewer", forgejo.ReviewApproved) }, approvedReply
+	})
+	rep := runPool(t, testConfig(1), f, a)
+	if !f.prs[1].Merged {
+		t.Errorf("PR not merged after the agent's garbage answer")
+	}
+	if _, prompts, _ := a.count(); prompts != 2 {
+		t.Errorf("prompts = %d, want 2 (garbage, then a real review)", prompts)
+	}
+	if rep.Merged != 1 {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+func TestSkipLabelAndForeignClaims(t *testing.T) {
+	f := newFakeForge(1, 2, 3, 4)
+	f.prs[1].Labels = []string{"Needs Feedback"}
+	now := time.Now()
+	// PR 2: a live claim by another trusted pool blocks it.
+	f.comments[2] = []forgejo.Comment{{ID: 100, Author: "other-pool-bot", Created: now,
+		Body: claims.Body(claims.Claim{Instance: "other", SHA: f.prs[2].HeadSHA, At: now})}}
+	// PR 3: the same claim by an untrusted account does not.
+	f.comments[3] = []forgejo.Comment{{ID: 101, Author: "mallory", Created: now,
+		Body: claims.Body(claims.Claim{Instance: "fake", SHA: f.prs[3].HeadSHA, At: now})}}
+	f.nextID = 200
+	cfg := testConfig(2)
+	cfg.TrustedClaimers = []string{"other-pool-bot"}
+	rep := runPool(t, cfg, f, newFakeAgent(approver(f, time.Millisecond)))
+
+	want := map[int]bool{1: false, 2: false, 3: true, 4: true}
+	for n, merged := range want {
+		if f.prs[n].Merged != merged {
+			t.Errorf("PR #%d merged = %v, want %v", n, f.prs[n].Merged, merged)
+		}
+	}
+	if rep.Skipped != 1 {
+		t.Errorf("skipped = %d, want 1", rep.Skipped)
+	}
+}
+
+func TestPendingChecksCostOneSession(t *testing.T) {
+	f := newFakeForge(1)
+	head := f.prs[1].HeadSHA
+	f.statuses[head] = []forgejo.Status{{ID: 1, Context: "ci", State: "pending"}}
+	a := newFakeAgent(approver(f, time.Millisecond))
+	cfg := testConfig(1)
+	cfg.DiagnosticEvery = 4
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		f.mu.Lock()
+		f.statuses[head] = []forgejo.Status{{ID: 2, Context: "ci", State: "success"}}
+		f.mu.Unlock()
+	}()
+	runPool(t, cfg, f, a)
+	if !f.prs[1].Merged {
+		t.Fatal("not merged after checks passed")
+	}
+	if _, prompts, _ := a.count(); prompts != 1 {
+		t.Errorf("sessions = %d, want 1 for a PR whose checks were pending a while", prompts)
+	}
+	diag := 0
+	for _, e := range f.Effects() {
+		if strings.HasPrefix(e, "#1: comment Merge retry attempt ") {
+			diag++
+		}
+	}
+	if diag == 0 {
+		t.Errorf("no diagnostic comment after many pending cycles: %v", f.Effects())
+	}
+}
+
+func TestConflictIsNotedOnceAndNotRetried(t *testing.T) {
+	f := newFakeForge(1)
+	f.mergeAnswer[1] = forgejo.MergeResult{Outcome: forgejo.MergeConflict, Status: 409}
+	rep := runPool(t, testConfig(1), f, newFakeAgent(approver(f, time.Millisecond)))
+	merges, notes := 0, 0
+	for _, e := range f.Effects() {
+		if strings.HasPrefix(e, "#1: merge") {
+			merges++
+		}
+		if strings.HasPrefix(e, "#1: comment Merge conflict detected. The implementing agent needs to rebase this branch onto latest main.") {
+			notes++
+		}
+	}
+	if merges != 1 || notes != 1 || rep.Conflicts != 1 {
+		t.Errorf("merges %d, conflict notes %d, report %+v; want 1, 1, 1\n%v", merges, notes, rep, f.Effects())
+	}
+}
+
+func TestForgeErrorsAreRetriedNotFatal(t *testing.T) {
+	f := newFakeForge(1)
+	f.failOps["list"] = &forgejo.Error{Op: "list", Status: 500, Retryable: true, Err: errors.New("boom")}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		f.mu.Lock()
+		delete(f.failOps, "list")
+		f.mu.Unlock()
+	}()
+	runPool(t, testConfig(1), f, newFakeAgent(approver(f, time.Millisecond)))
+	if !f.prs[1].Merged {
+		t.Error("not merged once the forge recovered")
+	}
+}
+
+func TestRejectedTokenIsFatal(t *testing.T) {
+	f := newFakeForge(1)
+	f.failOps["list"] = &forgejo.Error{Op: "list", Status: 401, Err: forgejo.ErrUnauthorized}
+	ctx := context.Background()
+	p, err := New(ctx, testConfig(1), Deps{Forge: f, Agent: newFakeAgent(approver(f, time.Millisecond))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(ctx); !errors.Is(err, forgejo.ErrUnauthorized) {
+		t.Errorf("Run = %v, want ErrUnauthorized", err)
+	}
+}
+
+func TestChangesRequestedWaitsForNewHead(t *testing.T) {
+	f := newFakeForge(1)
+	reviews := 0
+	a := newFakeAgent(func(pr int) (time.Duration, func(), string) {
+		reviews++
+		if reviews == 1 {
+			return time.Millisecond, func() { f.review(pr, "reviewer", forgejo.ReviewRequestChanges) },
+				"REVIEW-RESULT: {\"decision\": \"changes_requested\", \"merge_status\": \"none\"}"
+		}
+		return time.Millisecond, func() { f.review(pr, "reviewer", forgejo.ReviewApproved) }, approvedReply
+	})
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		f.mu.Lock()
+		f.prs[1].HeadSHA = "sha-1-b"
+		f.mu.Unlock()
+	}()
+	rep := runPool(t, testConfig(1), f, a)
+	if !f.prs[1].Merged {
+		t.Fatal("not merged after the fix was pushed")
+	}
+	if reviews != 2 {
+		t.Errorf("sessions = %d, want 2 (changes requested, then re-review of the new head)", reviews)
+	}
+	if !strings.Contains(a.prompts[1], "Head SHA: sha-1-b") || !strings.Contains(a.prompts[1], "reviewed before") {
+		t.Errorf("re-review prompt: %q", a.prompts[1])
+	}
+	if rep.ChangesRequested != 1 {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+func TestParseResult(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+		want Result
+	}{
+		{"well formed", "ok\nREVIEW-RESULT: {\"decision\": \"approved\", \"merge_status\": \"merged\"}", Result{"approved", "merged"}},
+		{"last line wins", "REVIEW-RESULT: {\"decision\": \"approved\", \"merge_status\": \"merged\"}\nREVIEW-RESULT: {\"decision\": \"changes_requested\", \"merge_status\": \"none\"}", Result{"changes_requested", "none"}},
+		{"missing", "I looked at it.", Unknown},
+		{"malformed json", "REVIEW-RESULT: {decision: approved}", Unknown},
+		{"unknown values", "REVIEW-RESULT: {\"decision\": \"yolo\", \"merge_status\": \"merged\"}", Unknown},
+		{"empty", "", Unknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ParseResult(tt.text); got != tt.want {
+				t.Errorf("ParseResult = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPromptNeverHoldsTheToken(t *testing.T) {
+	p := prompt(promptInput{PR: 7, Repo: "o/r", Head: "abc", Style: "merge", Retry: true,
+		Failing: []forgejo.Status{{Context: "ci", State: "failure", TargetURL: "http://ci/1"}}})
+	if !strings.HasPrefix(p, "Review PR #7. Repo: o/r.\n") {
+		t.Errorf("first line: %q", firstLine(p))
+	}
+	for _, want := range []string{"Head SHA: abc", "This PR was previously approved. Focus on merge.", "http://ci/1", "REVIEW-RESULT:"} {
+		if !strings.Contains(p, want) {
+			t.Errorf("prompt lacks %q", want)
+		}
+	}
+}
+
+func TestLinkedIssues(t *testing.T) {
+	got := linkedIssues("Closes #12. Also fixes #3 and resolves #40; mentions #5")
+	if !slices.Equal(got, []int{12, 3, 40}) {
+		t.Errorf("linkedIssues = %v", got)
+	}
+}

@@ -1,0 +1,48 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"pool/agent"
+	"pool/clone"
+	"pool/configs"
+	"pool/forgejo"
+)
+
+// Run wires the real forge, agent server, state store and clone, supervises
+// until ctx ends or the pool goes idle, and cleans up on every way out. The
+// clone is removed and the store closed before it returns.
+func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, error) {
+	hc := &http.Client{Timeout: 60 * time.Second}
+	fc, err := forgejo.New(ctx, cfg.ForgejoURL, cfg.Token, hc)
+	if err != nil {
+		return Report{}, fmt.Errorf("pool: connect to the forge: %w", err)
+	}
+	store, err := OpenStore(cfg.StateDir, cfg.Owner, cfg.Name)
+	if err != nil {
+		return Report{}, err
+	}
+	defer store.Close()
+	d := Deps{Forge: fc, Agent: agent.New(cfg.AgentURL, cfg.AgentPassword, hc), Store: store, Log: log}
+	p, err := New(ctx, cfg, d)
+	if err != nil {
+		return Report{}, err
+	}
+	cl, err := clone.New(ctx, clone.Options{URL: fmt.Sprintf("%s/%s/%s.git", cfg.ForgejoURL, cfg.Owner, cfg.Name),
+		Token: cfg.Token, Branch: p.base, GitName: cfg.GitName, GitEmail: cfg.GitEmail})
+	if err != nil {
+		return Report{}, fmt.Errorf("pool: %w", err)
+	}
+	defer func() {
+		if err := cl.Remove(); err != nil {
+			log.Error("removing the clone failed", "dir", cl.Dir, "err", err)
+		}
+	}()
+	log.Info("clone ready", "dir", cl.Dir)
+	p.clone = cl
+	return p.Run(ctx)
+}

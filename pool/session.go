@@ -1,0 +1,277 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"pool/agent"
+	"pool/claims"
+	"pool/forgejo"
+	"pool/lifecycle"
+)
+
+// session is one reviewer session the pool watches. The watcher goroutine
+// alone writes seenBusy, outcome and closes done; others read outcome only
+// after done is closed.
+type session struct {
+	id       string
+	pr       int
+	kind     lifecycle.Kind
+	started  time.Time
+	seenBusy bool
+	outcome  string // idle, error, gone, timeout, stuck
+	done     chan struct{}
+}
+
+// runSlot takes one PR from claim to collected result. ctx ends at shutdown;
+// work outlives it by the shutdown timeout.
+func (p *Pool) runSlot(ctx, work context.Context, c candidate) {
+	log := p.log.With("pr", c.pr.Number)
+	pr, ok, err := p.confirm(work, c)
+	if err != nil || !ok {
+		if err != nil {
+			log.Warn("re-checking before dispatch failed", "err", err)
+		}
+		return
+	}
+	if c.kind == lifecycle.Review {
+		if won, err := p.claim(work, pr); err != nil || !won {
+			if err != nil {
+				log.Warn("claiming failed", "err", err)
+			}
+			return
+		}
+	}
+	if ctx.Err() != nil {
+		return // shutting down: keep the claim, start nothing
+	}
+	s, err := p.dispatch(work, pr, c.kind)
+	if err != nil {
+		log.Warn("starting a session failed; backing off", "err", err)
+		p.setTrack(pr.Number, lifecycle.SessionLeftNoReview(p.policy, p.track(pr.Number), p.now()))
+		return
+	}
+	p.follow(ctx, work, s)
+}
+
+// confirm re-reads the PR so a slot never acts on a stale work list.
+func (p *Pool) confirm(ctx context.Context, c candidate) (forgejo.PR, bool, error) {
+	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, c.pr.Number)
+	if err != nil {
+		return pr, false, err
+	}
+	if pr.HeadSHA != c.pr.HeadSHA || pr.State != "open" || pr.Merged {
+		return pr, false, nil // the next cycle will see what changed
+	}
+	return pr, true, nil
+}
+
+// claim posts this pool's claim unless it already holds one, then verifies:
+// the lowest live claim id wins, and a loser deletes its own claim.
+func (p *Pool) claim(ctx context.Context, pr forgejo.PR) (bool, error) {
+	v, err := p.claimView(ctx, pr)
+	if err != nil {
+		return false, err
+	}
+	switch verdict, _ := claims.Judge(v, p.instance); verdict {
+	case claims.Taken:
+		return false, nil
+	case claims.Ours:
+		return true, p.deleteLosers(ctx, v)
+	}
+	cl := claims.Claim{Instance: p.instance, SHA: pr.HeadSHA, At: p.now().UTC()}
+	if stale := claims.Stale(v); len(stale) > 0 {
+		cl.Takeover = stale[0].Instance
+	}
+	if p.cfg.DryRun {
+		p.log.Info("dry run: would claim", "pr", pr.Number)
+		return false, nil
+	}
+	if _, err := p.forge.PostComment(ctx, p.cfg.Owner, p.cfg.Name, pr.Number, sign(claims.Body(cl))); err != nil {
+		return false, err
+	}
+	if v, err = p.claimView(ctx, pr); err != nil {
+		return false, err
+	}
+	verdict, winner := claims.Judge(v, p.instance)
+	if verdict != claims.Ours {
+		p.log.Info("lost the claim; yielding", "pr", pr.Number, "winner", winner.Instance)
+		return false, p.deleteLosers(ctx, v)
+	}
+	return true, p.deleteLosers(ctx, v)
+}
+
+// deleteLosers removes this instance's live claims that do not win.
+func (p *Pool) deleteLosers(ctx context.Context, v claims.View) error {
+	for _, cl := range claims.Losers(v, p.instance) {
+		if err := p.forge.DeleteComment(ctx, p.cfg.Owner, p.cfg.Name, cl.CommentID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dispatch starts a session and registers it with the watcher.
+func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind) (*session, error) {
+	in := promptInput{PR: pr.Number, Repo: p.cfg.Repo(), Head: pr.HeadSHA, Spec: p.spec, Style: p.cfg.MergeStyle,
+		Reviewed: p.track(pr.Number).ReviewedSHA != ""}
+	if kind == lifecycle.Fix {
+		in.Retry = true
+		statuses, err := p.forge.Statuses(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
+		if err != nil {
+			return nil, err
+		}
+		in.Failing = failing(statuses)
+	}
+	created, err := p.agent.CreateSession(ctx, sessionTitle(pr.Number))
+	if err != nil {
+		return nil, err
+	}
+	if err := p.agent.PromptAsync(ctx, created.ID, p.cfg.AgentName, prompt(in)); err != nil {
+		if derr := p.agent.Delete(ctx, created.ID); derr != nil {
+			p.log.Warn("deleting a session that could not be prompted failed", "session", created.ID, "err", derr)
+		}
+		return nil, err
+	}
+	s := p.register(created.ID, pr.Number, kind)
+	p.mu.Lock()
+	p.stats.sessions++
+	if kind == lifecycle.Fix {
+		p.stats.ciFixes++
+	}
+	p.mu.Unlock()
+	p.log.Info("session started", "pr", pr.Number, "session", created.ID, "kind", kind, "head", pr.HeadSHA)
+	return s, nil
+}
+
+func failing(statuses []forgejo.Status) []forgejo.Status {
+	var out []forgejo.Status
+	for _, s := range statuses {
+		if s.State == "failure" || s.State == "error" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (p *Pool) register(id string, n int, kind lifecycle.Kind) *session {
+	s := &session{id: id, pr: n, kind: kind, started: p.now(), done: make(chan struct{})}
+	p.mu.Lock()
+	p.sessions[n] = s
+	p.mu.Unlock()
+	return s
+}
+
+// follow waits for a session to end, then collects it. At shutdown it leaves
+// the session running for the next start to adopt, or aborts it.
+func (p *Pool) follow(ctx, work context.Context, s *session) {
+	select {
+	case <-s.done:
+		p.collect(work, s)
+	case <-ctx.Done():
+		p.unregister(s)
+		if p.cfg.AbortOnExit {
+			p.abandon(work, s)
+		}
+	}
+}
+
+func (p *Pool) unregister(s *session) {
+	p.mu.Lock()
+	if p.sessions[s.pr] == s {
+		delete(p.sessions, s.pr)
+	}
+	p.mu.Unlock()
+}
+
+func (p *Pool) abandon(ctx context.Context, s *session) {
+	if err := p.agent.Abort(ctx, s.id); err != nil && !errors.Is(err, agent.ErrNotFound) {
+		p.log.Warn("aborting a session failed", "session", s.id, "err", err)
+	}
+	if err := p.agent.Delete(ctx, s.id); err != nil {
+		p.log.Warn("deleting a session failed", "session", s.id, "err", err)
+	}
+}
+
+// collect reads a finished session's result, deletes the session, and lets
+// the forge decide what happens next. The result is a hint.
+func (p *Pool) collect(ctx context.Context, s *session) {
+	defer p.unregister(s)
+	res, text := p.result(ctx, s)
+	if err := p.agent.Delete(ctx, s.id); err != nil {
+		p.log.Warn("deleting a finished session failed", "session", s.id, "err", err)
+	}
+	p.count(s.pr, &p.stats.reviewed)
+	log := p.log.With("pr", s.pr, "session", s.id)
+	if res == Unknown {
+		log.Warn("session gave no usable result; the forge decides", "outcome", s.outcome, "tail", tail(text, 200))
+	} else {
+		log.Info("session finished", "outcome", s.outcome, "decision", res.Decision, "merge_status", res.MergeStatus)
+	}
+	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, s.pr)
+	if err != nil {
+		log.Warn("re-reading the PR failed; next cycle will", "err", err)
+		return
+	}
+	if res.MergeStatus == "merged" && !pr.Merged {
+		log.Warn("reviewer reported merged but the forge says not merged; the forge wins",
+			"reported", res.MergeStatus, "forge_merged", pr.Merged)
+	}
+	act, err := p.step(ctx, pr, res.MergeStatus)
+	if err != nil {
+		log.Warn("applying the lifecycle failed; next cycle will retry", "err", err)
+		return
+	}
+	if act.Kind == lifecycle.Review && pr.HeadSHA == p.track(s.pr).HeadSHA {
+		p.setTrack(s.pr, lifecycle.SessionLeftNoReview(p.policy, p.track(s.pr), p.now()))
+		log.Warn("session left no review on the head; backing off", "failures", p.track(s.pr).Failures)
+	}
+}
+
+// result reads the session's final assistant text and parses it.
+func (p *Pool) result(ctx context.Context, s *session) (Result, string) {
+	msgs, err := p.agent.Messages(ctx, s.id)
+	if err != nil {
+		p.log.Warn("reading session messages failed", "session", s.id, "err", err)
+		return Unknown, ""
+	}
+	_, text, _ := agent.Finished(msgs)
+	return ParseResult(text), text
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// adopt takes over sessions a previous run left for open PRs of this repo.
+func (p *Pool) adopt(ctx, work context.Context) error {
+	sessions, err := p.agent.Sessions(ctx)
+	if err != nil {
+		return fmt.Errorf("list agent sessions: %w", err)
+	}
+	for _, s := range sessions {
+		n, ok := titlePR(s.Title)
+		if !ok || p.isBusy(n) {
+			continue
+		}
+		pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, n)
+		if err != nil || pr.State != "open" || pr.BaseRef != p.base {
+			continue
+		}
+		p.holdSlot(n)
+		ss := p.register(s.ID, n, lifecycle.Review)
+		p.log.Info("adopted a running session", "pr", n, "session", s.ID)
+		p.workers.Add(1)
+		go func() {
+			defer p.workers.Done()
+			defer p.releaseSlot(n)
+			p.follow(ctx, work, ss)
+		}()
+	}
+	return nil
+}

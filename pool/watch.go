@@ -1,0 +1,128 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"pool/agent"
+)
+
+// watch polls the agent server every StatusInterval while sessions run, and
+// marks each session done when it has gone idle after being busy, errored,
+// disappeared, overrun the session timeout, or is stuck on a permission ask.
+func (p *Pool) watch(ctx context.Context) {
+	t := time.NewTicker(p.cfg.StatusInterval)
+	defer t.Stop()
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := p.checkSessions(ctx); err != nil {
+			failures++
+			if failures == 1 || failures%10 == 0 {
+				p.log.Warn("checking sessions failed; will retry", "err", err, "consecutive", failures)
+			}
+			continue
+		}
+		failures = 0
+	}
+}
+
+func (p *Pool) running() []*session {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*session, 0, len(p.sessions))
+	for _, s := range p.sessions {
+		if s.outcome == "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (p *Pool) checkSessions(ctx context.Context) error {
+	live := p.running()
+	if len(live) == 0 {
+		return nil
+	}
+	statuses, err := p.agent.Statuses(ctx)
+	if err != nil {
+		return err
+	}
+	asking := p.permissionAsks(ctx)
+	for _, s := range live {
+		if outcome := p.judgeSession(ctx, s, statuses, asking); outcome != "" {
+			p.finish(s, outcome)
+		}
+	}
+	return nil
+}
+
+// permissionAsks maps session ids to a pending permission ask. A failure to
+// read them is not fatal: the session timeout still applies.
+func (p *Pool) permissionAsks(ctx context.Context) map[string]string {
+	perms, err := p.agent.Permissions(ctx)
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, pm := range perms {
+		out[pm.SessionID] = pm.Title
+	}
+	return out
+}
+
+// judgeSession returns the session's outcome, or "" while it still runs.
+// A session absent from the status map may not have started yet (the first
+// busy comes about a second after the prompt), so absence counts as done
+// only after a busy was seen or when its messages show a finished reply.
+func (p *Pool) judgeSession(ctx context.Context, s *session, statuses map[string]agent.Status, asking map[string]string) string {
+	if ask, ok := asking[s.id]; ok {
+		p.log.Warn("session is waiting on a permission ask; treating it as stuck", "pr", s.pr, "session", s.id, "ask", ask)
+		p.stop(ctx, s)
+		return "stuck"
+	}
+	if _, busy := statuses[s.id]; busy {
+		s.seenBusy = true
+		if p.now().Sub(s.started) > p.cfg.SessionTimeout {
+			p.log.Warn("session overran its timeout; aborting", "pr", s.pr, "session", s.id)
+			p.stop(ctx, s)
+			return "timeout"
+		}
+		return ""
+	}
+	msgs, err := p.agent.Messages(ctx, s.id)
+	if errors.Is(err, agent.ErrNotFound) {
+		return "gone"
+	}
+	if err != nil {
+		return ""
+	}
+	done, _, errMsg := agent.Finished(msgs)
+	switch {
+	case errMsg != "":
+		return "error"
+	case done || s.seenBusy:
+		return "idle"
+	case p.now().Sub(s.started) > p.cfg.SessionTimeout:
+		return "timeout"
+	}
+	return ""
+}
+
+func (p *Pool) stop(ctx context.Context, s *session) {
+	if err := p.agent.Abort(ctx, s.id); err != nil && !errors.Is(err, agent.ErrNotFound) {
+		p.log.Warn("aborting a session failed", "session", s.id, "err", err)
+	}
+}
+
+func (p *Pool) finish(s *session, outcome string) {
+	p.mu.Lock()
+	s.outcome = outcome
+	p.mu.Unlock()
+	close(s.done)
+}
