@@ -11,6 +11,7 @@ import (
 	"pool/claims"
 	"pool/configs"
 	"pool/forgejo"
+	"pool/lifecycle"
 )
 
 func testConfig(workers int) configs.Config {
@@ -31,12 +32,20 @@ func approver(f *fakeForge, d time.Duration) func(int) (time.Duration, func(), s
 }
 
 func runPool(t *testing.T, cfg configs.Config, f *fakeForge, a *fakeAgent) Report {
+	return runPoolWith(t, cfg, f, a, nil)
+}
+
+// runPoolWith runs a pool to its end; during, if set, runs beside it.
+func runPoolWith(t *testing.T, cfg configs.Config, f *fakeForge, a *fakeAgent, during func(context.Context, *Pool)) Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	p, err := New(ctx, cfg, Deps{Forge: f, Agent: a})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if during != nil {
+		go during(ctx, p)
 	}
 	rep, err := p.Run(ctx)
 	if err != nil {
@@ -152,13 +161,12 @@ func TestPendingChecksCostOneSession(t *testing.T) {
 	a := newFakeAgent(approver(f, time.Millisecond))
 	cfg := testConfig(1)
 	cfg.DiagnosticEvery = 4
-	go func() {
-		time.Sleep(300 * time.Millisecond)
+	runPoolWith(t, cfg, f, a, func(ctx context.Context, p *Pool) {
+		waitFor(ctx, func() bool { return p.track(1).Attempts >= 10 })
 		f.mu.Lock()
 		f.statuses[head] = []forgejo.Status{{ID: 2, Context: "ci", State: "success"}}
 		f.mu.Unlock()
-	}()
-	runPool(t, cfg, f, a)
+	})
 	if !f.prs[1].Merged {
 		t.Fatal("not merged after checks passed")
 	}
@@ -233,13 +241,14 @@ func TestChangesRequestedWaitsForNewHead(t *testing.T) {
 		}
 		return time.Millisecond, func() { f.review(pr, "reviewer", forgejo.ReviewApproved) }, approvedReply
 	})
-	go func() {
-		time.Sleep(150 * time.Millisecond)
+	cfg := testConfig(1)
+	cfg.IdleExit = 50 // the push below must come before the idle exit
+	rep := runPoolWith(t, cfg, f, a, func(ctx context.Context, p *Pool) {
+		waitFor(ctx, func() bool { return p.track(1).State == lifecycle.ChangesRequested })
 		f.mu.Lock()
 		f.prs[1].HeadSHA = "sha-1-b"
 		f.mu.Unlock()
-	}()
-	rep := runPool(t, testConfig(1), f, a)
+	})
 	if !f.prs[1].Merged {
 		t.Fatal("not merged after the fix was pushed")
 	}
@@ -251,6 +260,13 @@ func TestChangesRequestedWaitsForNewHead(t *testing.T) {
 	}
 	if rep.ChangesRequested != 1 {
 		t.Errorf("report %+v", rep)
+	}
+}
+
+// waitFor polls cond until it holds or ctx ends.
+func waitFor(ctx context.Context, cond func() bool) {
+	for !cond() && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
 	}
 }
 

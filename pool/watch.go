@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"pool/agent"
@@ -71,7 +72,7 @@ func (p *Pool) permissionAsks(ctx context.Context) map[string]string {
 	}
 	out := map[string]string{}
 	for _, pm := range perms {
-		out[pm.SessionID] = pm.Title
+		out[pm.SessionID] = pm.Type + " " + strings.Join(pm.Patterns, " ")
 	}
 	return out
 }
