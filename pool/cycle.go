@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 
 	"pool/claims"
@@ -111,16 +112,15 @@ func (p *Pool) step(ctx context.Context, pr forgejo.PR, hint string) (lifecycle.
 	}
 	obs.Hint = hint
 	next, act := lifecycle.Decide(p.policy, p.track(pr.Number), obs)
-	if act.Kind == lifecycle.Review {
+	if act.Kind == lifecycle.Review && p.freeSlots() > 0 {
+		// Claims matter only when a slot could take the PR now.
 		if obs.Claim, err = p.judgeClaims(ctx, pr); err != nil {
 			return lifecycle.Action{}, err
 		}
 		next, act = lifecycle.Decide(p.policy, p.track(pr.Number), obs)
 	}
 	p.setTrack(pr.Number, next)
-	if act.Kind != lifecycle.Wait || act.Diagnostic {
-		p.log.Info("decision", "pr", pr.Number, "action", act.Kind, "state", next.State, "reason", act.Reason)
-	}
+	p.logDecision(pr.Number, next, act)
 	return act, p.act(ctx, pr, next, act)
 }
 
@@ -231,4 +231,17 @@ func (p *Pool) forgetGone(ctx context.Context, open map[int]bool) error {
 		}
 	}
 	return nil
+}
+
+// logDecision logs actions at info; waiting and session requests (which
+// repeat every cycle while slots are full) at debug.
+func (p *Pool) logDecision(n int, t lifecycle.Track, act lifecycle.Action) {
+	level := slog.LevelInfo
+	switch act.Kind {
+	case lifecycle.Wait, lifecycle.Review, lifecycle.Fix, lifecycle.Skip:
+		if !act.Diagnostic {
+			level = slog.LevelDebug
+		}
+	}
+	p.log.Log(context.Background(), level, "decision", "pr", n, "action", act.Kind, "state", t.State, "reason", act.Reason)
 }

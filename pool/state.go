@@ -77,6 +77,13 @@ func (p *Pool) takeSlot(n int) bool {
 	return true
 }
 
+// freeSlots is how many more sessions may start now.
+func (p *Pool) freeSlots() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cfg.Workers - len(p.busy)
+}
+
 // holdSlot marks an adopted session's PR busy, even past the limit: the
 // session already runs.
 func (p *Pool) holdSlot(n int) {
