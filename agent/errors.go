@@ -1,0 +1,79 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// ErrNotFound says the session is gone (the server answered 404).
+var ErrNotFound = errors.New("not found")
+
+// Error is a failed call to the agent server. Retryable says whether trying
+// again later may help: true when the server could not be reached or answered
+// 5xx, 408 or 429; false for other 4xx answers, answers we cannot read, and
+// calls cut short by their context.
+type Error struct {
+	Op        string // what was being done, e.g. "messages ses_123"
+	Status    int    // HTTP status; 0 when there was no answer
+	Retryable bool
+	Err       error
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("agent: %s: %d %s: %v", e.Op, e.Status, http.StatusText(e.Status), e.Err)
+	}
+	return fmt.Sprintf("agent: %s: %v", e.Op, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// IsRetryable reports whether err is an *Error worth retrying.
+func IsRetryable(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Retryable
+}
+
+// statusError classifies a non-2xx answer.
+func statusError(op string, status int, body []byte) *Error {
+	msg := errorMessage(body)
+	err := errors.New(msg)
+	if status == http.StatusNotFound {
+		err = fmt.Errorf("%w: %s", ErrNotFound, msg)
+	}
+	retryable := status >= 500 || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout
+	return &Error{Op: op, Status: status, Retryable: retryable, Err: err}
+}
+
+// errorMessage reads the server's error body: {"name", "data": {"message"}}
+// for its own errors, {"_tag": ...} for some rejected requests, else text.
+func errorMessage(body []byte) string {
+	var e struct {
+		Name string `json:"name"`
+		Tag  string `json:"_tag"`
+		Data struct {
+			Message string `json:"message"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(body, &e) == nil {
+		switch {
+		case e.Data.Message != "":
+			return e.Data.Message
+		case e.Name != "":
+			return e.Name
+		case e.Tag != "":
+			return e.Tag
+		}
+	}
+	s := strings.TrimSpace(string(body))
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	if s == "" {
+		return "empty answer"
+	}
+	return s
+}

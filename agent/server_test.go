@@ -1,0 +1,207 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"pool/agent"
+	"pool/internal/sandbox"
+)
+
+const reviewer = "ca-pr-self-reviewer"
+
+// startServer starts a scripted model and a real agent server for one test.
+func startServer(t *testing.T, script sandbox.Script, permission any) (*agent.Client, *sandbox.Model) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("agent: the real opencode server is skipped in -short mode")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a first npm install is slow
+	defer cancel()
+	m, err := sandbox.StartModel(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	srv, err := sandbox.StartAgentServer(ctx, t.TempDir(), sandbox.AgentOptions{
+		ModelURL: m.URL, AgentName: reviewer, Password: "pw", Permission: permission,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("opencode log tail:\n%s", srv.LogTail())
+		}
+		if err := srv.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return agent.New(srv.URL, "pw", nil), m
+}
+
+// helloScript runs one bash command, then answers with its output.
+func helloScript(prompt string, outputs []string) sandbox.Turn {
+	if len(outputs) == 0 {
+		return sandbox.Turn{Bash: "echo hello-$((6*7))"}
+	}
+	return sandbox.Turn{Text: "Reviewed. The command said " + strings.TrimSpace(outputs[0])}
+}
+
+func TestRealServerSession(t *testing.T) {
+	c, model := startServer(t, helloScript, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	if agents, err := c.Agents(ctx); err != nil || !slices.Contains(agents, reviewer) {
+		t.Fatalf("Agents() = %q, %v; want %s listed", agents, err, reviewer)
+	}
+	s, err := c.CreateSession(ctx, "review PR 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(s.ID, "ses") || s.Title != "review PR 1" || s.Created.IsZero() {
+		t.Errorf("CreateSession = %+v", s)
+	}
+	start := time.Now()
+	if err := c.PromptAsync(ctx, s.ID, reviewer, "Review PR #1"); err != nil {
+		t.Fatal(err)
+	}
+	w := watchSession(ctx, t, c, s.ID)
+	t.Logf("prompt_async answered in %s; first busy after %s; finished after %s; absent from /session/status after %s",
+		w.accepted.Sub(start), w.firstBusy.Sub(start), w.finished.Sub(start), w.idle.Sub(start))
+	if !strings.Contains(w.text, "hello-42") || w.errMsg != "" {
+		t.Errorf("final text %q, error %q; want hello-42 and no error", w.text, w.errMsg)
+	}
+	if got := model.Prompts(); len(got) != 1 || got[0] != "Review PR #1" {
+		t.Errorf("model prompts %q, want exactly [\"Review PR #1\"]", got)
+	}
+	checkDelete(ctx, t, c, s.ID)
+}
+
+// watch is what watchSession saw, with times.
+type watch struct {
+	accepted, firstBusy, finished, idle time.Time
+	text, errMsg                        string
+}
+
+// watchSession polls statuses and messages until Finished says done and the
+// session has left /session/status, and it was busy at some point.
+func watchSession(ctx context.Context, t *testing.T, c *agent.Client, id string) watch {
+	t.Helper()
+	w := watch{accepted: time.Now()}
+	for {
+		statuses, err := c.Statuses(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, busy := statuses[id]
+		now := time.Now()
+		if busy && w.firstBusy.IsZero() {
+			w.firstBusy = now
+		}
+		msgs, err := c.Messages(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done, text, errMsg := agent.Finished(msgs)
+		if done && w.finished.IsZero() {
+			w.finished, w.text, w.errMsg = now, text, errMsg
+		}
+		if done && !busy && !w.firstBusy.IsZero() {
+			w.idle = now
+			return w
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("session %s: status %+v, messages %+v: %v", id, st, msgs, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func checkDelete(ctx context.Context, t *testing.T, c *agent.Client, id string) {
+	t.Helper()
+	if err := c.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	sessions, err := c.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sessions {
+		if s.ID == id {
+			t.Errorf("session %s still listed after Delete", id)
+		}
+	}
+	if _, err := c.Messages(ctx, id); !errors.Is(err, agent.ErrNotFound) || agent.IsRetryable(err) {
+		t.Errorf("Messages of a deleted session: %v; want a permanent ErrNotFound", err)
+	}
+	if err := c.Delete(ctx, id); err != nil {
+		t.Errorf("second Delete: %v", err)
+	}
+}
+
+// TestRealServerPermissionAndAbort shows a session stuck on a permission ask,
+// and what Abort leaves behind.
+func TestRealServerPermissionAndAbort(t *testing.T) {
+	askFirst := map[string]any{"bash": map[string]string{"*": "allow", "ask-me*": "ask"}}
+	c, _ := startServer(t, func(string, []string) sandbox.Turn { return sandbox.Turn{Bash: "ask-me now"} }, askFirst)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := c.CreateSession(ctx, "review PR 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PromptAsync(ctx, s.ID, reviewer, "Review PR #2"); err != nil {
+		t.Fatal(err)
+	}
+	p := waitForPermission(ctx, t, c, s.ID)
+	if p.Type != "bash" || !slices.Equal(p.Patterns, []string{"ask-me now"}) {
+		t.Errorf("permission %+v, want bash [ask-me now]", p)
+	}
+	msgs, err := c.Messages(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done, _, _ := agent.Finished(msgs); done {
+		t.Errorf("Finished while a tool waits on a permission: %+v", msgs)
+	}
+	if err := c.Abort(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	w := watchSession(ctx, t, c, s.ID)
+	if w.errMsg != "MessageAbortedError: Aborted" {
+		t.Errorf("after Abort: text %q, error %q; want MessageAbortedError: Aborted", w.text, w.errMsg)
+	}
+	perms, err := c.Permissions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("permission asks still listed after Abort: %+v", perms)
+	checkDelete(ctx, t, c, s.ID)
+}
+
+func waitForPermission(ctx context.Context, t *testing.T, c *agent.Client, id string) agent.Permission {
+	t.Helper()
+	for {
+		perms, err := c.Permissions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range perms {
+			if p.SessionID == id {
+				return p
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no permission ask for %s: %v", id, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,443 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// OpencodeVersion is the agent server the tests run (1.x API; see FACTS.md,
+// "The agent server").
+const OpencodeVersion = "1.18.33"
+
+const (
+	agentStartTimeout = 60 * time.Second
+	agentStopGrace    = 5 * time.Second
+	agentUser         = "opencode" // the basic-auth user the server expects
+)
+
+// OpencodeBinary returns <CacheDir>/opencode/node_modules/.bin/opencode,
+// installing opencode-ai@OpencodeVersion with npm in <CacheDir>/opencode when
+// it is missing or another version. Concurrent callers wait for one install.
+func OpencodeBinary(ctx context.Context, log io.Writer) (string, error) {
+	if log == nil {
+		log = io.Discard
+	}
+	cache, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cache, "opencode")
+	bin := filepath.Join(dir, "node_modules", ".bin", "opencode")
+	if opencodeInstalled(dir) {
+		return bin, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("sandbox: opencode binary: %w", err)
+	}
+	unlock, err := lockFile(ctx, filepath.Join(dir, "install.lock"), io.Discard)
+	if err != nil {
+		return "", fmt.Errorf("sandbox: opencode binary: lock: %w", err)
+	}
+	defer unlock()
+	if opencodeInstalled(dir) { // another process installed it while we waited
+		return bin, nil
+	}
+	if err := npmInstallOpencode(ctx, dir, log); err != nil {
+		return "", fmt.Errorf("sandbox: install opencode-ai@%s: %w", OpencodeVersion, err)
+	}
+	return bin, nil
+}
+
+// opencodeInstalled reports whether dir holds opencode-ai at OpencodeVersion
+// with its executable.
+func opencodeInstalled(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "node_modules", "opencode-ai", "package.json"))
+	if err != nil {
+		return false
+	}
+	var pkg struct{ Version string }
+	if json.Unmarshal(b, &pkg) != nil || pkg.Version != OpencodeVersion {
+		return false
+	}
+	fi, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", "opencode"))
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o100 != 0
+}
+
+// npmInstallOpencode runs npm in dir, logging to dir/npm.log. npm skips the
+// package's postinstall script here; the binary works without it.
+func npmInstallOpencode(ctx context.Context, dir string, log io.Writer) error {
+	start := time.Now()
+	logPath := filepath.Join(dir, "npm.log")
+	fmt.Fprintf(log, "sandbox: installing opencode-ai@%s into %s (npm output in %s)\n", OpencodeVersion, dir, logPath)
+	out, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	cmd := exec.CommandContext(ctx, "npm", "i", "--no-audit", "--no-fund", "opencode-ai@"+OpencodeVersion)
+	cmd.Dir = dir
+	cmd.Stdout = out
+	cmd.Stderr = out
+	if err := cmd.Run(); err != nil {
+		b, _ := os.ReadFile(logPath)
+		return fmt.Errorf("npm i: %w: %s", err, tail(b, 2000))
+	}
+	if !opencodeInstalled(dir) {
+		return errors.New("npm i finished but node_modules/.bin/opencode is missing")
+	}
+	fmt.Fprintf(log, "sandbox: opencode installed in %s\n", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// AgentOptions shape a test agent server.
+type AgentOptions struct {
+	ModelURL  string            // the scripted model's base URL, ending in /v1
+	AgentName string            // the agent the pool prompts, e.g. ca-pr-self-reviewer
+	Env       map[string]string // extra environment for the server and its bash commands
+	Password  string            // basic-auth password; "" leaves the server open
+	// Permission is the config's "permission" value; nil allows every tool,
+	// so a headless session never waits on a permission ask.
+	Permission any
+	Log        io.Writer // progress lines; nil discards them
+}
+
+// AgentServer is a running `opencode serve`.
+type AgentServer struct {
+	URL string
+	Dir string
+
+	cmd      *exec.Cmd
+	exited   chan struct{} // closed once the process has been reaped
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// StartAgentServer writes opencode.json in dir, points HOME and the XDG
+// directories into dir, starts `opencode serve` there on a free loopback port
+// and waits until it answers and knows opts.AgentName. The server logs to
+// dir/opencode.log.
+func StartAgentServer(ctx context.Context, dir string, opts AgentOptions) (*AgentServer, error) {
+	log := opts.Log
+	if log == nil {
+		log = io.Discard
+	}
+	start := time.Now()
+	bin, err := OpencodeBinary(ctx, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := prepareAgentDir(dir, opts); err != nil {
+		return nil, fmt.Errorf("sandbox: agent server: %w", err)
+	}
+	a, err := startOpencode(ctx, bin, dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: agent server: %w", err)
+	}
+	if err := a.waitReady(ctx, opts); err != nil {
+		_ = a.Stop()
+		return nil, fmt.Errorf("sandbox: agent server: %w\n--- tail of %s ---\n%s", err, a.logPath(), a.LogTail())
+	}
+	fmt.Fprintf(log, "sandbox: agent server ready at %s in %s (data in %s)\n",
+		a.URL, time.Since(start).Round(10*time.Millisecond), dir)
+	return a, nil
+}
+
+// prepareAgentDir writes the server's config and its private home.
+func prepareAgentDir(dir string, opts AgentOptions) error {
+	if opts.AgentName == "" {
+		return errors.New("no agent name")
+	}
+	cfg, err := json.MarshalIndent(opencodeConfig(opts), "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "opencode.json"), cfg, 0o644); err != nil {
+		return err
+	}
+	return seedConfigDir(filepath.Join(agentHome(dir), ".config", "opencode"))
+}
+
+// opencodeConfig is the server's opencode.json: the scripted model as the
+// only model, the pool's agent, every tool allowed, and no title generation
+// (its requests would reach the scripted model).
+func opencodeConfig(opts AgentOptions) map[string]any {
+	permission := opts.Permission
+	if permission == nil {
+		permission = "allow"
+	}
+	model := ModelProvider + "/" + ModelID
+	return map[string]any{
+		"$schema":     "https://opencode.ai/config.json",
+		"autoupdate":  false,
+		"share":       "disabled",
+		"model":       model,
+		"small_model": model,
+		"permission":  permission,
+		"provider": map[string]any{ModelProvider: map[string]any{
+			"npm":     "@ai-sdk/openai-compatible",
+			"name":    "Scripted model",
+			"options": map[string]any{"baseURL": opts.ModelURL, "apiKey": "sandbox"},
+			"models": map[string]any{ModelID: map[string]any{
+				"name": "Scripted model", "tool_call": true,
+				"limit": map[string]any{"context": 1000000, "output": 32000},
+			}},
+		}},
+		"agent": map[string]any{
+			"title": map[string]any{"disable": true},
+			opts.AgentName: map[string]any{
+				"mode":        "primary",
+				"description": "The pool's reviewer, answered by the scripted model.",
+				"prompt":      "You review pull requests.",
+			},
+		},
+	}
+}
+
+// seedConfigDir makes the server's global config dir look as if its plugin
+// package were installed. Otherwise, at every start in a fresh home, the
+// server npm-installs @opencode-ai/plugin there (about 95 MB) in the
+// background; it skips that when node_modules exists and package-lock.json
+// lists the package (Npm.install in opencode 1.18). The tests use no plugins.
+func seedConfigDir(dir string) error {
+	if err := os.MkdirAll(filepath.Join(dir, "node_modules"), 0o755); err != nil {
+		return err
+	}
+	lock := fmt.Sprintf(`{"lockfileVersion": 3, "packages": {"": {"dependencies": {"@opencode-ai/plugin": %q}}}}`, OpencodeVersion)
+	return os.WriteFile(filepath.Join(dir, "package-lock.json"), []byte(lock+"\n"), 0o644)
+}
+
+func agentHome(dir string) string { return filepath.Join(dir, "home") }
+
+// agentEnv is the server's environment: ours without any OPENCODE_* or XDG_*
+// setting, a private home, no update checks or downloads, then opts.Env.
+func agentEnv(dir string, opts AgentOptions) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OPENCODE_") && !strings.HasPrefix(kv, "XDG_") && !strings.HasPrefix(kv, "HOME=") {
+			env = append(env, kv)
+		}
+	}
+	home := agentHome(dir)
+	env = append(env,
+		"HOME="+home,
+		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
+		"XDG_DATA_HOME="+filepath.Join(home, ".local", "share"),
+		"XDG_STATE_HOME="+filepath.Join(home, ".local", "state"),
+		"XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
+		"OPENCODE_DISABLE_AUTOUPDATE=1",
+		"OPENCODE_DISABLE_MODELS_FETCH=1",
+		"OPENCODE_DISABLE_LSP_DOWNLOAD=1",
+		"OPENCODE_DISABLE_SHARE=1",
+		"OPENCODE_DISABLE_CLAUDE_CODE=1",
+	)
+	if opts.Password != "" {
+		env = append(env, "OPENCODE_SERVER_PASSWORD="+opts.Password)
+	}
+	for k, v := range opts.Env {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// listeningRE matches the line the server prints once it listens.
+var listeningRE = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+
+// startOpencode starts the server on a port of its own choosing (--port 0)
+// and learns the port from its output, so no other process can take the port
+// in between. The process is not bound to ctx: the caller owns it through
+// Stop. It is killed if the test binary dies first.
+func startOpencode(ctx context.Context, bin, dir string, opts AgentOptions) (*AgentServer, error) {
+	a := &AgentServer{Dir: dir, exited: make(chan struct{})}
+	logFile, err := os.Create(a.logPath())
+	if err != nil {
+		return nil, err
+	}
+	// Our own pipe rather than StdoutPipe: Wait then need not wait for the
+	// output to drain, which a stray grandchild could hold open.
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	a.cmd = exec.Command(bin, "serve", "--hostname", "127.0.0.1", "--port", "0", "--print-logs", "--log-level", "INFO")
+	a.cmd.Dir = dir
+	a.cmd.Env = agentEnv(dir, opts)
+	a.cmd.Stdout = stdoutW
+	a.cmd.Stderr = logFile
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	err = a.cmd.Start()
+	stdoutW.Close() // the child has its own copy
+	if err != nil {
+		stdoutR.Close()
+		logFile.Close()
+		return nil, fmt.Errorf("opencode serve: %w", err)
+	}
+	urls := make(chan string, 1)
+	go func() {
+		defer logFile.Close()
+		defer stdoutR.Close()
+		copyWatching(logFile, stdoutR, urls)
+	}()
+	go func() {
+		_ = a.cmd.Wait()
+		close(a.exited)
+	}()
+	if err := a.awaitURL(ctx, urls); err != nil {
+		_ = a.Stop()
+		return nil, fmt.Errorf("%w\n--- tail of %s ---\n%s", err, a.logPath(), a.LogTail())
+	}
+	return a, nil
+}
+
+// copyWatching copies the server's output lines to the log and sends the URL
+// it announces on urls.
+func copyWatching(log io.Writer, out io.Reader, urls chan<- string) {
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		fmt.Fprintln(log, line)
+		if m := listeningRE.FindStringSubmatch(line); m != nil {
+			select {
+			case urls <- m[1]:
+			default:
+			}
+		}
+	}
+	_, _ = io.Copy(log, out) // a line too long for the scanner: keep draining
+}
+
+func (a *AgentServer) awaitURL(ctx context.Context, urls <-chan string) error {
+	timer := time.NewTimer(agentStartTimeout)
+	defer timer.Stop()
+	select {
+	case a.URL = <-urls:
+		return nil
+	case <-a.exited:
+		return fmt.Errorf("opencode serve exited: %v", a.cmd.ProcessState)
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return errors.New("opencode serve did not say where it listens")
+	}
+}
+
+// waitReady polls GET /session/status (its first answer comes once the
+// server has loaded the project and its config), then checks the agent is
+// configured.
+func (a *AgentServer) waitReady(ctx context.Context, opts AgentOptions) error {
+	ctx, cancel := context.WithTimeout(ctx, agentStartTimeout)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := a.get(ctx, opts.Password, "/session/status", nil)
+		if err == nil {
+			return a.checkAgent(ctx, opts)
+		}
+		select {
+		case <-a.exited:
+			return fmt.Errorf("opencode serve exited: %v", a.cmd.ProcessState)
+		case <-ctx.Done():
+			return fmt.Errorf("no answer on %s/session/status: %w (last: %v)", a.URL, ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}
+
+// checkAgent fails when the server does not list opts.AgentName: a prompt
+// for an unknown agent is accepted (204) and then silently never runs.
+func (a *AgentServer) checkAgent(ctx context.Context, opts AgentOptions) error {
+	var agents []struct{ Name string }
+	if err := a.get(ctx, opts.Password, "/agent", &agents); err != nil {
+		return err
+	}
+	for _, ag := range agents {
+		if ag.Name == opts.AgentName {
+			return nil
+		}
+	}
+	return fmt.Errorf("the server does not list agent %q: is %s valid?", opts.AgentName, filepath.Join(a.Dir, "opencode.json"))
+}
+
+// get fetches path with a short deadline of its own: during startup the
+// server can accept a connection and not answer it.
+func (a *AgentServer) get(ctx context.Context, password, path string, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL+path, nil)
+	if err != nil {
+		return err
+	}
+	if password != "" {
+		req.SetBasicAuth(agentUser, password)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, tail(body, 500))
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(body, out)
+}
+
+func (a *AgentServer) logPath() string { return filepath.Join(a.Dir, "opencode.log") }
+
+// LogTail returns the last few kilobytes of the server's log, for test
+// failure messages.
+func (a *AgentServer) LogTail() string {
+	b, err := os.ReadFile(a.logPath())
+	if err != nil {
+		return err.Error()
+	}
+	return tail(b, 4000)
+}
+
+// Stop ends the server it started, by pid: SIGTERM, then SIGKILL if it has
+// not exited after a grace period. It is safe to call more than once.
+func (a *AgentServer) Stop() error {
+	a.stopOnce.Do(func() { a.stopErr = a.stop() })
+	return a.stopErr
+}
+
+func (a *AgentServer) stop() error {
+	p := a.cmd.Process
+	if err := p.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("sandbox: stop agent server: %w", err)
+	}
+	select {
+	case <-a.exited:
+		return nil
+	case <-time.After(agentStopGrace):
+	}
+	if err := p.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("sandbox: stop agent server: kill: %w", err)
+	}
+	<-a.exited
+	return nil
+}
