@@ -56,6 +56,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	AbortOnExit     bool
 	MergeStyle      string
+	// AutoMerge arms the forge's merge-when-checks-succeed while checks are
+	// pending, and cancels it when the head moves.
+	AutoMerge bool
 
 	DryRun bool
 	Once   bool
@@ -127,6 +130,7 @@ var settings = []setting{
 	{"shutdown_timeout", "shutdown-timeout", []string{"POOL_SHUTDOWN_TIMEOUT"}, "30s", "time allowed for a clean exit"},
 	{"abort_on_exit", "abort-on-exit", []string{"POOL_ABORT_ON_EXIT"}, "false", "abort running sessions on exit"},
 	{"merge.style", "merge-style", []string{"POOL_MERGE_STYLE"}, "merge", "merge, rebase, rebase-merge, squash or fast-forward-only"},
+	{"merge.auto", "auto-merge", []string{"POOL_AUTO_MERGE"}, "false", "arm the forge's auto-merge while checks are pending"},
 }
 
 // Load reads the configuration from args (without the program and command
@@ -217,6 +221,7 @@ func decode(v *viper.Viper) (Config, error) {
 		ShutdownTimeout: d.duration("shutdown_timeout"),
 		AbortOnExit:     d.boolean("abort_on_exit"),
 		MergeStyle:      d.str("merge.style"),
+		AutoMerge:       d.boolean("merge.auto"),
 	}
 	cfg.Owner, cfg.Name = splitRepo(d.str("repo"))
 	if d.err != nil {

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"pool/forgejo"
 	"pool/lifecycle"
@@ -83,5 +84,25 @@ func (p *Pool) drop(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a lif
 		}
 	}
 	p.dropTrack(pr.Number)
+	return nil
+}
+
+// recoverAttempts rebuilds an approved PR's retry count from the pool's own
+// diagnostic comments, for a pool that lost its state dir.
+func (p *Pool) recoverAttempts(ctx context.Context, pr forgejo.PR) error {
+	comments, err := p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+	if err != nil {
+		return err
+	}
+	attempts := 0
+	for _, c := range comments {
+		if strings.EqualFold(c.Author, p.me) {
+			attempts = max(attempts, retryAttempt(c.Body))
+		}
+	}
+	if attempts > 0 {
+		p.log.Info("recovered the retry count from the forge", "pr", pr.Number, "attempts", attempts)
+	}
+	p.setTrack(pr.Number, lifecycle.Track{HeadSHA: pr.HeadSHA, ReviewedSHA: pr.HeadSHA, Attempts: attempts})
 	return nil
 }

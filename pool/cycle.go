@@ -111,6 +111,11 @@ func (p *Pool) step(ctx context.Context, pr forgejo.PR, hint string) (lifecycle.
 		return lifecycle.Action{}, err
 	}
 	obs.Hint = hint
+	if obs.Review == forgejo.ReviewApproved && !p.hasTrack(pr.Number) {
+		if err := p.recoverAttempts(ctx, pr); err != nil {
+			return lifecycle.Action{}, err
+		}
+	}
 	next, act := lifecycle.Decide(p.policy, p.track(pr.Number), obs)
 	if act.Kind == lifecycle.Review && p.freeSlots() > 0 {
 		// Claims matter only when a slot could take the PR now.

@@ -194,6 +194,7 @@ type fakeSession struct {
 	busy      bool
 	reply     string
 	done      bool
+	prompted  bool
 }
 
 func newFakeAgent(behave func(pr int) (time.Duration, func(), string)) *fakeAgent {
@@ -215,7 +216,7 @@ func (a *fakeAgent) PromptAsync(_ context.Context, id, _, text string) error {
 	s := a.sessions[id]
 	pr, _ := titlePR(s.title)
 	d, effect, reply := a.behave(pr)
-	s.busy = true
+	s.busy, s.prompted = true, true
 	a.prompts = append(a.prompts, text)
 	a.active++
 	a.peak = max(a.peak, a.active)
@@ -250,7 +251,10 @@ func (a *fakeAgent) Messages(_ context.Context, id string) ([]agent.Message, err
 	if !ok {
 		return nil, agent.ErrNotFound
 	}
-	msgs := []agent.Message{{Role: "user", Text: "prompt"}}
+	var msgs []agent.Message
+	if s.prompted {
+		msgs = append(msgs, agent.Message{Role: "user", Text: "prompt"})
+	}
 	if s.done {
 		msgs = append(msgs, agent.Message{Role: "assistant", Text: s.reply, Finish: "stop",
 			Created: time.Now(), Completed: time.Now()})

@@ -67,7 +67,8 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	if p.now == nil {
 		p.now = time.Now
 	}
-	p.policy = lifecycle.Policy{DiagnosticEvery: cfg.DiagnosticEvery, RetryBase: cfg.PollInterval, RetryMax: cfg.ClaimTTL}
+	p.policy = lifecycle.Policy{DiagnosticEvery: cfg.DiagnosticEvery, AutoMerge: cfg.AutoMerge,
+		RetryBase: cfg.PollInterval, RetryMax: cfg.ClaimTTL}
 	var err error
 	if p.me, err = p.forge.Me(ctx); err != nil {
 		return nil, fmt.Errorf("pool: check token: %w", err)

@@ -311,3 +311,51 @@ func TestLinkedIssues(t *testing.T) {
 		t.Errorf("linkedIssues = %v", got)
 	}
 }
+
+func TestRelaunchAdoptsSessionsInsteadOfStartingNewOnes(t *testing.T) {
+	f := newFakeForge(1, 2)
+	a := newFakeAgent(approver(f, time.Millisecond))
+	// A previous run left a finished session for PR 1 (its reviewer approved)
+	// and a session for PR 2 that it never got to prompt.
+	f.review(1, "reviewer", forgejo.ReviewApproved)
+	a.sessions["old-1"] = &fakeSession{id: "old-1", title: sessionTitle(1), prompted: true, done: true, reply: approvedReply}
+	a.sessions["old-2"] = &fakeSession{id: "old-2", title: sessionTitle(2)}
+	rep := runPool(t, testConfig(2), f, a)
+
+	if !f.prs[1].Merged || !f.prs[2].Merged {
+		t.Fatalf("merged: #1 %v, #2 %v", f.prs[1].Merged, f.prs[2].Merged)
+	}
+	sessions, prompts, _ := a.count()
+	if prompts != 1 {
+		t.Errorf("prompts = %d, want 1 (only PR 2; PR 1's session was adopted)", prompts)
+	}
+	if sessions != 0 {
+		t.Errorf("%d sessions left", sessions)
+	}
+	if rep.Reviewed != 2 {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+func TestLostStateRebuildsAttemptsFromDiagnostics(t *testing.T) {
+	f := newFakeForge(1)
+	f.review(1, "reviewer", forgejo.ReviewApproved)
+	f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{ID: 1, Context: "ci", State: "pending"}}
+	f.comments[1] = []forgejo.Comment{
+		{ID: 50, Author: "pool-bot", Body: sign(diagnosticBody(20, "pending"))},
+		{ID: 51, Author: "mallory", Body: diagnosticBody(90, "pending")},
+	}
+	f.nextID = 100
+	cfg := testConfig(1)
+	cfg.IdleExit, cfg.Once = 0, true
+	p, err := New(context.Background(), cfg, Deps{Forge: f, Agent: newFakeAgent(approver(f, time.Millisecond))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.track(1).Attempts; got != 21 {
+		t.Errorf("attempts = %d, want 21 (20 recovered from our own marker, +1 this cycle)", got)
+	}
+}

@@ -263,6 +263,15 @@ func (p *Pool) adopt(ctx, work context.Context) error {
 		if err != nil || pr.State != "open" || pr.BaseRef != p.base {
 			continue
 		}
+		if !p.wasPrompted(ctx, s.ID) {
+			// Killed between creating the session and prompting it: nothing
+			// runs there. Remove it; the PR is dispatched as usual.
+			p.log.Info("removing a session that was never prompted", "pr", n, "session", s.ID)
+			if err := p.agent.Delete(ctx, s.ID); err != nil {
+				p.log.Warn("deleting an unprompted session failed", "session", s.ID, "err", err)
+			}
+			continue
+		}
 		p.holdSlot(n)
 		ss := p.register(s.ID, n, lifecycle.Review)
 		p.log.Info("adopted a running session", "pr", n, "session", s.ID)
@@ -274,4 +283,20 @@ func (p *Pool) adopt(ctx, work context.Context) error {
 		}()
 	}
 	return nil
+}
+
+// wasPrompted reports whether a session holds a prompt. When it cannot tell,
+// it says yes: adopting an empty session costs a timeout, deleting a working
+// one costs a review.
+func (p *Pool) wasPrompted(ctx context.Context, id string) bool {
+	msgs, err := p.agent.Messages(ctx, id)
+	if err != nil {
+		return !errors.Is(err, agent.ErrNotFound)
+	}
+	for _, m := range msgs {
+		if m.Role == "user" {
+			return true
+		}
+	}
+	return false
 }

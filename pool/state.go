@@ -29,6 +29,13 @@ func (p *Pool) setTrack(n int, t lifecycle.Track) {
 	}
 }
 
+func (p *Pool) hasTrack(n int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.tracks[n]
+	return ok
+}
+
 func (p *Pool) dropTrack(n int) {
 	p.mu.Lock()
 	delete(p.tracks, n)

@@ -37,6 +37,23 @@ func diagnosticBody(attempt int, status string) string {
 		attempt, status, marker)
 }
 
+var retryMarkerRE = regexp.MustCompile(`<!-- pool-retry (\{.*?\}) -->`)
+
+// retryAttempt reads the attempt number from a diagnostic comment's marker.
+func retryAttempt(body string) int {
+	m := retryMarkerRE.FindStringSubmatch(body)
+	if m == nil {
+		return 0
+	}
+	var v struct {
+		Attempt int `json:"attempt"`
+	}
+	if json.Unmarshal([]byte(m[1]), &v) != nil {
+		return 0
+	}
+	return v.Attempt
+}
+
 func conflictBody(base string) string {
 	return fmt.Sprintf("Merge conflict detected. The implementing agent needs to rebase this branch onto latest %s.", base)
 }
