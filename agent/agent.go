@@ -115,10 +115,16 @@ func (c *Client) Messages(ctx context.Context, sessionID string) ([]Message, err
 	return msgs, nil
 }
 
-// Sessions returns every session the server keeps.
+// sessionsLimit is the most sessions Sessions asks for. Without a limit the
+// server lists only the 100 most recently updated; it has no cursor.
+const sessionsLimit = 100000
+
+// Sessions returns the sessions the server keeps, most recently updated
+// first, child sessions included.
 func (c *Client) Sessions(ctx context.Context) ([]Session, error) {
 	var raw []sessionJSON
-	if err := c.do(ctx, "sessions", http.MethodGet, "/session", nil, &raw); err != nil {
+	path := fmt.Sprintf("/session?limit=%d", sessionsLimit)
+	if err := c.do(ctx, "sessions", http.MethodGet, path, nil, &raw); err != nil {
 		return nil, err
 	}
 	out := make([]Session, len(raw))

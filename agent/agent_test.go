@@ -41,7 +41,7 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := r.Method + " " + r.URL.Path
 	user, pass, _ := r.BasicAuth()
 	f.mu.Lock()
-	f.requests = append(f.requests, strings.TrimSpace(key+" "+string(body)))
+	f.requests = append(f.requests, strings.TrimSpace(r.Method+" "+r.URL.RequestURI()+" "+string(body)))
 	f.auth = append(f.auth, user+":"+pass)
 	f.mu.Unlock()
 	a, ok := f.answers[key]
@@ -68,6 +68,7 @@ func TestRequests(t *testing.T) {
 		"POST /session/" + sid + "/prompt_async": {204, ""},
 		"POST /session/" + sid + "/abort":        {200, "true"},
 		"DELETE /session/" + sid:                 {200, "true"},
+		"GET /session":                           {200, `[{"id":"` + sid + `","title":"review PR 1","time":{"created":1795983065547,"updated":1795983065600}}]`},
 	})
 	ctx := context.Background()
 	s, err := c.CreateSession(ctx, "review PR 1")
@@ -87,12 +88,20 @@ func TestRequests(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	list, err := c.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].ID != sid || !list[0].Updated.Equal(time.UnixMilli(1795983065600)) {
+		t.Errorf("Sessions = %+v", list)
+	}
 	requests, auth := f.got()
 	wantRequests := []string{
 		`POST /session {"title":"review PR 1"}`,
 		`POST /session/` + sid + `/prompt_async {"agent":"ca-pr-self-reviewer","parts":[{"type":"text","text":"Review PR #1"}]}`,
 		`POST /session/` + sid + `/abort`,
 		`DELETE /session/` + sid,
+		`GET /session?limit=100000`,
 	}
 	if !reflect.DeepEqual(requests, wantRequests) {
 		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(requests, "\n"), strings.Join(wantRequests, "\n"))

@@ -183,7 +183,6 @@ func opencodeConfig(opts AgentOptions) map[string]any {
 	}
 	model := ModelProvider + "/" + ModelID
 	return map[string]any{
-		"$schema":     "https://opencode.ai/config.json",
 		"autoupdate":  false,
 		"share":       "disabled",
 		"model":       model,
