@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"pool/internal/sandbox"
+)
+
+// syncBuffer is a bytes.Buffer safe to read while a process writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// poolProc is a pool process started by a test.
+type poolProc struct {
+	cmd            *exec.Cmd
+	stdout, stderr syncBuffer
+	done           chan error
+}
+
+func startPool(t *testing.T, ctx context.Context, bin string, env []string, args ...string) *poolProc {
+	t.Helper()
+	p := &poolProc{cmd: exec.CommandContext(ctx, bin, args...), done: make(chan error, 1)}
+	p.cmd.Env = env
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+		}
+	})
+	return p
+}
+
+// wait waits for the pool to exit and fails the test unless it exits 0.
+func (p *poolProc) wait(t *testing.T, ctx context.Context) {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("pool exited with %v\nstderr:\n%s", err, p.stderr.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("pool did not exit in time\nstderr:\n%s", p.stderr.String())
+	}
+}
+
+// eventually polls cond every 200 ms until it holds, failing the test at the deadline.
+func eventually(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+type apiPR struct {
+	Merged bool `json:"merged"`
+	Head   struct {
+		Sha string `json:"sha"`
+		Ref string `json:"ref"`
+	} `json:"head"`
+}
+
+func getPR(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, n int) apiPR {
+	t.Helper()
+	var pr apiPR
+	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/pulls/%d", sb.Owner, sb.Repo, n), nil, &pr); err != nil {
+		t.Fatal(err)
+	}
+	return pr
+}
+
+type apiReview struct {
+	State    string `json:"state"`
+	CommitID string `json:"commit_id"`
+}
+
+func approvedAt(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, n int, sha string) bool {
+	t.Helper()
+	var rs []apiReview
+	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/pulls/%d/reviews", sb.Owner, sb.Repo, n), nil, &rs); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.State == "APPROVED" && r.CommitID == sha {
+			return true
+		}
+	}
+	return false
+}
+
+// promptsPerHead counts the reviewer prompts the model received per PR head.
+func promptsPerHead(sb *sandbox.Sandbox) map[string]int {
+	out := map[string]int{}
+	for _, p := range sb.Model.Prompts() {
+		if pr, _, head, ok := sandbox.PromptTarget(p); ok {
+			out[pr+"@"+head]++
+		}
+	}
+	return out
+}
+
+// approveOnly is a reviewer that approves and leaves merging to the pool,
+// reporting report as its result line.
+func approveOnly(report string) sandbox.Script {
+	return sandbox.Reviewer(func(string) sandbox.Verdict {
+		return sandbox.Verdict{Event: "APPROVED", Report: report}
+	})
+}
+
+// TestKillNineThenRelaunch: SIGKILL while sessions run; the relaunched pool
+// adopts them, resumes its own claims at once, and every PR merges with one
+// reviewer session per head.
+func TestKillNineThenRelaunch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	sb := startSandbox(t, ctx, 6, nil)
+	bin := buildPool(t)
+	tmp := t.TempDir()
+	env := poolEnv(t, sb, tmp)
+
+	first := startPool(t, ctx, bin, env, "--workers", "2")
+	eventually(t, ctx, "two reviewer prompts", func() bool { return len(sb.Model.Prompts()) >= 3 })
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-first.done
+
+	started := time.Now()
+	second := startPool(t, ctx, bin, env, "--workers", "2")
+	second.wait(t, ctx)
+	t.Logf("relaunched pool finished in %s", time.Since(started).Round(time.Second))
+
+	for _, n := range sb.PRs {
+		assertMerged(t, ctx, sb, n)
+	}
+	for key, count := range promptsPerHead(sb) {
+		if count != 1 {
+			t.Errorf("PR@head %s got %d reviewer sessions, want 1", key, count)
+		}
+	}
+	if got := len(promptsPerHead(sb)); got != 6 {
+		t.Errorf("%d PR heads were reviewed, want 6", got)
+	}
+	if !strings.Contains(second.stdout.String(), "INSTANCE_ID: "+instanceOf(first.stderr.String())) {
+		t.Errorf("relaunch changed identity: first %q; report:\n%s", instanceOf(first.stderr.String()), second.stdout.String())
+	}
+	assertNoSessions(t, ctx, sb)
+	if left, _ := filepath.Glob(filepath.Join(tmp, "pool-clone-*")); len(left) > 1 {
+		t.Errorf("clones left on disk: %v (the killed pool may leave one)", left)
+	}
+}
+
+func instanceOf(logs string) string {
+	_, rest, ok := strings.Cut(logs, "instance=")
+	if !ok {
+		return "?"
+	}
+	id, _, _ := strings.Cut(rest, " ")
+	return id
+}
+
+// TestPendingChecksLyingReviewerOneSession: the reviewer approves but does
+// not merge, and claims it merged. Checks stay pending for several cycles,
+// then pass. The pool does not believe the reviewer, keeps the PR, and
+// merges it itself once green: one agent session in all.
+func TestPendingChecksLyingReviewerOneSession(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	sb := startSandbox(t, ctx, 1, approveOnly(`REVIEW-RESULT: {"decision": "approved", "merge_status": "merged"}`))
+	n := sb.PRs[0]
+	head := getPR(t, ctx, sb, n).Head.Sha
+	if err := sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, head, "ci / test (push)", "pending", "http://ci.invalid/1", "running"); err != nil {
+		t.Fatal(err)
+	}
+	bin := buildPool(t)
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_DIAGNOSTIC_EVERY=3"), "--workers", "1")
+
+	eventually(t, ctx, "a diagnostic comment after three pending cycles", func() bool {
+		for _, c := range prComments(t, ctx, sb, n) {
+			if strings.HasPrefix(c.Body, "Merge retry attempt 3. Last status: pending.") {
+				return true
+			}
+		}
+		return false
+	})
+	if getPR(t, ctx, sb, n).Merged {
+		t.Fatal("merged while checks were pending")
+	}
+	if err := sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, head, "ci / test (push)", "success", "http://ci.invalid/1", "passed"); err != nil {
+		t.Fatal(err)
+	}
+	pool.wait(t, ctx)
+	assertMerged(t, ctx, sb, n)
+	if got := len(sb.Model.Prompts()); got != 1 {
+		t.Errorf("agent sessions = %d, want 1", got)
+	}
+	if !strings.Contains(pool.stderr.String(), "reviewer reported merged but the forge says not merged") {
+		t.Errorf("the disagreement was not logged:\n%s", pool.stderr.String())
+	}
+	if !strings.Contains(pool.stdout.String(), "Approved and merged: 1") {
+		t.Errorf("report:\n%s", pool.stdout.String())
+	}
+}
+
+// TestHeadPushedAfterApprovalIsReReviewed: approval on one head, then a
+// push: the old head is never merged; the new head is reviewed and merged.
+func TestHeadPushedAfterApprovalIsReReviewed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	sb := startSandbox(t, ctx, 1, approveOnly(""))
+	n := sb.PRs[0]
+	first := getPR(t, ctx, sb, n)
+	// Pending checks keep the pool from merging the first head at once.
+	if err := sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, first.Head.Sha, "ci", "pending", "", ""); err != nil {
+		t.Fatal(err)
+	}
+	bin := buildPool(t)
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir()), "--workers", "1")
+	eventually(t, ctx, "approval of the first head", func() bool { return approvedAt(t, ctx, sb, n, first.Head.Sha) })
+	newHead, err := sb.Forge.PushFile(ctx, sb.OwnerToken, sb.Owner, sb.Repo, first.Head.Ref, "features/fixup.txt", "fixup\n", "fix up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.wait(t, ctx)
+
+	final := getPR(t, ctx, sb, n)
+	if !final.Merged || final.Head.Sha != newHead {
+		t.Fatalf("merged=%v at head %s, want merged at the pushed head %s", final.Merged, final.Head.Sha, newHead)
+	}
+	heads := promptsPerHead(sb)
+	key := func(sha string) string { return fmt.Sprintf("%d@%s", n, sha) }
+	if heads[key(first.Head.Sha)] != 1 || heads[key(newHead)] != 1 || len(heads) != 2 {
+		t.Errorf("reviews per head = %v, want one for each of the two heads", heads)
+	}
+}
