@@ -16,7 +16,7 @@ type cycleResult struct {
 	dispatched int // sessions handed to slots
 	acted      int // mechanical actions taken (merge, comment, ...)
 	running    int // PRs held by a slot
-	retrying   int // approved PRs waiting to merge
+	retrying   int // approved PRs waiting to merge, or PRs backing off
 }
 
 // quiet is a cycle with nothing to do.
@@ -78,7 +78,9 @@ func (p *Pool) tally(res *cycleResult, n int, act lifecycle.Action, todo *[]cand
 	case lifecycle.Merge, lifecycle.Arm, lifecycle.Disarm, lifecycle.NoteConflict, lifecycle.Drop:
 		res.acted++
 	}
-	if p.track(n).State.Retrying() {
+	// Approved PRs waiting to merge, and PRs backing off after a failed
+	// session, are work still to do: such a cycle is not idle.
+	if t := p.track(n); t.State.Retrying() || p.now().Before(t.NotBefore) {
 		res.retrying++
 	}
 }

@@ -263,3 +263,38 @@ func TestHeadPushedAfterApprovalIsReReviewed(t *testing.T) {
 		t.Errorf("reviews per head = %v, want one for each of the two heads", heads)
 	}
 }
+
+// TestForgeOutageAndAgentRestart: the forge stops answering for 20 s, and
+// later the agent server is restarted under running sessions. The pool keeps
+// running and every PR still merges.
+func TestForgeOutageAndAgentRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	sb := startSandbox(t, ctx, 4, nil)
+	bin := buildPool(t)
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir()), "--workers", "2")
+
+	eventually(t, ctx, "the first reviewer prompt", func() bool { return len(sb.Model.Prompts()) >= 1 })
+	if err := sb.Forge.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Second)
+	if err := sb.Forge.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "a prompt after the outage", func() bool { return len(sb.Model.Prompts()) >= 3 })
+	restarted, err := sb.Agent.Restart(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb.Agent = restarted
+
+	pool.wait(t, ctx)
+	for _, n := range sb.PRs {
+		assertMerged(t, ctx, sb, n)
+	}
+	if !strings.Contains(pool.stdout.String(), "Approved and merged: 4") {
+		t.Errorf("report:\n%s", pool.stdout.String())
+	}
+	assertNoSessions(t, ctx, sb)
+}

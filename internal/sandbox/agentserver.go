@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -112,12 +114,16 @@ type AgentOptions struct {
 	// so a headless session never waits on a permission ask.
 	Permission any
 	Log        io.Writer // progress lines; nil discards them
+	// Port pins the listening port; 0 lets the server choose (no race).
+	Port int
 }
 
 // AgentServer is a running `opencode serve`.
 type AgentServer struct {
 	URL string
 	Dir string
+
+	opts AgentOptions // what it was started with, for Restart
 
 	cmd      *exec.Cmd
 	exited   chan struct{} // closed once the process has been reaped
@@ -143,6 +149,9 @@ func StartAgentServer(ctx context.Context, dir string, opts AgentOptions) (*Agen
 		return nil, fmt.Errorf("sandbox: agent server: %w", err)
 	}
 	a, err := startOpencode(ctx, bin, dir, opts)
+	if a != nil {
+		a.opts = opts
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: agent server: %w", err)
 	}
@@ -274,7 +283,7 @@ func startOpencode(ctx context.Context, bin, dir string, opts AgentOptions) (*Ag
 		logFile.Close()
 		return nil, err
 	}
-	a.cmd = exec.Command(bin, "serve", "--hostname", "127.0.0.1", "--port", "0", "--print-logs", "--log-level", "INFO")
+	a.cmd = exec.Command(bin, "serve", "--hostname", "127.0.0.1", "--port", strconv.Itoa(opts.Port), "--print-logs", "--log-level", "INFO")
 	a.cmd.Dir = dir
 	a.cmd.Env = agentEnv(dir, opts)
 	a.cmd.Stdout = stdoutW
@@ -439,4 +448,22 @@ func (a *AgentServer) stop() error {
 	}
 	<-a.exited
 	return nil
+}
+
+// Restart stops the server and starts a new one on the same port and data
+// directory, as an operator restarting the agent server would. Sessions the
+// old one persisted survive; running work does not.
+func (a *AgentServer) Restart(ctx context.Context) (*AgentServer, error) {
+	if err := a.Stop(); err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(a.URL)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: restart agent server: %w", err)
+	}
+	opts := a.opts
+	if opts.Port, err = strconv.Atoi(u.Port()); err != nil {
+		return nil, fmt.Errorf("sandbox: restart agent server: port of %s: %w", a.URL, err)
+	}
+	return StartAgentServer(ctx, a.Dir, opts)
 }
