@@ -81,26 +81,19 @@ type apiStatus struct {
 // full paged history (the combined endpoint covers one page only). An empty
 // slice means nothing was reported: unknown, not green.
 func (c *Client) Statuses(ctx context.Context, owner, repo, sha string) ([]Status, error) {
-	op := fmt.Sprintf("list statuses of %s/%s@%s", owner, repo, short(sha))
-	newest := map[string]apiStatus{}
-	for page := 1; ; page++ {
-		var batch []apiStatus
-		path := fmt.Sprintf("/repos/%s/%s/commits/%s/statuses?limit=%d&page=%d", owner, repo, sha, pageSize, page)
-		if err := c.getJSON(ctx, op, path, &batch); err != nil {
-			return nil, err
-		}
-		for _, s := range batch {
-			if cur, ok := newest[s.Context]; !ok || s.ID > cur.ID {
-				newest[s.Context] = s
-			}
-		}
-		if len(batch) < pageSize {
-			break
+	history, err := c.StatusHistory(ctx, owner, repo, sha)
+	if err != nil {
+		return nil, err
+	}
+	newest := map[string]Status{}
+	for _, s := range history {
+		if cur, ok := newest[s.Context]; !ok || s.ID > cur.ID {
+			newest[s.Context] = s
 		}
 	}
 	out := make([]Status, 0, len(newest))
 	for _, s := range newest {
-		out = append(out, Status{ID: s.ID, Context: s.Context, State: s.Status, TargetURL: s.TargetURL, Description: s.Description})
+		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Context < out[j].Context })
 	return out, nil

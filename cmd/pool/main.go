@@ -1,7 +1,9 @@
 // Command pool keeps N AI reviewer sessions busy on a Forgejo repository's
 // open pull requests and drives each one to merged.
 //
-//	pool [run] [flags]    supervise (the default)
+//	pool [run] [flags]          supervise (the default)
+//	pool report OWNER/REPO#N    one PR's state, observed, never guessed
+//	pool tick OWNER/REPO#N      one PR's actionable items, as JSON
 //
 // Exit codes: 0 idle exit or signal; 1 fatal at run time; 2 usage or config
 // error (a relaunch hook must not relaunch on 2).
@@ -21,6 +23,7 @@ import (
 
 	"pool/configs"
 	"pool/pool"
+	"pool/report"
 )
 
 func main() {
@@ -39,6 +42,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "run":
 		return supervise(ctx, args, stdout, stderr, log)
+	case "report":
+		return report.MainReport(ctx, args, stdout, stderr)
+	case "tick":
+		return report.MainTick(ctx, args, stdout, stderr)
 	case "help":
 		fmt.Fprintln(stdout, usage)
 		return 0
@@ -47,16 +54,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-const usage = `usage: pool [run] [flags]     supervise reviewer sessions (see pool run --help)`
+const usage = `usage:
+  pool [run] [flags]            supervise reviewer sessions (see pool run --help)
+  pool report OWNER/REPO#N      one PR's CI, reviews and threads, observed, never guessed
+  pool tick OWNER/REPO#N        the actionable items on one PR, as JSON`
 
 func supervise(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) int {
 	cfg, err := configs.Load(args)
 	if err != nil {
 		return configFailure(err, stderr)
 	}
-	report, err := pool.Run(ctx, cfg, log)
-	if report.InstanceID != "" { // the pool started: report, whatever ended it
-		if werr := report.Write(stdout); werr != nil {
+	summary, err := pool.Run(ctx, cfg, log)
+	if summary.InstanceID != "" { // the pool started: report, whatever ended it
+		if werr := summary.Write(stdout); werr != nil {
 			log.Error("writing the report failed", "err", werr)
 		}
 	}

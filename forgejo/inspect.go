@@ -1,0 +1,248 @@
+package forgejo
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sort"
+	"time"
+)
+
+// The reads in this file serve the read-only inspection commands (pool
+// report, pool tick): they keep the fields those commands show (base and
+// merge-base SHAs, status history with times, review bodies, inline comments
+// with their resolver) that the supervisor's reads drop.
+
+// PRDetail is a pull request with the fields only an inspection needs.
+type PRDetail struct {
+	PR
+	BaseSHA   string // the base branch's head commit
+	MergeBase string // the commit the head branched from
+	Draft     bool   // a work-in-progress title: the forge will not merge it
+}
+
+type apiUser struct {
+	Login string `json:"login"`
+}
+
+func (u *apiUser) login() string {
+	if u == nil {
+		return ""
+	}
+	return u.Login
+}
+
+type apiBranch struct {
+	Ref string `json:"ref"`
+	SHA string `json:"sha"`
+}
+
+type apiPR struct {
+	Number    int        `json:"number"`
+	Title     string     `json:"title"`
+	Body      string     `json:"body"`
+	User      *apiUser   `json:"user"`
+	State     string     `json:"state"`
+	Merged    bool       `json:"merged"`
+	Mergeable bool       `json:"mergeable"`
+	Draft     bool       `json:"draft"`
+	MergeBase string     `json:"merge_base"`
+	Head      *apiBranch `json:"head"`
+	Base      *apiBranch `json:"base"`
+	Updated   time.Time  `json:"updated_at"`
+	URL       string     `json:"html_url"`
+	Labels    []struct {
+		Name string `json:"name"`
+	} `json:"labels"`
+}
+
+// PRDetail reads one pull request with its base and merge-base SHAs.
+func (c *Client) PRDetail(ctx context.Context, owner, repo string, n int) (PRDetail, error) {
+	op := fmt.Sprintf("get %s/%s#%d", owner, repo, n)
+	var p apiPR
+	if err := c.getJSON(ctx, op, fmt.Sprintf("%s/pulls/%d", repoPath(owner, repo), n), &p); err != nil {
+		return PRDetail{}, err
+	}
+	return p.detail(), nil
+}
+
+func (p apiPR) detail() PRDetail {
+	d := PRDetail{PR: PR{Number: p.Number, Title: p.Title, Body: p.Body, Author: p.User.login(),
+		State: p.State, Merged: p.Merged, Mergeable: p.Mergeable, Updated: p.Updated, URL: p.URL},
+		MergeBase: p.MergeBase, Draft: p.Draft}
+	if p.Head != nil {
+		d.HeadRef, d.HeadSHA = p.Head.Ref, p.Head.SHA
+	}
+	if p.Base != nil {
+		d.BaseRef, d.BaseSHA = p.Base.Ref, p.Base.SHA
+	}
+	for _, l := range p.Labels {
+		d.Labels = append(d.Labels, l.Name)
+	}
+	return d
+}
+
+// StatusHistory returns every status reported for a commit, all pages,
+// oldest first. An empty slice means nothing was reported.
+func (c *Client) StatusHistory(ctx context.Context, owner, repo, sha string) ([]Status, error) {
+	op := fmt.Sprintf("list status history of %s/%s@%s", owner, repo, short(sha))
+	seen := map[int64]bool{}
+	var out []Status
+	for page := 1; ; page++ {
+		var batch []apiStatus
+		// sort by the per-commit index, a total order, so pages do not
+		// shuffle statuses created within the same second
+		path := fmt.Sprintf("%s/commits/%s/statuses?sort=highestindex&limit=%d&page=%d",
+			repoPath(owner, repo), url.PathEscape(sha), pageSize, page)
+		if err := c.getJSON(ctx, op, path, &batch); err != nil {
+			return nil, err
+		}
+		for _, s := range batch {
+			if !seen[s.ID] {
+				seen[s.ID] = true
+				out = append(out, s.status())
+			}
+		}
+		if len(batch) < pageSize {
+			break
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func (s apiStatus) status() Status {
+	created, _ := time.Parse(time.RFC3339, s.Created) // a bad time stays zero: shown, not guessed
+	return Status{ID: s.ID, Context: s.Context, State: s.Status, TargetURL: s.TargetURL,
+		Description: s.Description, Created: created}
+}
+
+// ReviewDetail is a review with its body and the count of its inline comments.
+type ReviewDetail struct {
+	Review
+	Body          string
+	CommentsCount int
+	Updated       time.Time
+	URL           string
+}
+
+type apiReview struct {
+	ID            int64     `json:"id"`
+	User          *apiUser  `json:"user"`
+	State         string    `json:"state"`
+	Body          string    `json:"body"`
+	CommitID      string    `json:"commit_id"`
+	Stale         bool      `json:"stale"`
+	Dismissed     bool      `json:"dismissed"`
+	CommentsCount int       `json:"comments_count"`
+	Submitted     time.Time `json:"submitted_at"`
+	Updated       time.Time `json:"updated_at"`
+	URL           string    `json:"html_url"`
+}
+
+// ReviewDetails lists a PR's reviews with their bodies (all pages).
+func (c *Client) ReviewDetails(ctx context.Context, owner, repo string, n int) ([]ReviewDetail, error) {
+	op := fmt.Sprintf("list reviews of %s/%s#%d", owner, repo, n)
+	var out []ReviewDetail
+	for page := 1; ; page++ {
+		var batch []apiReview
+		path := fmt.Sprintf("%s/pulls/%d/reviews?limit=%d&page=%d", repoPath(owner, repo), n, pageSize, page)
+		if err := c.getJSON(ctx, op, path, &batch); err != nil {
+			return nil, err
+		}
+		for _, r := range batch {
+			out = append(out, ReviewDetail{Review: Review{ID: r.ID, Author: r.User.login(), State: r.State,
+				CommitID: r.CommitID, Stale: r.Stale, Dismissed: r.Dismissed, Submitted: r.Submitted},
+				Body: r.Body, CommentsCount: r.CommentsCount, Updated: r.Updated, URL: r.URL})
+		}
+		if len(batch) < pageSize {
+			return out, nil
+		}
+	}
+}
+
+// InlineComment is a review's comment on a file and line.
+type InlineComment struct {
+	ID       int64
+	ReviewID int64
+	Author   string
+	Body     string
+	Path     string
+	Line     int    // line on the new side, 0 when the comment is on the old side
+	OldLine  int    // line on the old side, 0 when the comment is on the new side
+	Resolver string // who resolved the thread, "" while it is open
+	CommitID string
+	Created  time.Time
+	Updated  time.Time
+	URL      string
+}
+
+type apiInlineComment struct {
+	ID       int64     `json:"id"`
+	ReviewID int64     `json:"pull_request_review_id"`
+	User     *apiUser  `json:"user"`
+	Resolver *apiUser  `json:"resolver"`
+	Body     string    `json:"body"`
+	Path     string    `json:"path"`
+	Line     int       `json:"position"`
+	OldLine  int       `json:"original_position"`
+	CommitID string    `json:"commit_id"`
+	Created  time.Time `json:"created_at"`
+	Updated  time.Time `json:"updated_at"`
+	URL      string    `json:"html_url"`
+}
+
+// InlineComments lists the inline comments of one review (the forge does not
+// page them).
+func (c *Client) InlineComments(ctx context.Context, owner, repo string, n int, reviewID int64) ([]InlineComment, error) {
+	op := fmt.Sprintf("list comments of review %d on %s/%s#%d", reviewID, owner, repo, n)
+	var batch []apiInlineComment
+	path := fmt.Sprintf("%s/pulls/%d/reviews/%d/comments", repoPath(owner, repo), n, reviewID)
+	if err := c.getJSON(ctx, op, path, &batch); err != nil {
+		return nil, err
+	}
+	out := make([]InlineComment, 0, len(batch))
+	for _, rc := range batch {
+		out = append(out, InlineComment{ID: rc.ID, ReviewID: rc.ReviewID, Author: rc.User.login(),
+			Body: rc.Body, Path: rc.Path, Line: rc.Line, OldLine: rc.OldLine, Resolver: rc.Resolver.login(),
+			CommitID: rc.CommitID, Created: rc.Created, Updated: rc.Updated, URL: rc.URL})
+	}
+	return out, nil
+}
+
+// Timeline event types that arm and disarm a scheduled auto-merge.
+const (
+	eventAutoMergeArmed    = "pull_scheduled_merge"
+	eventAutoMergeDisarmed = "pull_cancel_scheduled_merge"
+)
+
+// AutoMergeArmed reports whether the PR's timeline shows an auto-merge
+// scheduled and not cancelled since.
+func (c *Client) AutoMergeArmed(ctx context.Context, owner, repo string, n int) (bool, error) {
+	op := fmt.Sprintf("read timeline of %s/%s#%d", owner, repo, n)
+	armed := false
+	for page := 1; ; page++ {
+		var batch []struct {
+			Type string `json:"type"`
+		}
+		path := fmt.Sprintf("%s/issues/%d/timeline?limit=%d&page=%d", repoPath(owner, repo), n, pageSize, page)
+		if err := c.getJSON(ctx, op, path, &batch); err != nil {
+			return false, err
+		}
+		for _, e := range batch {
+			switch e.Type {
+			case eventAutoMergeArmed:
+				armed = true
+			case eventAutoMergeDisarmed:
+				armed = false
+			}
+		}
+		if len(batch) < pageSize {
+			return armed, nil
+		}
+	}
+}
+
+func repoPath(owner, repo string) string {
+	return "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(repo)
+}

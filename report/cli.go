@@ -1,0 +1,269 @@
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"pool/forgejo"
+)
+
+// Exit codes of the commands.
+const (
+	exitOK      = 0 // produced, whatever it says
+	exitNoPR    = 1 // the PR could not be read at all
+	exitBadArgs = 2
+)
+
+const (
+	reportUsage = "usage: pool report OWNER/REPO#N [--json] [--wait] [--interval 30s] [--cap 20m] [--reviewers a,b] [--forgejo-url URL] [--forgejo-token-file FILE]"
+	tickUsage   = "usage: pool tick OWNER/REPO#N [--prompt] [--auto-merge] [--reviewers a,b] [--forgejo-url URL] [--forgejo-token-file FILE]"
+)
+
+// MainReport runs `pool report`; args follow the command name. It prints
+// the report block (or its JSON) on stdout and failed reads on stderr.
+func MainReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("report", reportUsage, stderr)
+	conn := addConnFlags(fs)
+	jsonOut := fs.Bool("json", false, "print the report as one JSON object")
+	wait := fs.Bool("wait", false, "poll until checks are terminal and every reviewer is done")
+	interval := fs.Duration("interval", DefaultInterval, "time between polls with --wait")
+	capAfter := fs.Duration("cap", DefaultCap, "stop polling after this long; what is still pending becomes timeout")
+	reviewers := fs.String("reviewers", os.Getenv("POOL_REPORT_REVIEWERS"), "comma-separated bot reviewer accounts (env POOL_REPORT_REVIEWERS)")
+	t, code := parseArgs(fs, args, stderr, "report")
+	if code >= 0 {
+		return code
+	}
+	if *interval <= 0 || *capAfter <= 0 {
+		return usageError(stderr, "report", errors.New("--interval and --cap must be positive"))
+	}
+	c, code := conn.client(ctx, stderr, "report")
+	if code >= 0 {
+		return code
+	}
+	var p *poller
+	if *wait {
+		p = &poller{interval: *interval, cap: *capAfter, clock: realClock}
+	}
+	r, err := produceReport(ctx, c, t, splitAccounts(*reviewers), p)
+	if err != nil {
+		fmt.Fprintf(stderr, "pool report: %s: %v\n", t, err)
+		return exitNoPR
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(stderr, "pool report: %s\n", e)
+	}
+	return writeReport(stdout, stderr, r, *jsonOut)
+}
+
+// produceReport observes once, or with a poller until the PR settles.
+func produceReport(ctx context.Context, f Forge, t Target, accounts []string, p *poller) (Report, error) {
+	observeOnce := func(ctx context.Context) (Report, error) {
+		s, err := observe(ctx, f, t, false)
+		if err != nil {
+			return Report{}, err
+		}
+		return Build(s, accounts), nil
+	}
+	if p == nil {
+		return observeOnce(ctx)
+	}
+	return p.run(ctx, observeOnce)
+}
+
+func writeReport(stdout, stderr io.Writer, r Report, asJSON bool) int {
+	out := r.Render()
+	if asJSON {
+		b, err := r.JSON()
+		if err != nil {
+			fmt.Fprintf(stderr, "pool report: encode JSON: %v\n", err)
+			return exitNoPR
+		}
+		out = string(b) + "\n"
+	}
+	if _, err := io.WriteString(stdout, out); err != nil {
+		fmt.Fprintf(stderr, "pool report: write: %v\n", err)
+		return exitNoPR
+	}
+	return exitOK
+}
+
+// MainTick runs `pool tick`; args follow the command name. It prints the
+// digest as JSON (or as a prompt section) on stdout.
+func MainTick(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("tick", tickUsage, stderr)
+	conn := addConnFlags(fs)
+	fs.Bool("json", true, "print the digest as JSON (the default)")
+	prompt := fs.Bool("prompt", false, "print the items as the prompt section a reviewer is given")
+	reviewers := fs.String("reviewers", os.Getenv("POOL_REPORT_REVIEWERS"), "comma-separated accounts whose approval counts for --auto-merge (default: anyone but the author)")
+	autoMerge := fs.Bool("auto-merge", false, "the pool merges with auto-merge: report auto-merge-not-armed (env POOL_TICK_AUTO_MERGE)")
+	t, code := parseArgs(fs, args, stderr, "tick")
+	if code >= 0 {
+		return code
+	}
+	if err := envBool(fs, "auto-merge", "POOL_TICK_AUTO_MERGE"); err != nil {
+		return usageError(stderr, "tick", err)
+	}
+	c, code := conn.client(ctx, stderr, "tick")
+	if code >= 0 {
+		return code
+	}
+	opt := TickOptions{AutoMerge: *autoMerge, Reviewers: splitAccounts(*reviewers)}
+	s, err := observe(ctx, c, t, opt.AutoMerge)
+	if err != nil {
+		fmt.Fprintf(stderr, "pool tick: %s: %v\n", t, err)
+		return exitNoPR
+	}
+	d := NewDigest(s, opt)
+	for _, e := range d.Errors {
+		fmt.Fprintf(stderr, "pool tick: %s\n", e)
+	}
+	return writeDigest(stdout, stderr, d, *prompt)
+}
+
+func writeDigest(stdout, stderr io.Writer, d Digest, prompt bool) int {
+	out := d.PromptSection()
+	if !prompt {
+		b, err := json.MarshalIndent(d, "", "  ")
+		if err != nil {
+			fmt.Fprintf(stderr, "pool tick: encode JSON: %v\n", err)
+			return exitNoPR
+		}
+		out = string(b) + "\n"
+	}
+	if _, err := io.WriteString(stdout, out); err != nil {
+		fmt.Fprintf(stderr, "pool tick: write: %v\n", err)
+		return exitNoPR
+	}
+	return exitOK
+}
+
+func newFlagSet(cmd, usage string, stderr io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("pool "+cmd, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseArgs parses flags and the one OWNER/REPO#N argument. A code >= 0
+// means stop with that exit code.
+func parseArgs(fs *pflag.FlagSet, args []string, stderr io.Writer, cmd string) (Target, int) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return Target{}, exitOK
+		}
+		return Target{}, exitBadArgs // pflag has printed the error and usage
+	}
+	if fs.NArg() != 1 {
+		return Target{}, usageError(stderr, cmd, fmt.Errorf("want one OWNER/REPO#N, got %d arguments", fs.NArg()))
+	}
+	t, err := ParseTarget(fs.Arg(0))
+	if err != nil {
+		return Target{}, usageError(stderr, cmd, err)
+	}
+	return t, -1
+}
+
+func usageError(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "pool %s: %v\n", cmd, err)
+	return exitBadArgs
+}
+
+// envBool sets a bool flag from the environment unless the command line set it.
+func envBool(fs *pflag.FlagSet, flag, env string) error {
+	v, ok := os.LookupEnv(env)
+	if !ok || fs.Changed(flag) {
+		return nil
+	}
+	if _, err := strconv.ParseBool(v); err != nil {
+		return fmt.Errorf("%s: want true or false, got %q", env, v)
+	}
+	return fs.Set(flag, v)
+}
+
+func splitAccounts(s string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, a := range strings.Split(s, ",") {
+		a = strings.TrimSpace(a)
+		if a != "" && !seen[strings.ToLower(a)] {
+			seen[strings.ToLower(a)] = true
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// connFlags say where the forge is and how to authenticate. The token comes
+// from POOL_FORGEJO_TOKEN or a file; it is never printed.
+type connFlags struct {
+	url, tokenFile *string
+}
+
+func addConnFlags(fs *pflag.FlagSet) connFlags {
+	return connFlags{
+		url:       fs.String("forgejo-url", os.Getenv("POOL_FORGEJO_URL"), "base URL of the Forgejo server (env POOL_FORGEJO_URL)"),
+		tokenFile: fs.String("forgejo-token-file", os.Getenv("POOL_FORGEJO_TOKEN_FILE"), "file holding the forge token (env POOL_FORGEJO_TOKEN_FILE, or the token in POOL_FORGEJO_TOKEN)"),
+	}
+}
+
+// client connects to the forge. A code >= 0 means stop with that exit code:
+// bad settings are usage errors, an unreachable forge means the PR could
+// not be read.
+func (f connFlags) client(ctx context.Context, stderr io.Writer, cmd string) (*forgejo.Client, int) {
+	base, token, err := f.settings()
+	if err != nil {
+		return nil, usageError(stderr, cmd, err)
+	}
+	c, err := forgejo.New(ctx, base, token, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "pool %s: %v\n", cmd, err)
+		return nil, exitNoPR
+	}
+	return c, -1
+}
+
+func (f connFlags) settings() (base, token string, err error) {
+	base = strings.TrimRight(*f.url, "/")
+	u, err := url.Parse(base)
+	if base == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", "", fmt.Errorf("--forgejo-url (or POOL_FORGEJO_URL): want an http(s) URL, got %q", base)
+	}
+	if u.User != nil {
+		return "", "", errors.New("--forgejo-url: credentials do not belong in the URL; use a token")
+	}
+	token, err = f.token()
+	return base, token, err
+}
+
+func (f connFlags) token() (string, error) {
+	env := strings.TrimSpace(os.Getenv("POOL_FORGEJO_TOKEN"))
+	switch {
+	case env != "" && *f.tokenFile != "":
+		return "", errors.New("set POOL_FORGEJO_TOKEN or a token file, not both")
+	case env != "":
+		return env, nil
+	case *f.tokenFile == "":
+		return "", errors.New("no token: set POOL_FORGEJO_TOKEN or --forgejo-token-file")
+	}
+	b, err := os.ReadFile(*f.tokenFile)
+	if err != nil {
+		return "", fmt.Errorf("read token file: %w", err)
+	}
+	token := strings.TrimSpace(string(b))
+	if token == "" {
+		return "", fmt.Errorf("token file %s is empty", *f.tokenFile)
+	}
+	return token, nil
+}

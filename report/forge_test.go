@@ -1,0 +1,426 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"pool/forgejo"
+	"pool/internal/sandbox"
+)
+
+// testLog sends sandbox progress lines to the test log.
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// forgeFixture is a real forge with one open PR: alice's feature-1 into
+// main, reviewable by review-bot, answerable by pool-bot.
+type forgeFixture struct {
+	ctx    context.Context
+	t      *testing.T // the running subtest
+	f      *sandbox.Forge
+	client *forgejo.Client // alice's
+
+	alice, reviewer, fixer  string // tokens
+	reviewerName, fixerName string
+	owner, repo             string
+	n                       int
+	head                    string
+	target                  string // OWNER/REPO#N
+	lastStderr              string
+}
+
+func startForge(t *testing.T) *sandbox.Forge {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("report: a real Gitea forge is skipped in -short mode")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute) // a first run builds gitea
+	defer cancel()
+	f, err := sandbox.StartForge(ctx, t.TempDir(), testLog{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("gitea log tail:\n%s", f.LogTail())
+		}
+		if err := f.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return f
+}
+
+func newForgeFixture(t *testing.T, ctx context.Context, f *sandbox.Forge, repo string) *forgeFixture {
+	t.Helper()
+	fx := &forgeFixture{f: f, owner: "alice", repo: repo, ctx: ctx, t: t,
+		reviewerName: "review-bot", fixerName: "pool-bot"}
+	fx.alice = fx.user("alice")
+	fx.reviewer = fx.user(fx.reviewerName)
+	fx.fixer = fx.user(fx.fixerName)
+	must(t, f.CreateRepo(ctx, fx.alice, repo))
+	for _, u := range []string{fx.reviewerName, fx.fixerName} {
+		must(t, f.AddCollaborator(ctx, fx.alice, fx.owner, repo, u, "write"))
+	}
+	must(t, f.CreateBranchWithFile(ctx, fx.alice, fx.owner, repo, "feature-1", "main.go",
+		"package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n"))
+	var err error
+	fx.n, fx.head, err = f.CreatePR(ctx, fx.alice, fx.owner, repo, "feature-1", "main", "Add main", "")
+	must(t, err)
+	fx.client, err = forgejo.New(ctx, f.URL, fx.alice, nil)
+	must(t, err)
+	fx.target = fmt.Sprintf("%s/%s#%d", fx.owner, repo, fx.n)
+	fx.waitMergeable()
+	return fx
+}
+
+// user creates an account and returns its token.
+func (fx *forgeFixture) user(name string) string {
+	fx.t.Helper()
+	tok, err := fx.f.CreateUser(fx.ctx, name)
+	must(fx.t, err)
+	return tok
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitMergeable waits for the forge's conflict check on the new PR.
+func (fx *forgeFixture) waitMergeable() {
+	fx.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		pr, err := fx.client.PRDetail(fx.ctx, fx.owner, fx.repo, fx.n)
+		must(fx.t, err)
+		if pr.Mergeable {
+			return
+		}
+		if time.Now().After(deadline) {
+			fx.t.Fatalf("%s never became mergeable", fx.target)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (fx *forgeFixture) status(context, state, description string) {
+	fx.t.Helper()
+	must(fx.t, fx.f.PostStatus(fx.ctx, fx.alice, fx.owner, fx.repo, fx.head, context, state,
+		"http://ci.test/"+url.PathEscape(context), description))
+}
+
+func (fx *forgeFixture) comment(token, body string) {
+	fx.t.Helper()
+	path := fmt.Sprintf("/repos/%s/%s/issues/%d/comments", fx.owner, fx.repo, fx.n)
+	_, err := fx.f.Do(fx.ctx, token, http.MethodPost, path, map[string]any{"body": body}, nil)
+	must(fx.t, err)
+}
+
+type inline struct {
+	path, body string
+	line       int
+}
+
+func (fx *forgeFixture) review(token, event, body string, comments ...inline) {
+	fx.t.Helper()
+	var cs []map[string]any
+	for _, c := range comments {
+		cs = append(cs, map[string]any{"path": c.path, "body": c.body, "new_position": c.line})
+	}
+	req := map[string]any{"event": event, "body": body, "commit_id": fx.head, "comments": cs}
+	path := fmt.Sprintf("/repos/%s/%s/pulls/%d/reviews", fx.owner, fx.repo, fx.n)
+	_, err := fx.f.Do(fx.ctx, token, http.MethodPost, path, req, nil)
+	must(fx.t, err)
+}
+
+// report runs `pool report` against url and returns its stdout.
+func (fx *forgeFixture) report(forgeURL string, extra ...string) string {
+	fx.t.Helper()
+	fx.t.Setenv("POOL_FORGEJO_TOKEN", fx.alice)
+	args := append([]string{fx.target, "--forgejo-url", forgeURL, "--reviewers", fx.reviewerName}, extra...)
+	var stdout, stderr bytes.Buffer
+	code := MainReport(fx.ctx, args, &stdout, &stderr)
+	if code != 0 {
+		fx.t.Fatalf("pool report exit %d:\n%s", code, stderr.String())
+	}
+	fx.lastStderr = stderr.String()
+	fx.t.Logf("pool report %s:\n%s%s", strings.Join(extra, " "), stdout.String(), stderr.String())
+	return stdout.String()
+}
+
+func (fx *forgeFixture) tick(opt TickOptions) Digest {
+	fx.t.Helper()
+	d, err := Tick(fx.ctx, fx.client, fx.owner, fx.repo, fx.n, opt)
+	must(fx.t, err)
+	return d
+}
+
+// wantLines checks that every line appears in the report, in order.
+func wantLines(t *testing.T, out string, lines ...string) {
+	t.Helper()
+	rest := out
+	for _, l := range lines {
+		i := strings.Index(rest, l+"\n")
+		if i < 0 {
+			t.Errorf("report lacks %q (in order):\n%s", l, out)
+			return
+		}
+		rest = rest[i+len(l):]
+	}
+}
+
+func TestAgainstForge(t *testing.T) {
+	f := startForge(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	fx := newForgeFixture(t, ctx, f, "demo")
+
+	t.Run("no statuses is unknown", func(t *testing.T) { fx.t = t; testNoStatuses(fx) })
+	t.Run("statuses", func(t *testing.T) { fx.t = t; testStatuses(fx) })
+	t.Run("review and replies", func(t *testing.T) { fx.t = t; testReviewAndReplies(fx) })
+	t.Run("statuses answer 500", func(t *testing.T) { fx.t = t; testStatuses500(fx) })
+	t.Run("to green", func(t *testing.T) { fx.t = t; testToGreen(fx) })
+	t.Run("base moves", func(t *testing.T) { fx.t = t; testBaseMoves(fx) })
+}
+
+func testNoStatuses(fx *forgeFixture) {
+	out := fx.report(fx.f.URL)
+	wantLines(fx.t, out,
+		fmt.Sprintf("pr=%d  branch=feature-1", fx.n),
+		"head_sha: "+fx.head,
+		"state: open",
+		"mergeable: true",
+		"ci_failed: unknown",
+		"ci_passed: unknown",
+		"ci_pending: unknown",
+		"  review-bot: pending  reviews=0",
+		"unresolved_review_threads: 0",
+		"comments_from_bots: 0",
+		"recommendation: "+RecommendFetchFailed)
+}
+
+func testStatuses(fx *forgeFixture) {
+	// More reports than one page holds, so the history is read across pages.
+	for i := 0; i < 51; i++ {
+		fx.status("ci/woodpecker/pr/build", "pending", fmt.Sprintf("step %d", i))
+	}
+	fx.status("ci / test (pull_request)", "failure", "Has been cancelled")
+	fx.status("lint / vet (pull_request)", "failure", "go vet found 2 problems")
+	fx.status("ci / test (push)", "success", "tests passed")
+	out := fx.report(fx.f.URL)
+	wantLines(fx.t, out,
+		"ci_failed:",
+		"  - context=lint / vet (pull_request)  state=failure  url=http://ci.test/lint%20%2F%20vet%20%28pull_request%29  description=go vet found 2 problems",
+		"ci_passed: 1",
+		"ci_pending: ci/woodpecker/pr/build",
+		"recommendation: "+RecommendCIFailed)
+	if strings.Contains(out, "context=ci / test") {
+		fx.t.Errorf("the superseded cancellation is reported as a failure:\n%s", out)
+	}
+	var j struct {
+		Superseded []jsonCheck `json:"superseded"`
+		CIFailed   []jsonCheck `json:"ci_failed"`
+	}
+	must(fx.t, json.Unmarshal([]byte(fx.report(fx.f.URL, "--json")), &j))
+	if len(j.Superseded) != 1 || j.Superseded[0].Context != "ci / test (pull_request)" || len(j.CIFailed) != 1 {
+		fx.t.Errorf("--json superseded %+v, ci_failed %+v", j.Superseded, j.CIFailed)
+	}
+}
+
+func testReviewAndReplies(fx *forgeFixture) {
+	fx.comment(fx.reviewer, "Review started.")
+	fx.comment(fx.alice, "Could you look at the README too?")
+	fx.review(fx.reviewer, "REQUEST_CHANGES", "Please clean this up.",
+		inline{"main.go", "add a doc comment", 3},
+		inline{"main.go", "println is for debugging", 4})
+	wantLines(fx.t, fx.report(fx.f.URL),
+		"  review-bot: changes_requested  reviews=1",
+		"unresolved_review_threads: 2",
+		"comments_from_bots: 1",
+		"recommendation: "+RecommendCIFailed)
+
+	before := fx.tick(TickOptions{})
+	want := []string{"failing-check", "changes-requested", "unresolved-thread main.go:3", "unresolved-thread main.go:4",
+		"new-comment review-bot", "new-comment alice"}
+	if got := itemSummary(before); strings.Join(got, "|") != strings.Join(want, "|") {
+		fx.t.Fatalf("items %q, want %q", got, want)
+	}
+	if b, err := json.MarshalIndent(before, "", "  "); err == nil {
+		fx.t.Logf("pool tick:\n%s", b)
+	}
+	if again := fx.tick(TickOptions{}); again.Fingerprint != before.Fingerprint {
+		fx.t.Errorf("two ticks of an unchanged PR differ: %s %s", before.Fingerprint, again.Fingerprint)
+	}
+
+	review, botComment := before.Items[1], before.Items[4]
+	docThread, printThread := before.Items[2], before.Items[3]
+	fx.comment(fx.fixer, ReplyMarker(review.Answers)+"\n"+ReplyMarker(botComment.Answers)+"\nAddressed in the next push.")
+	fx.review(fx.fixer, "COMMENT", "", inline{"main.go", ReplyMarker(printThread.Answers) + "\nRemoved.", 4})
+	// an answer to an inline comment written on the conversation does not count
+	fx.comment(fx.fixer, ReplyMarker(docThread.Answers)+"\nWill do.")
+
+	after := fx.tick(TickOptions{})
+	want = []string{"failing-check", "unresolved-thread main.go:3", "new-comment alice"}
+	if got := itemSummary(after); strings.Join(got, "|") != strings.Join(want, "|") {
+		fx.t.Errorf("items after the replies %q, want %q", got, want)
+	}
+	if after.Fingerprint == before.Fingerprint {
+		fx.t.Error("the fingerprint did not change when items were answered")
+	}
+	gone, remaining, added := Diff(before, after)
+	if len(gone) != 3 || len(remaining) != 3 || len(added) != 0 {
+		fx.t.Errorf("Diff: gone %d remaining %d added %d", len(gone), len(remaining), len(added))
+	}
+	fx.t.Logf("tick prompt section:\n%s", after.PromptSection())
+}
+
+func itemSummary(d Digest) []string {
+	var out []string
+	for _, it := range d.Items {
+		s := it.Reason
+		switch it.Source {
+		case SourceInline:
+			s += fmt.Sprintf(" %s:%d", it.File, it.Line)
+		case SourceComment:
+			s += " " + it.Author
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// failingStatuses is a proxy in front of the forge that answers 500 for
+// every commit-status read.
+func failingStatuses(t *testing.T, forgeURL string) string {
+	t.Helper()
+	u, err := url.Parse(forgeURL)
+	must(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/statuses") {
+			http.Error(w, `{"message":"boom"}`, http.StatusInternalServerError)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func testStatuses500(fx *forgeFixture) {
+	proxyURL := failingStatuses(fx.t, fx.f.URL)
+	out := fx.report(proxyURL)
+	wantLines(fx.t, out,
+		"ci_failed: unknown",
+		"ci_passed: unknown",
+		"ci_pending: unknown",
+		"  review-bot: changes_requested  reviews=1",
+		"recommendation: "+RecommendFetchFailed)
+	if !strings.Contains(fx.lastStderr, "HTTP 500") {
+		fx.t.Errorf("stderr does not name the failed read: %q", fx.lastStderr)
+	}
+	c, err := forgejo.New(fx.ctx, proxyURL, fx.alice, nil)
+	must(fx.t, err)
+	d, err := Tick(fx.ctx, c, fx.owner, fx.repo, fx.n, TickOptions{})
+	must(fx.t, err)
+	if d.Checks != nil || len(d.Errors) != 1 || itemSummary(d)[0] == ReasonFailingCheck {
+		fx.t.Errorf("digest with unread statuses: checks %v errors %q items %q", d.Checks, d.Errors, itemSummary(d))
+	}
+}
+
+func testToGreen(fx *forgeFixture) {
+	fx.status("lint / vet (pull_request)", "success", "clean")
+	wantLines(fx.t, fx.report(fx.f.URL), "ci_passed: 2", "recommendation: "+RecommendChanges)
+
+	fx.review(fx.reviewer, "APPROVED", "Looks good now.")
+	out := fx.report(fx.f.URL, "--wait", "--interval", "100ms", "--cap", "300ms")
+	wantLines(fx.t, out, "ci_pending: ci/woodpecker/pr/build", "  review-bot: approved  reviews=2",
+		"recommendation: "+RecommendTimedOut)
+	fx.autoMergeArmedRoundTrip()
+
+	fx.status("ci/woodpecker/pr/build", "success", "done")
+	wantLines(fx.t, fx.report(fx.f.URL, "--wait"), "ci_passed: 3", "ci_pending: none",
+		"unresolved_review_threads: 1", "recommendation: "+RecommendThreads)
+
+	d := fx.tick(TickOptions{AutoMerge: true, Reviewers: []string{fx.reviewerName}})
+	want := []string{"unresolved-thread main.go:3", "new-comment alice", "auto-merge-not-armed"}
+	if got := itemSummary(d); strings.Join(got, "|") != strings.Join(want, "|") {
+		fx.t.Errorf("items %q, want %q", got, want)
+	}
+	fx.review(fx.fixer, "COMMENT", "", inline{"main.go", ReplyMarker(d.Items[0].Answers) + "\nAdded.", 3})
+	wantLines(fx.t, fx.report(fx.f.URL), "unresolved_review_threads: 0", "recommendation: "+RecommendGreen)
+}
+
+// autoMergeArmedRoundTrip schedules an auto-merge while a check is pending,
+// reads it from the timeline, and cancels it.
+func (fx *forgeFixture) autoMergeArmedRoundTrip() {
+	fx.t.Helper()
+	res, err := fx.client.Merge(fx.ctx, fx.owner, fx.repo, fx.n, forgejo.MergeOptions{Style: "merge", HeadSHA: fx.head, WhenChecksSucceed: true})
+	must(fx.t, err)
+	if res.Outcome != forgejo.MergeScheduled {
+		fx.t.Fatalf("scheduling an auto-merge: %+v", res)
+	}
+	armed, err := fx.client.AutoMergeArmed(fx.ctx, fx.owner, fx.repo, fx.n)
+	if err != nil || !armed {
+		fx.t.Errorf("AutoMergeArmed after scheduling = %v, %v", armed, err)
+	}
+	path := fmt.Sprintf("/repos/%s/%s/pulls/%d/merge", fx.owner, fx.repo, fx.n)
+	_, err = fx.f.Do(fx.ctx, fx.alice, http.MethodDelete, path, nil, nil)
+	must(fx.t, err)
+	armed, err = fx.client.AutoMergeArmed(fx.ctx, fx.owner, fx.repo, fx.n)
+	if err != nil || armed {
+		fx.t.Errorf("AutoMergeArmed after cancelling = %v, %v", armed, err)
+	}
+}
+
+// testBaseMoves pushes to main: first a change elsewhere (the branch is
+// behind its base), then a conflicting one.
+func testBaseMoves(fx *forgeFixture) {
+	_, err := fx.f.PushFile(fx.ctx, fx.alice, fx.owner, fx.repo, "main", "NOTES.md", "notes\n", "add notes")
+	must(fx.t, err)
+	d := fx.tickUntil(ReasonStaleBase)
+	for _, it := range d.Items {
+		if it.Reason == ReasonMergeConflict {
+			fx.t.Errorf("a change elsewhere reported as a conflict: %q", itemSummary(d))
+		}
+	}
+	_, err = fx.f.PushFile(fx.ctx, fx.alice, fx.owner, fx.repo, "main", "main.go", "package main\n\n// conflicting\n", "conflict")
+	must(fx.t, err)
+	fx.tickUntil(ReasonMergeConflict)
+	wantLines(fx.t, fx.report(fx.f.URL), "mergeable: false", "recommendation: "+RecommendConflict)
+}
+
+// tickUntil ticks until an item of the reason shows up: the forge checks a
+// PR against its base in the background.
+func (fx *forgeFixture) tickUntil(reason string) Digest {
+	fx.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		d := fx.tick(TickOptions{})
+		for _, it := range d.Items {
+			if it.Reason == reason {
+				return d
+			}
+		}
+		if time.Now().After(deadline) {
+			fx.t.Fatalf("no %s item after 30 s: %q", reason, itemSummary(d))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -1,0 +1,176 @@
+// Package report observes one pull request, read-only, and says what it
+// needs: the `pool report` block (the PR poller) and the `pool tick` digest
+// (the PR monitor). A value the forge did not give is unknown, never filled
+// in: every part of an observation carries the error that kept it unread.
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+
+	"pool/forgejo"
+)
+
+// Forge is the read-only part of the forge an observation uses;
+// *forgejo.Client has it.
+type Forge interface {
+	PRDetail(ctx context.Context, owner, repo string, n int) (forgejo.PRDetail, error)
+	StatusHistory(ctx context.Context, owner, repo, sha string) ([]forgejo.Status, error)
+	ReviewDetails(ctx context.Context, owner, repo string, n int) ([]forgejo.ReviewDetail, error)
+	InlineComments(ctx context.Context, owner, repo string, n int, reviewID int64) ([]forgejo.InlineComment, error)
+	Comments(ctx context.Context, owner, repo string, n int) ([]forgejo.Comment, error)
+	DefaultBranch(ctx context.Context, owner, repo string) (string, error)
+	AutoMergeArmed(ctx context.Context, owner, repo string, n int) (bool, error)
+}
+
+// Target names one pull request.
+type Target struct {
+	Owner, Repo string
+	Number      int
+}
+
+var targetRE = regexp.MustCompile(`^([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)#([0-9]+)$`)
+
+// ParseTarget reads "OWNER/REPO#N".
+func ParseTarget(s string) (Target, error) {
+	m := targetRE.FindStringSubmatch(s)
+	if m == nil {
+		return Target{}, fmt.Errorf("want OWNER/REPO#N, got %q", s)
+	}
+	n, err := strconv.Atoi(m[3])
+	if err != nil || n <= 0 {
+		return Target{}, fmt.Errorf("bad PR number in %q", s)
+	}
+	return Target{Owner: m[1], Repo: m[2], Number: n}, nil
+}
+
+func (t Target) String() string { return fmt.Sprintf("%s/%s#%d", t.Owner, t.Repo, t.Number) }
+
+// Snapshot is one read of a PR: every part the forge answered, and for every
+// part it did not, the error.
+type Snapshot struct {
+	Target
+	PR forgejo.PRDetail
+
+	Statuses    []forgejo.Status // full history on the head commit, oldest first
+	StatusesErr error
+
+	Reviews    []forgejo.ReviewDetail
+	ReviewsErr error
+
+	Inline    []forgejo.InlineComment
+	InlineErr error
+
+	Comments    []forgejo.Comment
+	CommentsErr error
+
+	// Read only when auto-merge is in use.
+	DefaultBranch  string
+	AutoMergeArmed bool
+	AutoMergeErr   error
+}
+
+// errNoHead stands for statuses that cannot be read because the PR names no
+// head commit.
+var errNoHead = errors.New("statuses: the PR names no head commit")
+
+// observe reads the PR and everything about it. Only an unreadable PR is an
+// error; any other failed read is recorded in the snapshot.
+func observe(ctx context.Context, f Forge, t Target, autoMerge bool) (Snapshot, error) {
+	s := Snapshot{Target: t}
+	pr, err := f.PRDetail(ctx, t.Owner, t.Repo, t.Number)
+	if err != nil {
+		return s, err
+	}
+	s.PR = pr
+	if pr.HeadSHA == "" {
+		s.StatusesErr = errNoHead
+	} else {
+		s.Statuses, s.StatusesErr = f.StatusHistory(ctx, t.Owner, t.Repo, pr.HeadSHA)
+	}
+	s.Reviews, s.ReviewsErr = f.ReviewDetails(ctx, t.Owner, t.Repo, t.Number)
+	s.Inline, s.InlineErr = inlineComments(ctx, f, t, s.Reviews, s.ReviewsErr)
+	s.Comments, s.CommentsErr = f.Comments(ctx, t.Owner, t.Repo, t.Number)
+	if autoMerge {
+		s.readAutoMerge(ctx, f)
+	}
+	return s, nil
+}
+
+// inlineComments reads the inline comments of every submitted review that
+// has some. Without the reviews they are unknown.
+func inlineComments(ctx context.Context, f Forge, t Target, reviews []forgejo.ReviewDetail, reviewsErr error) ([]forgejo.InlineComment, error) {
+	if reviewsErr != nil {
+		return nil, fmt.Errorf("inline comments: reviews unread: %w", reviewsErr)
+	}
+	var out []forgejo.InlineComment
+	for _, r := range reviews {
+		if !submitted(r.State) || r.CommentsCount == 0 {
+			continue
+		}
+		cs, err := f.InlineComments(ctx, t.Owner, t.Repo, t.Number, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cs...)
+	}
+	return out, nil
+}
+
+func (s *Snapshot) readAutoMerge(ctx context.Context, f Forge) {
+	s.DefaultBranch, s.AutoMergeErr = f.DefaultBranch(ctx, s.Owner, s.Repo)
+	if s.AutoMergeErr == nil {
+		s.AutoMergeArmed, s.AutoMergeErr = f.AutoMergeArmed(ctx, s.Owner, s.Repo, s.Number)
+	}
+}
+
+// Errors lists the reads that failed, for the operator, each cause once.
+func (s Snapshot) Errors() []error {
+	var out []error
+	for _, err := range []error{s.StatusesErr, s.ReviewsErr, s.InlineErr, s.CommentsErr, s.AutoMergeErr} {
+		if err != nil && !wrapsAny(err, out) {
+			out = append(out, err)
+		}
+	}
+	return out
+}
+
+func wrapsAny(err error, listed []error) bool {
+	for _, l := range listed {
+		if errors.Is(err, l) {
+			return true
+		}
+	}
+	return false
+}
+
+// submitted reports whether a review state is a submitted review (not a
+// draft, not a review request).
+func submitted(state string) bool {
+	switch state {
+	case forgejo.ReviewApproved, forgejo.ReviewRequestChanges, forgejo.ReviewComment:
+		return true
+	}
+	return false
+}
+
+// prState is open, closed or merged.
+func prState(pr forgejo.PRDetail) string {
+	switch {
+	case pr.Merged:
+		return stateMerged
+	case pr.State == stateOpen || pr.State == stateClosed:
+		return pr.State
+	}
+	return unknown
+}
+
+const (
+	unknown     = "unknown"
+	stateOpen   = "open"
+	stateClosed = "closed"
+	stateMerged = "merged"
+)

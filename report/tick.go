@@ -1,0 +1,334 @@
+package report
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"pool/forgejo"
+)
+
+// Item reasons: why an item needs someone to act.
+const (
+	ReasonFailingCheck      = "failing-check"
+	ReasonChangesRequested  = "changes-requested"
+	ReasonNewComment        = "new-comment"
+	ReasonNewReview         = "new-review"
+	ReasonUnresolvedThread  = "unresolved-thread"
+	ReasonMergeConflict     = "merge-conflict"
+	ReasonBlocked           = "blocked"
+	ReasonStaleBase         = "stale-base"
+	ReasonClosedUnmerged    = "closed-unmerged"
+	ReasonAutoMergeNotArmed = "auto-merge-not-armed"
+)
+
+// reasonRank orders items in a digest.
+var reasonRank = map[string]int{
+	ReasonClosedUnmerged: 0, ReasonMergeConflict: 1, ReasonBlocked: 2, ReasonFailingCheck: 3,
+	ReasonChangesRequested: 4, ReasonNewReview: 5, ReasonUnresolvedThread: 6, ReasonNewComment: 7,
+	ReasonStaleBase: 8, ReasonAutoMergeNotArmed: 9,
+}
+
+// Item sources: where an item lives, and so where a reply to it goes.
+const (
+	SourceCheck   = "check"          // a commit status; id is the status id
+	SourceComment = "comment"        // a PR conversation comment
+	SourceReview  = "review"         // a review's body
+	SourceInline  = "review-comment" // an inline comment in a review thread
+	SourcePR      = "pr"             // the PR itself; id is its number
+)
+
+// Item is one thing on the PR that needs an answer or a fix.
+type Item struct {
+	Reason    string    `json:"reason"`
+	Source    string    `json:"source"`
+	ID        int64     `json:"id"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Author    string    `json:"author,omitempty"`
+	Body      string    `json:"body"`
+	File      string    `json:"file,omitempty"`
+	Line      int       `json:"line,omitempty"`
+	URL       string    `json:"url,omitempty"`
+	Answers   string    `json:"answers"`
+}
+
+// Digest is one read-only observation of a PR and the items it shows.
+type Digest struct {
+	Repo           string  `json:"repo"`
+	PR             int     `json:"pr"`
+	Title          string  `json:"title"`
+	URL            string  `json:"url"`
+	State          string  `json:"state"`
+	Draft          bool    `json:"draft"`
+	HeadRef        string  `json:"head_ref"`
+	HeadSHA        string  `json:"head_sha"`
+	BaseRef        string  `json:"base_ref"`
+	BaseSHA        string  `json:"base_sha"`
+	MergeBase      string  `json:"merge_base"`
+	Mergeable      bool    `json:"mergeable"`
+	AutoMergeArmed *bool   `json:"auto_merge_armed,omitempty"`
+	Checks         []Check `json:"checks"` // null when the statuses could not be read
+	Items          []Item  `json:"items"`
+	// Fingerprint is a hash of the items: equal digests have equal ones.
+	Fingerprint string   `json:"fingerprint"`
+	Errors      []string `json:"errors,omitempty"` // reads that failed: the items may be incomplete
+}
+
+// TickOptions configures what a tick reports.
+type TickOptions struct {
+	// AutoMerge reports an approved, green PR into the default branch that
+	// has no auto-merge scheduled.
+	AutoMerge bool
+	// Reviewers are the accounts whose approval counts for AutoMerge; empty
+	// means any account but the PR's author.
+	Reviewers []string
+}
+
+// Tick observes the PR once, read-only, and returns its digest. Only an
+// unreadable PR is an error; other failed reads are listed in the digest.
+func Tick(ctx context.Context, c *forgejo.Client, owner, repo string, n int, opt TickOptions) (Digest, error) {
+	return tick(ctx, c, Target{Owner: owner, Repo: repo, Number: n}, opt)
+}
+
+func tick(ctx context.Context, f Forge, t Target, opt TickOptions) (Digest, error) {
+	s, err := observe(ctx, f, t, opt.AutoMerge)
+	if err != nil {
+		return Digest{}, fmt.Errorf("report: tick %s: %w", t, err)
+	}
+	return NewDigest(s, opt), nil
+}
+
+// NewDigest turns a snapshot into a digest.
+func NewDigest(s Snapshot, opt TickOptions) Digest {
+	pr := s.PR
+	d := Digest{Repo: s.Owner + "/" + s.Repo, PR: s.Number, Title: pr.Title, URL: pr.URL,
+		State: prState(pr), Draft: pr.Draft, HeadRef: pr.HeadRef, HeadSHA: pr.HeadSHA,
+		BaseRef: pr.BaseRef, BaseSHA: pr.BaseSHA, MergeBase: pr.MergeBase, Mergeable: pr.Mergeable}
+	if s.StatusesErr == nil {
+		d.Checks = Checks(s.Statuses)
+	}
+	if opt.AutoMerge && s.AutoMergeErr == nil {
+		armed := s.AutoMergeArmed
+		d.AutoMergeArmed = &armed
+	}
+	for _, err := range s.Errors() {
+		d.Errors = append(d.Errors, err.Error())
+	}
+	d.Items = items(s, d, opt)
+	d.Fingerprint = fingerprint(d.Items)
+	return d
+}
+
+// items lists what the PR needs, in a stable order. A merged PR needs
+// nothing; a closed one needs its author.
+func items(s Snapshot, d Digest, opt TickOptions) []Item {
+	var out []Item
+	switch d.State {
+	case stateMerged:
+		return []Item{}
+	case stateClosed:
+		return []Item{prItem(s, ReasonClosedUnmerged, "", "The PR was closed without merging.")}
+	}
+	out = append(out, checkItems(d.Checks)...)
+	// Answers to conversation items may be in either comments or review
+	// bodies: without both, whether an item was answered is unknown.
+	if s.CommentsErr == nil && s.ReviewsErr == nil {
+		answered := conversationAnswers(s)
+		out = append(out, reviewItems(s.Reviews, answered)...)
+		out = append(out, commentItems(s.Comments, answered)...)
+	}
+	for _, th := range openThreads(s.Inline) {
+		out = append(out, th.items()...)
+	}
+	out = append(out, prItems(s, d, opt)...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if reasonRank[a.Reason] != reasonRank[b.Reason] {
+			return reasonRank[a.Reason] < reasonRank[b.Reason]
+		}
+		return a.ID < b.ID
+	})
+	if out == nil {
+		out = []Item{}
+	}
+	return out
+}
+
+func checkItems(checks []Check) []Item {
+	var out []Item
+	for _, c := range checks {
+		if !c.Failed() {
+			continue
+		}
+		body := fmt.Sprintf("%s: %s: %s", c.Context, c.State, orNone(c.Description))
+		out = append(out, Item{Reason: ReasonFailingCheck, Source: SourceCheck, ID: c.ID,
+			UpdatedAt: c.Created, Body: body, URL: c.URL, Answers: token(SourceCheck, c.ID, c.State)})
+	}
+	return out
+}
+
+// conversationAnswers collects the tokens answered on the PR's conversation:
+// in PR comments and in review bodies.
+func conversationAnswers(s Snapshot) map[string]bool {
+	answered := map[string]bool{}
+	for _, c := range s.Comments {
+		for _, tok := range AnswerTokens(c.Body) {
+			answered[tok] = true
+		}
+	}
+	for _, r := range s.Reviews {
+		for _, tok := range AnswerTokens(r.Body) {
+			answered[tok] = true
+		}
+	}
+	return answered
+}
+
+// reviewItems: every request for changes that no later approval by the same
+// account replaced, and every commenting review with a body, unless answered.
+func reviewItems(reviews []forgejo.ReviewDetail, answered map[string]bool) []Item {
+	var out []Item
+	for _, r := range reviews {
+		if !submitted(r.State) || r.Dismissed {
+			continue
+		}
+		var reason string
+		switch {
+		case r.State == forgejo.ReviewRequestChanges && !approvedLater(r, reviews):
+			reason = ReasonChangesRequested
+		case r.State == forgejo.ReviewComment && strings.TrimSpace(r.Body) != "" && !isPoolMark(r.Body):
+			reason = ReasonNewReview
+		default:
+			continue
+		}
+		updated := r.Updated
+		if updated.IsZero() {
+			updated = r.Submitted
+		}
+		tok := token(SourceReview, r.ID, timeVersion(updated))
+		if answered[tok] {
+			continue
+		}
+		out = append(out, Item{Reason: reason, Source: SourceReview, ID: r.ID, UpdatedAt: updated,
+			Author: r.Author, Body: r.Body, URL: r.URL, Answers: tok})
+	}
+	return out
+}
+
+func approvedLater(r forgejo.ReviewDetail, reviews []forgejo.ReviewDetail) bool {
+	for _, o := range reviews {
+		if o.ID > r.ID && strings.EqualFold(o.Author, r.Author) && o.State == forgejo.ReviewApproved && !o.Dismissed {
+			return true
+		}
+	}
+	return false
+}
+
+func commentItems(comments []forgejo.Comment, answered map[string]bool) []Item {
+	var out []Item
+	for _, c := range comments {
+		if isPoolMark(c.Body) {
+			continue
+		}
+		tok := token(SourceComment, c.ID, timeVersion(c.Updated))
+		if answered[tok] {
+			continue
+		}
+		out = append(out, Item{Reason: ReasonNewComment, Source: SourceComment, ID: c.ID,
+			UpdatedAt: c.Updated, Author: c.Author, Body: c.Body, Answers: tok})
+	}
+	return out
+}
+
+// prItems are the items about the PR as a whole.
+func prItems(s Snapshot, d Digest, opt TickOptions) []Item {
+	pr := s.PR
+	var out []Item
+	switch {
+	case pr.Draft:
+		out = append(out, prItem(s, ReasonBlocked, "",
+			"The forge will not merge the PR: its title marks it as work in progress."))
+	case !pr.Mergeable:
+		out = append(out, prItem(s, ReasonMergeConflict, "",
+			"The forge reports the PR as not mergeable with its base: a merge conflict (or the forge is still checking)."))
+	}
+	if pr.BaseSHA != "" && pr.MergeBase != "" && pr.BaseSHA != pr.MergeBase {
+		out = append(out, prItem(s, ReasonStaleBase, pr.BaseSHA, fmt.Sprintf(
+			"The branch is behind its base: it forked from %s, and %s is now at %s.",
+			short(pr.MergeBase), pr.BaseRef, short(pr.BaseSHA))))
+	}
+	if opt.AutoMerge && autoMergeDue(s, d, opt) {
+		out = append(out, prItem(s, ReasonAutoMergeNotArmed, "",
+			"The PR is approved, green and mergeable into the default branch, but no auto-merge is scheduled."))
+	}
+	return out
+}
+
+// prItem is a PR-level item. Its token follows the head (and what else the
+// reason depends on), not the PR's update time, which every comment moves.
+func prItem(s Snapshot, reason, version, body string) Item {
+	id := int64(s.Number)
+	return Item{Reason: reason, Source: SourcePR, ID: id, UpdatedAt: s.PR.Updated, Body: body,
+		URL: s.PR.URL, Answers: token(SourcePR, id, reason+"@"+s.PR.HeadSHA+"@"+version)}
+}
+
+// autoMergeDue: approved at the head, every check green, mergeable, into
+// the default branch, and no auto-merge scheduled.
+func autoMergeDue(s Snapshot, d Digest, opt TickOptions) bool {
+	if s.AutoMergeErr != nil || s.AutoMergeArmed || s.ReviewsErr != nil ||
+		s.PR.BaseRef != s.DefaultBranch || !s.PR.Mergeable || s.PR.Draft {
+		return false
+	}
+	return checksGreen(d.Checks) && approvedAt(s.Reviews, s.PR, opt.Reviewers)
+}
+
+func checksGreen(checks []Check) bool {
+	if len(checks) == 0 {
+		return false // none reported is unknown, not green
+	}
+	for _, c := range checks {
+		if c.Failed() || c.Pending() {
+			return false
+		}
+	}
+	return true
+}
+
+// approvedAt reports whether a counted account approved the head and no
+// account's latest verdict on the head asks for changes.
+func approvedAt(reviews []forgejo.ReviewDetail, pr forgejo.PRDetail, accounts []string) bool {
+	if changesRequestedAt(reviews, pr.HeadSHA) {
+		return false
+	}
+	for _, r := range reviews {
+		counted := hasAccount(accounts, r.Author) ||
+			(len(accounts) == 0 && !strings.EqualFold(r.Author, pr.Author))
+		if counted && r.State == forgejo.ReviewApproved && r.CommitID == pr.HeadSHA && !r.Dismissed {
+			return true
+		}
+	}
+	return false
+}
+
+func short(sha string) string {
+	if len(sha) > 10 {
+		return sha[:10]
+	}
+	return sha
+}
+
+// fingerprint hashes what identifies the items: their reasons, sources, ids
+// and tokens (a token changes with its item's text).
+func fingerprint(items []Item) string {
+	lines := make([]string, 0, len(items))
+	for _, it := range items {
+		lines = append(lines, fmt.Sprintf("%s\x00%s\x00%d\x00%s", it.Reason, it.Source, it.ID, it.Answers))
+	}
+	sort.Strings(lines)
+	h := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return hex.EncodeToString(h[:8])
+}
