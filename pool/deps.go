@@ -5,6 +5,7 @@ import (
 
 	"pool/agent"
 	"pool/forgejo"
+	"pool/report"
 )
 
 // Forge is what the pool asks of the forge.
@@ -32,6 +33,11 @@ type Agent interface {
 	Delete(ctx context.Context, sessionID string) error
 	Abort(ctx context.Context, sessionID string) error
 	Permissions(ctx context.Context) ([]agent.Permission, error)
+}
+
+// Digester reads a PR's actionable items, as `pool tick` does.
+type Digester interface {
+	Digest(ctx context.Context, n int) (report.Digest, error)
 }
 
 // Refresher keeps a working copy current. The clone implements it.

@@ -25,21 +25,24 @@ type Deps struct {
 	Forge Forge
 	Agent Agent
 	Clone Refresher // may be nil
-	Store *Store    // may be nil: memory only
-	Log   *slog.Logger
-	Now   func() time.Time
+	// Digests feeds open review items into re-review and fixer prompts; may be nil.
+	Digests Digester
+	Store   *Store // may be nil: memory only
+	Log     *slog.Logger
+	Now     func() time.Time
 }
 
 // Pool is one running supervisor.
 type Pool struct {
-	cfg    configs.Config
-	forge  Forge
-	agent  Agent
-	clone  Refresher
-	store  *Store
-	log    *slog.Logger
-	now    func() time.Time
-	policy lifecycle.Policy
+	cfg     configs.Config
+	forge   Forge
+	agent   Agent
+	clone   Refresher
+	digests Digester
+	store   *Store
+	log     *slog.Logger
+	now     func() time.Time
+	policy  lifecycle.Policy
 
 	me       string // the token's account
 	base     string // the default branch
@@ -59,7 +62,7 @@ type Pool struct {
 // New prepares a pool: it checks the token, reads the default branch, loads
 // state and the instance identity. It starts nothing.
 func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
-	p := &Pool{cfg: cfg, forge: d.Forge, agent: d.Agent, clone: d.Clone, store: d.Store, log: d.Log, now: d.Now,
+	p := &Pool{cfg: cfg, forge: d.Forge, agent: d.Agent, clone: d.Clone, digests: d.Digests, store: d.Store, log: d.Log, now: d.Now,
 		freed: make(chan struct{}, 1), busy: map[int]bool{}, sessions: map[int]*session{}, tracks: map[int]lifecycle.Track{}}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)

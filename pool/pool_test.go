@@ -12,6 +12,7 @@ import (
 	"pool/configs"
 	"pool/forgejo"
 	"pool/lifecycle"
+	"pool/report"
 )
 
 func testConfig(workers int) configs.Config {
@@ -357,5 +358,66 @@ func TestLostStateRebuildsAttemptsFromDiagnostics(t *testing.T) {
 	}
 	if got := p.track(1).Attempts; got != 21 {
 		t.Errorf("attempts = %d, want 21 (20 recovered from our own marker, +1 this cycle)", got)
+	}
+}
+
+// fakeDigests serves one open item until the PR's head moves, then none.
+type fakeDigests struct {
+	f     *fakeForge
+	calls int
+}
+
+func (d *fakeDigests) Digest(_ context.Context, n int) (report.Digest, error) {
+	d.calls++
+	d.f.mu.Lock()
+	defer d.f.mu.Unlock()
+	if d.f.prs[n].HeadSHA != "sha-1-b" {
+		return report.Digest{}, nil
+	}
+	return report.Digest{PR: n, Items: []report.Item{{Reason: "changes-requested", Source: "review", ID: 9,
+		Body: "please handle the nil case", Answers: "r9-0badc0de"}}}, nil
+}
+
+func TestReReviewPromptCarriesOpenItems(t *testing.T) {
+	f := newFakeForge(1)
+	reviews := 0
+	a := newFakeAgent(func(pr int) (time.Duration, func(), string) {
+		reviews++
+		if reviews == 1 {
+			return time.Millisecond, func() { f.review(pr, "reviewer", forgejo.ReviewRequestChanges) }, ""
+		}
+		return time.Millisecond, func() { f.review(pr, "reviewer", forgejo.ReviewApproved) }, approvedReply
+	})
+	cfg := testConfig(1)
+	cfg.IdleExit = 50
+	d := &fakeDigests{f: f}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := New(ctx, cfg, Deps{Forge: f, Agent: a, Digests: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		waitFor(ctx, func() bool { return p.track(1).State == lifecycle.ChangesRequested })
+		f.mu.Lock()
+		f.prs[1].HeadSHA = "sha-1-b"
+		f.mu.Unlock()
+	}()
+	if _, err := p.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.prompts) != 2 {
+		t.Fatalf("prompts = %d, want 2", len(a.prompts))
+	}
+	if strings.Contains(a.prompts[0], "r9-0badc0de") {
+		t.Errorf("first review got items it should not have")
+	}
+	for _, want := range []string{"please handle the nil case", "answers=r9-0badc0de", "<!-- pool-agent-reply answers=<token> -->"} {
+		if !strings.Contains(a.prompts[1], want) {
+			t.Errorf("re-review prompt lacks %q:\n%s", want, a.prompts[1])
+		}
+	}
+	if d.calls < 2 {
+		t.Errorf("digest read %d times, want a read before and after the re-review", d.calls)
 	}
 }

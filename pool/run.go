@@ -11,6 +11,7 @@ import (
 	"pool/clone"
 	"pool/configs"
 	"pool/forgejo"
+	"pool/report"
 )
 
 // Run wires the real forge, agent server, state store and clone, supervises
@@ -27,7 +28,8 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, err
 		return Report{}, err
 	}
 	defer store.Close()
-	d := Deps{Forge: fc, Agent: agent.New(cfg.AgentURL, cfg.AgentPassword, hc), Store: store, Log: log}
+	d := Deps{Forge: fc, Agent: agent.New(cfg.AgentURL, cfg.AgentPassword, hc), Store: store, Log: log,
+		Digests: tickDigester{c: fc, cfg: cfg}}
 	p, err := New(ctx, cfg, d)
 	if err != nil {
 		return Report{}, err
@@ -45,4 +47,14 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, err
 	log.Info("clone ready", "dir", cl.Dir)
 	p.clone = cl
 	return p.Run(ctx)
+}
+
+// tickDigester reads digests with the same code as `pool tick`.
+type tickDigester struct {
+	c   *forgejo.Client
+	cfg configs.Config
+}
+
+func (t tickDigester) Digest(ctx context.Context, n int) (report.Digest, error) {
+	return report.Tick(ctx, t.c, t.cfg.Owner, t.cfg.Name, n, report.TickOptions{AutoMerge: t.cfg.AutoMerge, Reviewers: t.cfg.Reviewers})
 }

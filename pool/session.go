@@ -10,6 +10,7 @@ import (
 	"pool/claims"
 	"pool/forgejo"
 	"pool/lifecycle"
+	"pool/report"
 )
 
 // session is one reviewer session the pool watches. The watcher goroutine
@@ -23,6 +24,7 @@ type session struct {
 	seenBusy bool
 	outcome  string // idle, error, gone, timeout, stuck
 	done     chan struct{}
+	items    *report.Digest // open review items given to the session, if any
 }
 
 // runSlot takes one PR from claim to collected result. ctx ends at shutdown;
@@ -125,6 +127,10 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind)
 		}
 		in.Failing = failing(statuses)
 	}
+	items := p.openItems(ctx, pr.Number, in.Reviewed || kind == lifecycle.Fix)
+	if items != nil {
+		in.Items = items.PromptSection()
+	}
 	created, err := p.agent.CreateSession(ctx, sessionTitle(pr.Number))
 	if err != nil {
 		return nil, err
@@ -136,6 +142,7 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind)
 		return nil, err
 	}
 	s := p.register(created.ID, pr.Number, kind)
+	s.items = items
 	p.mu.Lock()
 	p.stats.sessions++
 	if kind == lifecycle.Fix {
@@ -210,6 +217,7 @@ func (p *Pool) collect(ctx context.Context, s *session) {
 	} else {
 		log.Info("session finished", "outcome", s.outcome, "decision", res.Decision, "merge_status", res.MergeStatus)
 	}
+	p.logItems(ctx, s)
 	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, s.pr)
 	if err != nil {
 		log.Warn("re-reading the PR failed; next cycle will", "err", err)
@@ -299,4 +307,44 @@ func (p *Pool) wasPrompted(ctx context.Context, id string) bool {
 		}
 	}
 	return false
+}
+
+// openItems reads the PR's open review items for a re-review or fixer
+// prompt. A failure costs only the list, never the session.
+func (p *Pool) openItems(ctx context.Context, n int, wanted bool) *report.Digest {
+	if !wanted || p.digests == nil {
+		return nil
+	}
+	d, err := p.digests.Digest(ctx, n)
+	if err != nil {
+		p.log.Warn("reading open items failed; prompting without them", "pr", n, "err", err)
+		return nil
+	}
+	if len(d.Items) == 0 {
+		return nil
+	}
+	return &d
+}
+
+// logItems ticks again after a session that was given open items, and logs
+// which the forge no longer shows and which remain.
+func (p *Pool) logItems(ctx context.Context, s *session) {
+	if s.items == nil {
+		return
+	}
+	after, err := p.digests.Digest(ctx, s.pr)
+	if err != nil {
+		p.log.Warn("re-reading open items failed", "pr", s.pr, "err", err)
+		return
+	}
+	gone, remaining, _ := report.Diff(*s.items, after)
+	p.log.Info("open items after the session", "pr", s.pr, "gone", tokens(gone), "remaining", tokens(remaining))
+}
+
+func tokens(items []report.Item) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.Answers
+	}
+	return out
 }

@@ -84,7 +84,8 @@ type promptInput struct {
 	Retry    bool             // previously approved: focus on merge
 	Failing  []forgejo.Status // for a fixer session
 	Style    string
-	Reviewed bool // re-review after a new push
+	Reviewed bool   // re-review after a new push
+	Items    string // open review items (pool tick's prompt section)
 }
 
 func prompt(in promptInput) string {
@@ -99,6 +100,9 @@ func prompt(in promptInput) string {
 	}
 	if in.Retry {
 		b.WriteString("\nThis PR was previously approved. Focus on merge.\n")
+	}
+	if in.Items != "" {
+		fmt.Fprintf(&b, "\n%s\n", strings.TrimSpace(in.Items))
 	}
 	if len(in.Failing) > 0 {
 		b.WriteString("\nFailing checks on the head commit:\n")

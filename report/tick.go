@@ -90,7 +90,7 @@ type TickOptions struct {
 
 // Tick observes the PR once, read-only, and returns its digest. Only an
 // unreadable PR is an error; other failed reads are listed in the digest.
-func Tick(ctx context.Context, c *forgejo.Client, owner, repo string, n int, opt TickOptions) (Digest, error) {
+func Tick(ctx context.Context, c Forge, owner, repo string, n int, opt TickOptions) (Digest, error) {
 	return tick(ctx, c, Target{Owner: owner, Repo: repo, Number: n}, opt)
 }
 
