@@ -130,13 +130,19 @@ func Stale(v View) []Claim {
 }
 
 // lastActivity is the latest of the claim, a later comment by its author, and
-// a review on the PR after it.
+// a review on the PR after it. Pools often share one account, so another
+// instance's claim by the same account is not the claimant's activity: were
+// it so, a takeover would revive the very claim it replaces.
 func lastActivity(v View, cl Claim) time.Time {
 	last := cl.Posted
 	for _, c := range v.Comments {
-		if c.ID > cl.CommentID && c.Author == cl.Author && c.Created.After(last) {
-			last = c.Created
+		if c.ID <= cl.CommentID || c.Author != cl.Author || !c.Created.After(last) {
+			continue
 		}
+		if other, ok := Parse(c); ok && other.Instance != cl.Instance {
+			continue
+		}
+		last = c.Created
 	}
 	for _, r := range v.Reviews {
 		if r.Submitted.After(last) {

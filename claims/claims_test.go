@@ -77,6 +77,10 @@ func TestJudge(t *testing.T) {
 			claimComment(1, "other-bot", "them", "head", t0),
 			{ID: 2, Author: "other-bot", Body: "still working", Created: t0.Add(20 * time.Minute)}},
 			now: t0.Add(45 * time.Minute), want: Taken, winner: "them"},
+		{name: "another instance's claim by the same account does not", comments: []forgejo.Comment{
+			claimComment(1, "other-bot", "them", "head", t0),
+			claimComment(2, "other-bot", "someone", "old-head", t0.Add(20*time.Minute))},
+			now: t0.Add(45 * time.Minute), want: Free},
 		{name: "someone else's comment does not", comments: []forgejo.Comment{
 			claimComment(1, "other-bot", "them", "head", t0),
 			{ID: 2, Author: "alice", Body: "ping", Created: t0.Add(20 * time.Minute)}},

@@ -100,6 +100,9 @@ func (p *Pool) claim(ctx context.Context, pr forgejo.PR) (bool, error) {
 	verdict, winner := claims.Judge(v, p.instance)
 	if verdict != claims.Ours {
 		p.log.Info("lost the claim; yielding", "pr", pr.Number, "winner", winner.Instance)
+		t := p.track(pr.Number)
+		t.NotBefore = p.now().Add(p.cfg.PollInterval) // no hot loop of claim and retreat
+		p.setTrack(pr.Number, t)
 		return false, p.deleteLosers(ctx, v)
 	}
 	return true, p.deleteLosers(ctx, v)
@@ -270,6 +273,9 @@ func (p *Pool) adopt(ctx, work context.Context) error {
 		pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, n)
 		if err != nil || pr.State != "open" || pr.BaseRef != p.base {
 			continue
+		}
+		if verdict, err := p.judgeClaims(ctx, pr); err != nil || verdict == claims.Taken {
+			continue // another live pool's session on a shared agent server
 		}
 		if !p.wasPrompted(ctx, s.ID) {
 			// Killed between creating the session and prompting it: nothing

@@ -71,11 +71,14 @@ func (p *poolProc) wait(t *testing.T, ctx context.Context) {
 }
 
 // eventually polls cond every 200 ms until it holds, failing the test at the deadline.
-func eventually(t *testing.T, ctx context.Context, what string, cond func() bool) {
+func eventually(t *testing.T, ctx context.Context, what string, cond func() bool, logs ...*poolProc) {
 	t.Helper()
 	for !cond() {
 		select {
 		case <-ctx.Done():
+			for _, p := range logs {
+				t.Logf("pool stderr:\n%s", p.stderr.String())
+			}
 			t.Fatalf("timed out waiting for %s", what)
 		case <-time.After(200 * time.Millisecond):
 		}
