@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -23,6 +24,7 @@ type Client struct {
 	base     string
 	password string
 	hc       *http.Client
+	log      *slog.Logger // nil: no logging; only Events logs
 }
 
 // New returns a client for the server at baseURL. A non-empty password is
@@ -33,6 +35,14 @@ func New(baseURL, password string, hc *http.Client) *Client {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
 	return &Client{base: strings.TrimRight(baseURL, "/"), password: password, hc: hc}
+}
+
+// WithLogger returns a copy of c that logs to log. Only Events logs, about
+// its stream breaking and reconnecting.
+func (c *Client) WithLogger(log *slog.Logger) *Client {
+	cc := *c
+	cc.log = log
+	return &cc
 }
 
 // Session is an agent session.

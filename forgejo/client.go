@@ -256,3 +256,34 @@ func toReview(r *sdk.PullReview) Review {
 	}
 	return out
 }
+
+// PRChange is a PR that changed since some moment: its number, state and
+// update time, as the issues endpoint reports them.
+type PRChange struct {
+	Number  int
+	State   string
+	Updated time.Time
+}
+
+// ChangedPRs lists the PRs, open or closed, updated at or after since (all
+// pages). It is the cheap delta a quiet cycle asks for: one request when
+// nothing changed.
+func (c *Client) ChangedPRs(ctx context.Context, owner, repo string, since time.Time) ([]PRChange, error) {
+	api := c.api(ctx)
+	var out []PRChange
+	for page := 1; ; page++ {
+		issues, resp, err := api.ListRepoIssues(owner, repo, sdk.ListIssueOption{
+			ListOptions: sdk.ListOptions{Page: page, PageSize: pageSize},
+			State:       sdk.StateAll, Type: sdk.IssueTypePull, Since: since,
+		})
+		if err != nil {
+			return nil, classify(fmt.Sprintf("list PRs of %s/%s changed since %s", owner, repo, since.Format(time.RFC3339)), resp, err)
+		}
+		for _, is := range issues {
+			out = append(out, PRChange{Number: int(is.Index), State: string(is.State), Updated: is.Updated})
+		}
+		if len(issues) < pageSize {
+			return out, nil
+		}
+	}
+}

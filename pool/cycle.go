@@ -30,8 +30,9 @@ type candidate struct {
 	kind lifecycle.Kind
 }
 
-// cycle lists the open PRs on the default branch, decides each one, takes
-// the mechanical actions, and hands PRs that need a session to free slots.
+// cycle lists the open PRs on the default branch, decides each one that
+// changed (or whose decision has run out), takes the mechanical actions, and
+// hands PRs that need a session to free slots.
 func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 	var res cycleResult
 	if p.clone != nil {
@@ -39,7 +40,7 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 			p.log.Warn("refreshing the clone failed", "err", err)
 		}
 	}
-	prs, err := p.forge.OpenPRs(ctx, p.cfg.Owner, p.cfg.Name)
+	prs, err := p.listPRs(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -54,6 +55,10 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 			res.running++
 			continue
 		}
+		if act, ok := p.index.unchanged(pr, p.track(pr.Number), p.now()); ok {
+			p.tally(&res, pr.Number, act, &todo, pr)
+			continue
+		}
 		act, err := p.step(ctx, pr, "")
 		if err != nil {
 			if errors.Is(err, forgejo.ErrUnauthorized) {
@@ -62,6 +67,8 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 			p.log.Warn("PR step failed; retrying next cycle", "pr", pr.Number, "err", err)
 			continue
 		}
+		t := p.track(pr.Number)
+		p.index.remember(pr, t, act, p.quietUntil(t, act, p.now()))
 		p.tally(&res, pr.Number, act, &todo, pr)
 	}
 	if err := p.forgetGone(ctx, open); err != nil {

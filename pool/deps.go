@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"time"
 
 	"pool/agent"
 	"pool/forgejo"
@@ -13,6 +14,7 @@ type Forge interface {
 	Me(ctx context.Context) (string, error)
 	DefaultBranch(ctx context.Context, owner, repo string) (string, error)
 	OpenPRs(ctx context.Context, owner, repo string) ([]forgejo.PR, error)
+	ChangedPRs(ctx context.Context, owner, repo string, since time.Time) ([]forgejo.PRChange, error)
 	PR(ctx context.Context, owner, repo string, n int) (forgejo.PR, error)
 	Comments(ctx context.Context, owner, repo string, n int) ([]forgejo.Comment, error)
 	PostComment(ctx context.Context, owner, repo string, n int, body string) (forgejo.Comment, error)

@@ -27,20 +27,22 @@ type fakeForge struct {
 	// mergeAnswer overrides the merge outcome per PR.
 	mergeAnswer map[int]forgejo.MergeResult
 	now         func() time.Time
+	calls       map[string]int // requests by kind, for cost tests
 }
 
 func newFakeForge(prs ...int) *fakeForge {
 	f := &fakeForge{me: "pool-bot", prs: map[int]*forgejo.PR{}, comments: map[int][]forgejo.Comment{},
 		reviews: map[int][]forgejo.Review{}, statuses: map[string][]forgejo.Status{}, failOps: map[string]error{},
-		mergeAnswer: map[int]forgejo.MergeResult{}, now: time.Now}
+		mergeAnswer: map[int]forgejo.MergeResult{}, now: time.Now, calls: map[string]int{}}
 	for _, n := range prs {
 		f.prs[n] = &forgejo.PR{Number: n, State: "open", Mergeable: true, HeadSHA: fmt.Sprintf("sha-%d-a", n),
-			BaseRef: "main", Author: "author"}
+			BaseRef: "main", Author: "author", Updated: time.Now()}
 	}
 	return f
 }
 
 func (f *fakeForge) fail(op string) error {
+	f.calls[op]++
 	if err, ok := f.failOps[op]; ok {
 		return err
 	}
@@ -57,9 +59,15 @@ func (f *fakeForge) Effects() []string {
 	return append([]string(nil), f.effects...)
 }
 
-func (f *fakeForge) Me(context.Context) (string, error) { return f.me, f.fail("me") }
+func (f *fakeForge) Me(context.Context) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.me, f.fail("me")
+}
 
 func (f *fakeForge) DefaultBranch(context.Context, string, string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	return "main", f.fail("repo")
 }
 
@@ -76,6 +84,33 @@ func (f *fakeForge) OpenPRs(context.Context, string, string) ([]forgejo.PR, erro
 		}
 	}
 	return out, nil
+}
+
+// ChangedPRs lists the PRs updated at or after since, like the issues endpoint.
+func (f *fakeForge) ChangedPRs(_ context.Context, _, _ string, since time.Time) ([]forgejo.PRChange, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.fail("changed"); err != nil {
+		return nil, err
+	}
+	var out []forgejo.PRChange
+	for n, pr := range f.prs {
+		if !pr.Updated.Before(since) {
+			out = append(out, forgejo.PRChange{Number: n, State: pr.State, Updated: pr.Updated})
+		}
+	}
+	return out, nil
+}
+
+// touch marks a PR updated, as any comment, review, push or merge does. Callers hold mu.
+func (f *fakeForge) touch(n int) { f.prs[n].Updated = f.now() }
+
+// push moves a PR's head, as a push to its branch does.
+func (f *fakeForge) push(n int, sha string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.prs[n].HeadSHA = sha
+	f.touch(n)
 }
 
 func (f *fakeForge) PR(_ context.Context, _, _ string, n int) (forgejo.PR, error) {
@@ -103,6 +138,9 @@ func (f *fakeForge) PostComment(_ context.Context, _, _ string, n int, body stri
 	f.nextID++
 	c := forgejo.Comment{ID: f.nextID, Author: f.me, Body: body, Created: f.now()}
 	f.comments[n] = append(f.comments[n], c)
+	if _, ok := f.prs[n]; ok {
+		f.touch(n)
+	}
 	f.record("#%d: comment %s", n, firstLine(body))
 	return c, nil
 }
@@ -136,6 +174,7 @@ func (f *fakeForge) Statuses(_ context.Context, _, _, sha string) ([]forgejo.Sta
 func (f *fakeForge) Merge(_ context.Context, _, _ string, n int, opt forgejo.MergeOptions) (forgejo.MergeResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.calls["merge"]++
 	f.record("#%d: merge at %s", n, opt.HeadSHA)
 	if res, ok := f.mergeAnswer[n]; ok {
 		return res, nil
@@ -145,6 +184,7 @@ func (f *fakeForge) Merge(_ context.Context, _, _ string, n int, opt forgejo.Mer
 		return forgejo.MergeResult{Outcome: forgejo.MergeHeadMoved, Status: 409}, nil
 	}
 	pr.Merged, pr.State = true, "closed"
+	f.touch(n)
 	return forgejo.MergeResult{Outcome: forgejo.MergeDone, Status: 200}, nil
 }
 
@@ -162,6 +202,7 @@ func (f *fakeForge) review(n int, author, state string) {
 	f.nextID++
 	f.reviews[n] = append(f.reviews[n], forgejo.Review{ID: f.nextID, Author: author, State: state,
 		CommitID: f.prs[n].HeadSHA, Submitted: f.now()})
+	f.touch(n)
 }
 
 func (f *fakeForge) claimsOn(n int) int {
@@ -294,4 +335,14 @@ func (a *fakeAgent) count() (sessions, prompts, peak int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.sessions), len(a.prompts), a.peak
+}
+
+func (f *fakeForge) requests() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	total := 0
+	for _, n := range f.calls {
+		total += n
+	}
+	return total
 }

@@ -49,6 +49,7 @@ type Pool struct {
 	instance string
 	spec     string
 
+	index   index         // owned by the discovery loop goroutine
 	freed   chan struct{} // a slot was released; buffered 1
 	workers sync.WaitGroup
 

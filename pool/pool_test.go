@@ -246,9 +246,7 @@ func TestChangesRequestedWaitsForNewHead(t *testing.T) {
 	cfg.IdleExit = 50 // the push below must come before the idle exit
 	rep := runPoolWith(t, cfg, f, a, func(ctx context.Context, p *Pool) {
 		waitFor(ctx, func() bool { return p.track(1).State == lifecycle.ChangesRequested })
-		f.mu.Lock()
-		f.prs[1].HeadSHA = "sha-1-b"
-		f.mu.Unlock()
+		f.push(1, "sha-1-b")
 	})
 	if !f.prs[1].Merged {
 		t.Fatal("not merged after the fix was pushed")
@@ -399,9 +397,7 @@ func TestReReviewPromptCarriesOpenItems(t *testing.T) {
 	}
 	go func() {
 		waitFor(ctx, func() bool { return p.track(1).State == lifecycle.ChangesRequested })
-		f.mu.Lock()
-		f.prs[1].HeadSHA = "sha-1-b"
-		f.mu.Unlock()
+		f.push(1, "sha-1-b")
 	}()
 	if _, err := p.Run(ctx); err != nil {
 		t.Fatal(err)
@@ -419,5 +415,39 @@ func TestReReviewPromptCarriesOpenItems(t *testing.T) {
 	}
 	if d.calls < 2 {
 		t.Errorf("digest read %d times, want a read before and after the re-review", d.calls)
+	}
+}
+
+// TestQuietCycleCostsOneRequest: with 500 open PRs that all wait for their
+// authors, a cycle in which nothing changed asks the forge one question.
+func TestQuietCycleCostsOneRequest(t *testing.T) {
+	nums := make([]int, 500)
+	for i := range nums {
+		nums[i] = i + 1
+	}
+	f := newFakeForge(nums...)
+	for _, n := range nums {
+		f.review(n, "reviewer", forgejo.ReviewRequestChanges)
+	}
+	cfg := testConfig(4)
+	cfg.IdleExit = 6
+	p, err := New(context.Background(), cfg, Deps{Forge: f, Agent: newFakeAgent(approver(f, time.Millisecond))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := f.requests()
+	rep, err := p.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spent := f.requests() - before
+	// First cycle: one full listing and each PR's reviews. Then five quiet cycles.
+	firstCycle := 1 + len(nums)
+	quiet := rep.Cycles - 1
+	if quiet != 5 {
+		t.Fatalf("cycles = %d, want 6", rep.Cycles)
+	}
+	if perQuiet := float64(spent-firstCycle) / float64(quiet); perQuiet != 1 {
+		t.Errorf("requests per quiet cycle = %.1f (%v), want 1", perQuiet, f.calls)
 	}
 }

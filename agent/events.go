@@ -1,0 +1,379 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Event is one server event the pool cares about.
+type Event struct {
+	Type      string // one of the Event* constants
+	SessionID string // when the event names one
+	Status    string // for session.status: busy, idle, retry
+}
+
+// The event types Events delivers. The server sends many more (message parts
+// token by token, plugins, heartbeats); the pool needs only these.
+const (
+	// EventReconnected is not the server's: Events sends it after every
+	// (re)connect, the first included, and after it had to drop events for a
+	// slow consumer. The stream has no replay, so the consumer should then
+	// reconcile from Statuses and Messages.
+	EventReconnected     = "reconnected"
+	EventSessionStatus   = "session.status" // Status says busy, idle or retry
+	EventSessionIdle     = "session.idle"   // the session's work is over
+	EventSessionError    = "session.error"  // the session's work failed; SessionID may be empty
+	EventSessionDeleted  = "session.deleted"
+	EventPermissionAsked = "permission.asked" // the session waits for an answer
+)
+
+// delivered lists the server's event types Events passes on.
+var delivered = map[string]bool{
+	EventSessionStatus: true, EventSessionIdle: true, EventSessionError: true,
+	EventSessionDeleted: true, EventPermissionAsked: true,
+}
+
+// streamConfig tunes Events; tests shorten its times.
+type streamConfig struct {
+	buffer  int                              // events held for a slow consumer
+	idle    time.Duration                    // no bytes for this long (the server beats every 10 s): reconnect
+	backoff func(failures int) time.Duration // the wait before reconnecting
+	maxLine int                              // the longest line read; a longer one breaks the stream
+}
+
+func defaultStreamConfig() streamConfig {
+	return streamConfig{
+		buffer:  256,
+		idle:    30 * time.Second,
+		backoff: func(n int) time.Duration { return backoffDelay(n, rand.Float64()) },
+		maxLine: 16 << 20, // a message part can carry a whole tool output
+	}
+}
+
+// Events subscribes to GET /event and delivers events on the returned channel
+// until ctx ends, then closes it. It reconnects by itself when the stream
+// breaks or stays silent for 30 s, and sends EventReconnected after every
+// connect. It never waits for the consumer: when the channel's buffer is
+// full it drops the event and sends EventReconnected as soon as there is
+// room. The stream ignores the client's overall timeout.
+func (c *Client) Events(ctx context.Context) <-chan Event {
+	return c.events(ctx, defaultStreamConfig())
+}
+
+func (c *Client) events(ctx context.Context, cfg streamConfig) <-chan Event {
+	log := c.log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	hc := *c.hc
+	hc.Timeout = 0 // the stream lives as long as ctx; the idle watchdog guards it
+	s := &stream{c: c, hc: &hc, cfg: cfg, log: log, out: make(chan Event, cfg.buffer)}
+	go s.run(ctx)
+	return s.out
+}
+
+// stream is one subscription. Its fields belong to the goroutine running run.
+type stream struct {
+	c   *Client
+	hc  *http.Client
+	cfg streamConfig
+	log *slog.Logger
+	out chan Event
+	// owed says the consumer is owed an EventReconnected: after a connect,
+	// or after an event was dropped.
+	owed bool
+}
+
+// run connects, reads, and reconnects after a backoff, until ctx ends.
+func (s *stream) run(ctx context.Context) {
+	defer close(s.out)
+	failures := 0
+	for ctx.Err() == nil {
+		connected, err := s.connect(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if connected {
+			failures = 0
+		}
+		s.logBreak(err, failures)
+		if !s.wait(ctx, s.cfg.backoff(failures)) {
+			return
+		}
+		failures++
+	}
+}
+
+// logBreak logs a broken stream, once per run of failures.
+func (s *stream) logBreak(err error, failures int) {
+	level := slog.LevelWarn
+	if failures > 0 {
+		level = slog.LevelDebug
+	}
+	s.log.Log(context.Background(), level, "agent event stream broke; reconnecting", "failures", failures, "err", err)
+}
+
+// wait sleeps for d, paying an owed EventReconnected if the consumer makes
+// room. It reports false if ctx ended first.
+func (s *stream) wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		case s.owedTo() <- Event{Type: EventReconnected}:
+			s.owed = false
+		}
+	}
+}
+
+// owedTo is the channel to send an owed EventReconnected on, or nil (a send
+// that is never ready) when none is owed.
+func (s *stream) owedTo() chan<- Event {
+	if s.owed {
+		return s.out
+	}
+	return nil
+}
+
+// connect reads one connection until it breaks. connected says whether the
+// server sent at least one event.
+func (s *stream) connect(ctx context.Context) (connected bool, err error) {
+	connCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	errIdle := fmt.Errorf("no data for %s", s.cfg.idle)
+	watchdog := time.AfterFunc(s.cfg.idle, func() { cancel(errIdle) })
+	defer watchdog.Stop()
+
+	resp, err := s.open(connCtx)
+	if err != nil {
+		return false, brokenBy(connCtx, err)
+	}
+	defer resp.Body.Close()
+	lines := readLines(connCtx, resp.Body, s.cfg.maxLine)
+	defer func() {
+		cancel(nil)
+		resp.Body.Close()
+		for range lines.c { // let the reader finish
+		}
+	}()
+	connected = s.pump(lines, func() { watchdog.Reset(s.cfg.idle) })
+	return connected, brokenBy(connCtx, &Error{Op: "events", Retryable: true, Err: lines.err})
+}
+
+// brokenBy names the watchdog as the cause of err when it fired.
+func brokenBy(connCtx context.Context, err error) error {
+	if cause := context.Cause(connCtx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return &Error{Op: "events", Retryable: true, Err: cause}
+	}
+	return err
+}
+
+// open sends GET /event and checks that an event stream answers.
+func (s *stream) open(ctx context.Context) (*http.Response, error) {
+	const op = "events"
+	req, err := s.c.newRequest(ctx, http.MethodGet, "/event", nil)
+	if err != nil {
+		return nil, &Error{Op: op, Err: err}
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return nil, transportError(ctx, op, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		return nil, statusError(op, resp.StatusCode, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		resp.Body.Close()
+		return nil, &Error{Op: op, Status: resp.StatusCode, Err: fmt.Errorf("not an event stream: content type %q", ct)}
+	}
+	return resp, nil
+}
+
+// pump turns lines into events until the lines end. alive is called for
+// every line, heartbeats included. It reports whether any event came.
+func (s *stream) pump(lines *lineReader, alive func()) (connected bool) {
+	var data sseData
+	for {
+		select {
+		case line, ok := <-lines.c:
+			if !ok {
+				return connected
+			}
+			alive()
+			payload, complete := data.add(line)
+			if !complete {
+				continue
+			}
+			ev, err := decodeEvent(payload)
+			if err != nil {
+				s.log.Debug("agent event skipped", "err", err, "data", clip(payload, 200))
+				continue
+			}
+			if !connected {
+				// Ask for a reconcile only once events flow: one done
+				// before the server subscribed this stream could miss
+				// what happened in between.
+				connected, s.owed = true, true
+			}
+			if delivered[ev.Type] {
+				s.emit(ev)
+			}
+		case s.owedTo() <- Event{Type: EventReconnected}:
+			s.owed = false
+		}
+	}
+}
+
+// emit hands ev to the consumer without waiting. When the buffer is full, ev
+// is dropped and an EventReconnected owed instead: the consumer reconciles
+// from the server, so it needs nothing it missed.
+func (s *stream) emit(ev Event) {
+	if s.owed {
+		select {
+		case s.out <- Event{Type: EventReconnected}:
+			s.owed = false
+		default:
+			return
+		}
+	}
+	select {
+	case s.out <- ev:
+	default:
+		s.owed = true
+		s.log.Info("agent event consumer is behind; dropping events until it catches up", "dropped", ev.Type)
+	}
+}
+
+// lineReader reads a stream's lines in a goroutine of its own, so that the
+// stream can wait for a line and for room in the consumer's channel at once.
+type lineReader struct {
+	c   chan string
+	err error // why the lines ended; read it only once c is closed
+}
+
+func readLines(ctx context.Context, r io.Reader, maxLine int) *lineReader {
+	lr := &lineReader{c: make(chan string)}
+	go func() {
+		defer close(lr.c)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+		for sc.Scan() {
+			select {
+			case lr.c <- sc.Text():
+			case <-ctx.Done():
+				lr.err = ctx.Err()
+				return
+			}
+		}
+		lr.err = sc.Err()
+		if lr.err == nil {
+			lr.err = errors.New("the server ended the stream")
+		}
+	}()
+	return lr
+}
+
+// sseData gathers the data lines of one server-sent event. The server sends
+// one "data:" line per event and a blank line after it; other fields and
+// comments carry nothing the pool needs.
+type sseData struct {
+	lines []string
+}
+
+// add takes one line and, at the blank line that ends an event, returns the
+// event's data.
+func (d *sseData) add(line string) (payload string, complete bool) {
+	if line == "" {
+		if len(d.lines) == 0 {
+			return "", false
+		}
+		payload = strings.Join(d.lines, "\n")
+		d.lines = d.lines[:0]
+		return payload, true
+	}
+	field, value, _ := strings.Cut(line, ":")
+	if field == "data" {
+		d.lines = append(d.lines, strings.TrimPrefix(value, " "))
+	}
+	return "", false
+}
+
+// eventJSON is an event as the server sends it. Properties are decoded only
+// for the types Events delivers: other types have other shapes.
+type eventJSON struct {
+	Type       string          `json:"type"`
+	Properties json.RawMessage `json:"properties"`
+}
+
+type eventPropertiesJSON struct {
+	SessionID string `json:"sessionID"`
+	Status    struct {
+		Type string `json:"type"`
+	} `json:"status"`
+}
+
+// decodeEvent reads one event's data.
+func decodeEvent(payload string) (Event, error) {
+	var raw eventJSON
+	if err := json.Unmarshal([]byte(payload), &raw); err != nil {
+		return Event{}, fmt.Errorf("decode event: %w", err)
+	}
+	if raw.Type == "" {
+		return Event{}, errors.New("decode event: no type")
+	}
+	ev := Event{Type: raw.Type}
+	if !delivered[raw.Type] {
+		return ev, nil
+	}
+	var p eventPropertiesJSON
+	if err := json.Unmarshal(raw.Properties, &p); err != nil {
+		return Event{}, fmt.Errorf("decode %s event: %w", raw.Type, err)
+	}
+	ev.SessionID, ev.Status = p.SessionID, p.Status.Type
+	if raw.Type == EventSessionStatus && ev.Status == "" {
+		return Event{}, fmt.Errorf("decode %s event: no status", raw.Type)
+	}
+	return ev, nil
+}
+
+// Backoff between reconnects: exponential from backoffBase, capped at
+// backoffCap.
+const (
+	backoffBase = 250 * time.Millisecond
+	backoffCap  = 5 * time.Second
+)
+
+// backoffDelay is the wait before reconnecting after failures failed
+// attempts in a row: the exponential step, jittered down by up to half with
+// jitter in [0, 1) so that many clients do not reconnect in step.
+func backoffDelay(failures int, jitter float64) time.Duration {
+	d := backoffCap
+	if failures < 16 { // beyond that the shift dwarfs the cap anyway
+		d = min(backoffBase<<failures, backoffCap)
+	}
+	return d - time.Duration(jitter*float64(d/2))
+}
+
+// clip shortens s for a log line.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,157 @@
+package pool
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"pool/forgejo"
+	"pool/lifecycle"
+)
+
+// fullListEvery is how often a cycle lists every open PR instead of asking
+// for the delta since the last cycle: the safety net for a missed change.
+const fullListEvery = 20
+
+// index is the discovery loop's view of the open PRs, kept between cycles so
+// a quiet cycle costs one forge request whatever the number of open PRs. It
+// is owned by the discovery loop goroutine alone.
+type index struct {
+	open   map[int]forgejo.PR
+	mark   time.Time // newest update time seen: the next delta asks from here
+	cycles int
+	seen   map[int]seenPR
+}
+
+// seenPR is what the last step of a PR decided, to skip the next step while
+// the PR has not changed.
+type seenPR struct {
+	updated    time.Time
+	head       string
+	track      lifecycle.Track // a slot may change the track without the PR changing
+	act        lifecycle.Action
+	quietUntil time.Time // no new step before this unless the PR changes
+}
+
+// listPRs returns the open PRs, listing them all now and then and otherwise
+// reading only what changed since the last cycle.
+func (p *Pool) listPRs(ctx context.Context) ([]forgejo.PR, error) {
+	ix := &p.index
+	ix.cycles++
+	if ix.open == nil || ix.cycles%fullListEvery == 0 {
+		return p.listAll(ctx)
+	}
+	changes, err := p.forge.ChangedPRs(ctx, p.cfg.Owner, p.cfg.Name, ix.mark.Add(-time.Second))
+	if err != nil {
+		return nil, err
+	}
+	for _, ch := range changes {
+		if err := p.applyChange(ctx, ch); err != nil {
+			return nil, err
+		}
+	}
+	return ix.sorted(), nil
+}
+
+func (p *Pool) listAll(ctx context.Context) ([]forgejo.PR, error) {
+	prs, err := p.forge.OpenPRs(ctx, p.cfg.Owner, p.cfg.Name)
+	if err != nil {
+		return nil, err
+	}
+	ix := &p.index
+	ix.open = make(map[int]forgejo.PR, len(prs))
+	for _, pr := range prs {
+		ix.open[pr.Number] = pr
+		ix.advance(pr.Updated)
+	}
+	return ix.sorted(), nil
+}
+
+// applyChange reads one changed PR, unless its update time shows it is the
+// version already known.
+func (p *Pool) applyChange(ctx context.Context, ch forgejo.PRChange) error {
+	ix := &p.index
+	ix.advance(ch.Updated)
+	if known, ok := ix.open[ch.Number]; ok && known.Updated.Equal(ch.Updated) {
+		return nil
+	}
+	if ch.State != "open" {
+		delete(ix.open, ch.Number)
+		return nil
+	}
+	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, ch.Number)
+	if err != nil {
+		return err
+	}
+	if pr.State == "open" {
+		ix.open[pr.Number] = pr
+	} else {
+		delete(ix.open, pr.Number)
+	}
+	return nil
+}
+
+func (ix *index) advance(t time.Time) {
+	if t.After(ix.mark) {
+		ix.mark = t
+	}
+}
+
+func (ix *index) sorted() []forgejo.PR {
+	out := make([]forgejo.PR, 0, len(ix.open))
+	for _, pr := range ix.open {
+		out = append(out, pr)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Number < out[j].Number })
+	return out
+}
+
+// unchanged returns the last decision for a PR that has not changed since
+// and whose quiet period has not ended.
+func (ix *index) unchanged(pr forgejo.PR, t lifecycle.Track, now time.Time) (lifecycle.Action, bool) {
+	s, ok := ix.seen[pr.Number]
+	if !ok || !s.updated.Equal(pr.Updated) || s.head != pr.HeadSHA || s.track != t || !now.Before(s.quietUntil) {
+		return lifecycle.Action{}, false
+	}
+	return s.act, true
+}
+
+func (ix *index) remember(pr forgejo.PR, t lifecycle.Track, act lifecycle.Action, quietUntil time.Time) {
+	if ix.seen == nil {
+		ix.seen = map[int]seenPR{}
+	}
+	ix.seen[pr.Number] = seenPR{updated: pr.Updated, head: pr.HeadSHA, track: t, act: act, quietUntil: quietUntil}
+}
+
+// quietUntil says how long a decision holds while the PR does not change:
+// states that wait for a push or a human hold until the PR changes; a PR
+// backing off holds until its back-off ends; a PR waiting for a slot or held
+// by another pool's claim is looked at again after a sixth of the claim TTL
+// (any comment or review changes the PR before that); approved PRs waiting
+// to merge are looked at every cycle, because commit statuses do not change
+// a PR's update time.
+func (p *Pool) quietUntil(t lifecycle.Track, act lifecycle.Action, now time.Time) time.Time {
+	if act.Diagnostic {
+		return time.Time{}
+	}
+	forever := now.Add(100 * 365 * 24 * time.Hour)
+	switch act.Kind {
+	case lifecycle.Skip:
+		return forever
+	case lifecycle.Review:
+		return now.Add(p.cfg.ClaimTTL / 6)
+	case lifecycle.Wait:
+	default:
+		return time.Time{}
+	}
+	switch t.State {
+	case lifecycle.ChangesRequested, lifecycle.Commented, lifecycle.Conflict, lifecycle.AwaitingHuman:
+		return forever
+	case lifecycle.Unreviewed:
+		if now.Before(t.NotBefore) {
+			return t.NotBefore
+		}
+		return now.Add(p.cfg.ClaimTTL / 6)
+	}
+	return time.Time{}
+}

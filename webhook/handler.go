@@ -1,0 +1,212 @@
+// Package webhook receives Forgejo/Gitea webhook deliveries for one
+// repository, verifies their signature and wakes the discovery loop for the
+// pull request they concern. It also registers the hook on the forge.
+package webhook
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+)
+
+// maxBody bounds a delivery. Gitea's pull request payloads, with the
+// repository and users inlined, are a few kilobytes.
+const maxBody = 1 << 20
+
+// Wake is called with the PR number a verified event concerns (0 when the
+// event names no PR, e.g. a commit status, worth a full look).
+//
+// The handler never calls wake on a request's goroutine: wakes are handed to
+// one goroutine, which calls wake for one PR at a time, so a slow wake delays
+// later wakes but never a delivery. Wakes for the same PR that pile up
+// meanwhile are merged.
+type Wake func(pr int)
+
+// Handler verifies each delivery's HMAC-SHA256 signature against secret and
+// calls wake for the events of owner/repo that concern pull requests. It
+// answers 204 when it woke, 202 for a verified delivery it ignores, 401 for
+// an unsigned or wrongly signed one (logged), 405 for anything but POST, 413
+// for a body over 1 MiB and 400 for a body that is not JSON. With an empty
+// secret it rejects every delivery: anyone can sign with an empty key.
+func Handler(secret []byte, owner, repo string, log *slog.Logger, wake Wake) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &handler{
+		secret: secret,
+		repo:   owner + "/" + repo,
+		log:    log.With("component", "webhook"),
+		waker:  newWaker(wake),
+	}
+}
+
+type handler struct {
+	secret []byte
+	repo   string // owner/name, compared case-insensitively
+	log    *slog.Logger
+	waker  *waker
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		h.badBody(w, r, err)
+		return
+	}
+	if reason := h.verify(r.Header, body); reason != "" {
+		h.log.Warn("rejected delivery", "reason", reason, "remote", r.RemoteAddr,
+			"event", eventName(r.Header), "delivery", deliveryID(r.Header))
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	}
+	var p payload
+	if err := json.Unmarshal(body, &p); err != nil {
+		h.log.Warn("undecodable delivery", "event", eventName(r.Header),
+			"delivery", deliveryID(r.Header), "err", err)
+		http.Error(w, "body is not JSON", http.StatusBadRequest)
+		return
+	}
+	pr, ok := h.route(r.Header, &p)
+	h.log.Debug("delivery", "event", eventName(r.Header), "delivery", deliveryID(r.Header),
+		"wake", ok, "pr", pr)
+	if !ok {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	h.waker.add(pr)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *handler) badBody(w http.ResponseWriter, r *http.Request, err error) {
+	if _, tooBig := errors.AsType[*http.MaxBytesError](err); tooBig {
+		h.log.Warn("oversized delivery", "remote", r.RemoteAddr, "limit", maxBody)
+		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	http.Error(w, "cannot read body", http.StatusBadRequest)
+}
+
+// verify returns why the delivery's signature is not acceptable, or "".
+func (h *handler) verify(hdr http.Header, body []byte) string {
+	if len(h.secret) == 0 {
+		return "no secret configured"
+	}
+	sig := firstHeader(hdr, "X-Forgejo-Signature", "X-Gitea-Signature")
+	if sig == "" {
+		return "missing signature"
+	}
+	got, err := hex.DecodeString(sig)
+	if err != nil {
+		return "malformed signature"
+	}
+	mac := hmac.New(sha256.New, h.secret)
+	mac.Write(body)
+	if !hmac.Equal(got, mac.Sum(nil)) {
+		return "wrong signature"
+	}
+	return ""
+}
+
+// route says whether a verified delivery should wake the loop, and for
+// which PR.
+func (h *handler) route(hdr http.Header, p *payload) (pr int, wake bool) {
+	if p.Repository == nil || !strings.EqualFold(p.Repository.FullName, h.repo) {
+		return 0, false
+	}
+	if !relevant(hdr) {
+		return 0, false
+	}
+	return p.prNumber()
+}
+
+// relevant reports whether the delivery's event can change what the pool
+// should do. Gitea sends a coarse name in X-Gitea-Event ("pull_request",
+// "pull_request_approved", "issue_comment", ...) and a finer one in
+// X-Gitea-Event-Type ("pull_request_sync", "pull_request_review_approved",
+// "pull_request_comment", ...); Forgejo does the same under X-Forgejo-*.
+// Every pull request event starts with "pull_request".
+func relevant(hdr http.Header) bool {
+	for _, name := range eventNames(hdr) {
+		if strings.HasPrefix(name, "pull_request") || name == "issue_comment" || name == "status" {
+			return true
+		}
+	}
+	return false
+}
+
+func eventNames(hdr http.Header) []string {
+	var names []string
+	for _, k := range []string{"X-Forgejo-Event-Type", "X-Gitea-Event-Type", "X-Forgejo-Event", "X-Gitea-Event"} {
+		if v := hdr.Get(k); v != "" {
+			names = append(names, v)
+		}
+	}
+	return names
+}
+
+// eventName is the most precise event name of a delivery, for logs.
+func eventName(hdr http.Header) string {
+	if names := eventNames(hdr); len(names) > 0 {
+		return names[0]
+	}
+	return ""
+}
+
+func deliveryID(hdr http.Header) string {
+	return firstHeader(hdr, "X-Forgejo-Delivery", "X-Gitea-Delivery")
+}
+
+func firstHeader(hdr http.Header, keys ...string) string {
+	for _, k := range keys {
+		if v := hdr.Get(k); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// payload holds the fields the handler reads from any event: pull request
+// events carry number and pull_request, comment events carry issue (whose
+// pull_request is null on a plain issue), status events neither.
+type payload struct {
+	Number      int `json:"number"`
+	PullRequest *struct {
+		Number int `json:"number"`
+	} `json:"pull_request"`
+	Issue *struct {
+		Number      int       `json:"number"`
+		PullRequest *struct{} `json:"pull_request"`
+	} `json:"issue"`
+	IsPull     bool `json:"is_pull"`
+	Repository *struct {
+		FullName string `json:"full_name"`
+	} `json:"repository"`
+}
+
+// prNumber returns the PR the event concerns, 0 if it names none, and false
+// for a comment on a plain issue.
+func (p *payload) prNumber() (int, bool) {
+	switch {
+	case p.Issue != nil && p.Issue.PullRequest == nil && !p.IsPull:
+		return 0, false
+	case p.Issue != nil:
+		return p.Issue.Number, true
+	case p.Number > 0:
+		return p.Number, true
+	case p.PullRequest != nil:
+		return p.PullRequest.Number, true
+	default:
+		return 0, true
+	}
+}
