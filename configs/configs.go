@@ -60,6 +60,13 @@ type Config struct {
 	// pending, and cancels it when the head moves.
 	AutoMerge bool
 
+	// Listen is the address the webhook receiver serves on ("" = off).
+	Listen string
+	// WebhookSecret signs deliveries; never logged.
+	WebhookSecret string
+	// HookURL is where the forge delivers webhooks, for `pool hook install`.
+	HookURL string
+
 	DryRun bool
 	Once   bool
 }
@@ -71,6 +78,7 @@ func (c Config) Repo() string { return c.Owner + "/" + c.Name }
 func (c Config) String() string {
 	c.Token = redact(c.Token)
 	c.AgentPassword = redact(c.AgentPassword)
+	c.WebhookSecret = redact(c.WebhookSecret)
 	type plain Config // drop the String method to avoid recursion
 	return fmt.Sprintf("%+v", plain(c))
 }
@@ -130,6 +138,10 @@ var settings = []setting{
 	{"shutdown_timeout", "shutdown-timeout", []string{"POOL_SHUTDOWN_TIMEOUT"}, "30s", "time allowed for a clean exit"},
 	{"abort_on_exit", "abort-on-exit", []string{"POOL_ABORT_ON_EXIT"}, "false", "abort running sessions on exit"},
 	{"merge.style", "merge-style", []string{"POOL_MERGE_STYLE"}, "merge", "merge, rebase, rebase-merge, squash or fast-forward-only"},
+	{"webhook.listen", "listen", []string{"POOL_LISTEN"}, "", "serve forge webhooks on this address, e.g. 127.0.0.1:8787 (off when empty)"},
+	{"webhook.secret", "", []string{"POOL_WEBHOOK_SECRET"}, "", ""},
+	{"webhook.secret_file", "webhook-secret-file", []string{"POOL_WEBHOOK_SECRET_FILE"}, "", "file holding the webhook secret"},
+	{"webhook.url", "hook-url", []string{"POOL_HOOK_URL"}, "", "URL the forge delivers webhooks to (for pool hook install)"},
 	{"merge.auto", "auto-merge", []string{"POOL_AUTO_MERGE"}, "false", "arm the forge's auto-merge while checks are pending"},
 }
 
@@ -222,16 +234,21 @@ func decode(v *viper.Viper) (Config, error) {
 		AbortOnExit:     d.boolean("abort_on_exit"),
 		MergeStyle:      d.str("merge.style"),
 		AutoMerge:       d.boolean("merge.auto"),
+		Listen:          d.str("webhook.listen"),
+		HookURL:         d.str("webhook.url"),
 	}
 	cfg.Owner, cfg.Name = splitRepo(d.str("repo"))
 	if d.err != nil {
 		return Config{}, d.err
 	}
-	token, err := loadToken(d.str("forgejo.token"), d.str("forgejo.token_file"))
+	token, err := loadSecret("forgejo.token", d.str("forgejo.token"), d.str("forgejo.token_file"))
 	if err != nil {
 		return Config{}, err
 	}
 	cfg.Token = token
+	if cfg.WebhookSecret, err = loadSecret("webhook.secret", d.str("webhook.secret"), d.str("webhook.secret_file")); err != nil {
+		return Config{}, err
+	}
 	if cfg.StateDir == "" {
 		cfg.StateDir = defaultStateDir()
 	}
@@ -296,16 +313,17 @@ func splitRepo(s string) (owner, name string) {
 	return owner, name
 }
 
-func loadToken(token, file string) (string, error) {
-	if token != "" && file != "" {
-		return "", &Error{Key: "forgejo.token", Reason: "set forgejo.token or forgejo.token_file, not both"}
+// loadSecret reads a secret given inline or in a file (key_file), not both.
+func loadSecret(key, value, file string) (string, error) {
+	if value != "" && file != "" {
+		return "", &Error{Key: key, Reason: fmt.Sprintf("set %s or %s_file, not both", key, key)}
 	}
 	if file == "" {
-		return token, nil
+		return value, nil
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return "", &Error{Key: "forgejo.token_file", Reason: fmt.Sprintf("cannot read: %v", err)}
+		return "", &Error{Key: key + "_file", Reason: fmt.Sprintf("cannot read: %v", err)}
 	}
 	return strings.TrimSpace(string(b)), nil
 }

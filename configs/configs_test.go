@@ -104,6 +104,9 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		{name: "token file missing", args: append(base, "--forgejo-token-file", "/nonexistent/token"), wantKey: "forgejo.token_file"},
 		{name: "unknown flag", args: append(base, "--bogus"), wantKey: "flags"},
 		{name: "malformed file", args: base, file: "forgejo: [unclosed\n", env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "config"},
+		{name: "listen without secret", args: append(base, "--listen", "127.0.0.1:0"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "webhook.secret"},
+		{name: "public forge polled too often", args: []string{"--forgejo-url", "https://codeberg.org", "--repo", "a/b", "--poll-interval", "5s"}, env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "poll_interval"},
+		{name: "token twice", args: base, env: map[string]string{"POOL_FORGEJO_TOKEN": "t", "POOL_FORGEJO_TOKEN_FILE": "/etc/hostname"}, wantKey: "forgejo.token"},
 		{name: "bad merge style", args: append(base, "--merge-style", "octopus"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "merge.style"},
 	}
 	for _, tt := range tests {

@@ -28,6 +28,8 @@ func (c Config) Validate() error {
 		func() *Error { return positive("shutdown_timeout", c.ShutdownTimeout) },
 		c.checkAgent,
 		c.checkMergeStyle,
+		c.checkWebhook,
+		c.checkPublicForge,
 	}
 	for _, check := range checks {
 		if err := check(); err != nil {
@@ -95,6 +97,32 @@ func atLeast(key string, n, min int) *Error {
 func positive(key string, d time.Duration) *Error {
 	if d <= 0 {
 		return &Error{Key: key, Reason: fmt.Sprintf("must be positive, got %s", d)}
+	}
+	return nil
+}
+
+func (c Config) checkWebhook() *Error {
+	if c.Listen != "" && c.WebhookSecret == "" {
+		return &Error{Key: "webhook.secret", Reason: "required when webhook.listen is set: unsigned deliveries are refused"}
+	}
+	if c.HookURL != "" {
+		if err := checkURL("webhook.url", c.HookURL); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publicForges are hosted forges that throttle heavy clients at their proxy.
+var publicForges = map[string]time.Duration{"codeberg.org": 30 * time.Second}
+
+func (c Config) checkPublicForge() *Error {
+	u, err := url.Parse(c.ForgejoURL)
+	if err != nil {
+		return nil
+	}
+	if min, ok := publicForges[strings.ToLower(u.Hostname())]; ok && c.PollInterval < min {
+		return &Error{Key: "poll_interval", Reason: fmt.Sprintf("%s asks clients to poll at most every %s; got %s", u.Hostname(), min, c.PollInterval)}
 	}
 	return nil
 }

@@ -70,7 +70,8 @@ func runScheduled(b *testing.B, workers int, lengths map[int]time.Duration) (uti
 		}, approvedReply
 	})
 	cfg := testConfig(workers)
-	cfg.StatusInterval = time.Millisecond
+	// Completions arrive as agent events; polling is only the fallback.
+	cfg.StatusInterval = time.Second
 	cfg.IdleExit = 1
 	cfg.PollInterval = 50 * time.Millisecond
 	ctx := context.Background()

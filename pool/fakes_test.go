@@ -228,6 +228,7 @@ type fakeAgent struct {
 	behave       func(pr int) (time.Duration, func(), string)
 	active, peak int
 	prompts      []string
+	events       chan agent.Event // nil until Events is called
 }
 
 type fakeSession struct {
@@ -269,8 +270,22 @@ func (a *fakeAgent) PromptAsync(_ context.Context, id, _, text string) error {
 		defer a.mu.Unlock()
 		s.busy, s.done, s.reply = false, true, reply
 		a.active--
+		if a.events != nil {
+			select {
+			case a.events <- agent.Event{Type: agent.EventSessionIdle, SessionID: s.id}:
+			default:
+			}
+		}
 	})
 	return nil
+}
+
+// Events streams session.idle events, as the real server's /event does.
+func (a *fakeAgent) Events(ctx context.Context) <-chan agent.Event {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.events = make(chan agent.Event, 64)
+	return a.events
 }
 
 func (a *fakeAgent) Statuses(context.Context) (map[string]agent.Status, error) {

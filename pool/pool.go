@@ -51,6 +51,7 @@ type Pool struct {
 
 	index   index         // owned by the discovery loop goroutine
 	freed   chan struct{} // a slot was released; buffered 1
+	wakeups chan struct{} // a webhook said something changed; buffered 1
 	workers sync.WaitGroup
 
 	mu       sync.Mutex // guards tracks, busy, sessions, stats
@@ -64,7 +65,7 @@ type Pool struct {
 // state and the instance identity. It starts nothing.
 func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	p := &Pool{cfg: cfg, forge: d.Forge, agent: d.Agent, clone: d.Clone, digests: d.Digests, store: d.Store, log: d.Log, now: d.Now,
-		freed: make(chan struct{}, 1), busy: map[int]bool{}, sessions: map[int]*session{}, tracks: map[int]lifecycle.Track{}}
+		freed: make(chan struct{}, 1), wakeups: make(chan struct{}, 1), busy: map[int]bool{}, sessions: map[int]*session{}, tracks: map[int]lifecycle.Track{}}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -210,6 +211,17 @@ func (p *Pool) waitForWork(ctx context.Context) {
 	case <-ctx.Done():
 	case <-t.C:
 	case <-p.freed:
+	case <-p.wakeups:
+	}
+}
+
+// Wake asks for a discovery cycle now: the forge said PR n (0: some PR)
+// changed. The cycle reads the change itself; n is for the log.
+func (p *Pool) Wake(n int) {
+	p.log.Debug("woken by the forge", "pr", n)
+	select {
+	case p.wakeups <- struct{}{}:
+	default:
 	}
 }
 

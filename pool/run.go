@@ -12,6 +12,7 @@ import (
 	"pool/configs"
 	"pool/forgejo"
 	"pool/report"
+	"pool/webhook"
 )
 
 // Run wires the real forge, agent server, state store and clone, supervises
@@ -46,6 +47,9 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, err
 	}()
 	log.Info("clone ready", "dir", cl.Dir)
 	p.clone = cl
+	if cfg.Listen != "" {
+		go serveWebhooks(ctx, cfg, p, log)
+	}
 	return p.Run(ctx)
 }
 
@@ -57,4 +61,24 @@ type tickDigester struct {
 
 func (t tickDigester) Digest(ctx context.Context, n int) (report.Digest, error) {
 	return report.Tick(ctx, t.c, t.cfg.Owner, t.cfg.Name, n, report.TickOptions{AutoMerge: t.cfg.AutoMerge, Reviewers: t.cfg.Reviewers})
+}
+
+// serveWebhooks wakes the pool on verified forge deliveries until ctx ends.
+// If it cannot serve, polling carries on alone.
+func serveWebhooks(ctx context.Context, cfg configs.Config, p *Pool, log *slog.Logger) {
+	log = log.With("component", "webhook")
+	h := webhook.Handler([]byte(cfg.WebhookSecret), cfg.Owner, cfg.Name, log, p.Wake)
+	log.Info("serving forge webhooks", "addr", cfg.Listen)
+	if err := webhook.Serve(ctx, cfg.Listen, h, log); err != nil {
+		log.Error("webhook receiver stopped; polling continues", "err", err)
+	}
+}
+
+// InstallHook registers the pool's webhook on the repository.
+func InstallHook(ctx context.Context, cfg configs.Config) error {
+	if cfg.HookURL == "" || cfg.WebhookSecret == "" {
+		return &configs.Error{Key: "webhook.url", Reason: "hook install needs webhook.url (--hook-url) and webhook.secret"}
+	}
+	return webhook.Install(ctx, cfg.ForgejoURL, cfg.Token, cfg.Owner, cfg.Name, cfg.HookURL,
+		[]byte(cfg.WebhookSecret), &http.Client{Timeout: 60 * time.Second})
 }

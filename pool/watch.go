@@ -9,18 +9,33 @@ import (
 	"pool/agent"
 )
 
-// watch polls the agent server every StatusInterval while sessions run, and
-// marks each session done when it has gone idle after being busy, errored,
-// disappeared, overrun the session timeout, or is stuck on a permission ask.
+// watch checks running sessions every StatusInterval, and at once when the
+// agent server's event stream says one went idle, failed, vanished or asks
+// for a permission. After a gap in the stream (it has no replay) it checks
+// them all. A session is done when it has gone idle after being busy,
+// errored, disappeared, overrun the session timeout, or is stuck on a
+// permission ask.
 func (p *Pool) watch(ctx context.Context) {
 	t := time.NewTicker(p.cfg.StatusInterval)
 	defer t.Stop()
+	var events <-chan agent.Event
+	if src, ok := p.agent.(eventSource); ok {
+		events = src.Events(ctx)
+	}
 	failures := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			if !p.noteEvent(ev) {
+				continue
+			}
 		}
 		if err := p.checkSessions(ctx); err != nil {
 			failures++
@@ -31,6 +46,39 @@ func (p *Pool) watch(ctx context.Context) {
 		}
 		failures = 0
 	}
+}
+
+// eventSource is an agent server that streams its events.
+type eventSource interface {
+	Events(ctx context.Context) <-chan agent.Event
+}
+
+// noteEvent records what an event says and reports whether the running
+// sessions need a check now.
+func (p *Pool) noteEvent(ev agent.Event) bool {
+	if ev.Type == agent.EventReconnected {
+		return true
+	}
+	s := p.sessionByID(ev.SessionID)
+	if s == nil {
+		return false
+	}
+	if ev.Type == agent.EventSessionStatus && ev.Status != "idle" {
+		s.seenBusy = true // only the watcher goroutine writes it
+		return false
+	}
+	return true
+}
+
+func (p *Pool) sessionByID(id string) *session {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.sessions {
+		if s.id == id && s.outcome == "" {
+			return s
+		}
+	}
+	return nil
 }
 
 func (p *Pool) running() []*session {

@@ -4,6 +4,7 @@
 //	pool [run] [flags]          supervise (the default)
 //	pool report OWNER/REPO#N    one PR's state, observed, never guessed
 //	pool tick OWNER/REPO#N      one PR's actionable items, as JSON
+//	pool hook install           register the pool's webhook on the repository
 //
 // Exit codes: 0 idle exit or signal; 1 fatal at run time; 2 usage or config
 // error (a relaunch hook must not relaunch on 2).
@@ -46,6 +47,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return report.MainReport(ctx, args, stdout, stderr)
 	case "tick":
 		return report.MainTick(ctx, args, stdout, stderr)
+	case "hook":
+		return hook(ctx, args, stdout, stderr)
 	case "help":
 		fmt.Fprintln(stdout, usage)
 		return 0
@@ -57,7 +60,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 const usage = `usage:
   pool [run] [flags]            supervise reviewer sessions (see pool run --help)
   pool report OWNER/REPO#N      one PR's CI, reviews and threads, observed, never guessed
-  pool tick OWNER/REPO#N        the actionable items on one PR, as JSON`
+  pool tick OWNER/REPO#N        the actionable items on one PR, as JSON
+  pool hook install [flags]     register the pool's webhook (--hook-url, webhook secret) on the repository`
 
 func supervise(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) int {
 	cfg, err := configs.Load(args)
@@ -77,6 +81,26 @@ func supervise(ctx context.Context, args []string, stdout, stderr io.Writer, log
 		log.Error("pool stopped", "err", err)
 		return 1
 	}
+	return 0
+}
+
+func hook(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "install" {
+		fmt.Fprintf(stderr, "pool: usage: pool hook install [flags]\n")
+		return 2
+	}
+	cfg, err := configs.Load(args[1:])
+	if err != nil {
+		return configFailure(err, stderr)
+	}
+	if err := pool.InstallHook(ctx, cfg); err != nil {
+		if configs.IsConfigError(err) {
+			return configFailure(err, stderr)
+		}
+		fmt.Fprintf(stderr, "pool: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "webhook installed on %s for %s\n", cfg.Repo(), cfg.HookURL)
 	return 0
 }
 

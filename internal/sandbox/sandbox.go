@@ -28,7 +28,7 @@ type Sandbox struct {
 	Owner, Repo   string
 	OwnerToken    string // the PR author
 	PoolUser      string
-	PoolToken     string // the pool's account: a write collaborator
+	PoolToken     string // the pool's account: an admin collaborator
 	ReviewerUser  string
 	ReviewerToken string // the scripted reviewer's account: a write collaborator
 	PRs           []int
@@ -89,12 +89,12 @@ func (sb *Sandbox) seedAccounts(ctx context.Context) error {
 	if err = sb.Forge.CreateRepo(ctx, sb.OwnerToken, sb.Repo); err != nil {
 		return err
 	}
-	for _, u := range []string{sb.PoolUser, sb.ReviewerUser} {
-		if err = sb.Forge.AddCollaborator(ctx, sb.OwnerToken, sb.Owner, sb.Repo, u, "write"); err != nil {
-			return err
-		}
+	// The pool's account administers the repository so that it may install
+	// its webhook; the reviewer writes.
+	if err = sb.Forge.AddCollaborator(ctx, sb.OwnerToken, sb.Owner, sb.Repo, sb.PoolUser, "admin"); err != nil {
+		return err
 	}
-	return nil
+	return sb.Forge.AddCollaborator(ctx, sb.OwnerToken, sb.Owner, sb.Repo, sb.ReviewerUser, "write")
 }
 
 // AddPR opens PR number i's change: a branch adding one file, and its PR.
