@@ -90,6 +90,7 @@ func TestSixPRsTwoWorkers(t *testing.T) {
 	if prompts := sb.Model.Prompts(); len(prompts) != 6 {
 		t.Errorf("model received %d reviewer prompts, want 6 (one per PR)", len(prompts))
 	}
+	t.Logf("figure: agent sessions per merged PR: %.2f (%d sessions, 6 merged)", float64(len(sb.Model.Prompts()))/6, len(sb.Model.Prompts()))
 	for _, p := range sb.Model.Prompts() {
 		if strings.Contains(p, sb.PoolToken) {
 			t.Errorf("a prompt holds the pool's token")

@@ -193,8 +193,8 @@ func instanceOf(logs string) string {
 }
 
 // TestPendingChecksLyingReviewerOneSession: the reviewer approves but does
-// not merge, and claims it merged. Checks stay pending for several cycles,
-// then pass. The pool does not believe the reviewer, keeps the PR, and
+// not merge, and claims it merged. Checks stay pending for ten cycles, then
+// pass. The pool does not believe the reviewer, keeps the PR, and
 // merges it itself once green: one agent session in all.
 func TestPendingChecksLyingReviewerOneSession(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -206,11 +206,11 @@ func TestPendingChecksLyingReviewerOneSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := buildPool(t)
-	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_DIAGNOSTIC_EVERY=3"), "--workers", "1")
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_DIAGNOSTIC_EVERY=10"), "--workers", "1")
 
-	eventually(t, ctx, "a diagnostic comment after three pending cycles", func() bool {
+	eventually(t, ctx, "a diagnostic comment after ten pending cycles", func() bool {
 		for _, c := range prComments(t, ctx, sb, n) {
-			if strings.HasPrefix(c.Body, "Merge retry attempt 3. Last status: pending.") {
+			if strings.HasPrefix(c.Body, "Merge retry attempt 10. Last status: pending.") {
 				return true
 			}
 		}
@@ -227,6 +227,7 @@ func TestPendingChecksLyingReviewerOneSession(t *testing.T) {
 	if got := len(sb.Model.Prompts()); got != 1 {
 		t.Errorf("agent sessions = %d, want 1", got)
 	}
+	t.Logf("figure: agent sessions per merged PR, checks pending for 10 cycles: %d (the reference design spends 11)", len(sb.Model.Prompts()))
 	if !strings.Contains(pool.stderr.String(), "reviewer reported merged but the forge says not merged") {
 		t.Errorf("the disagreement was not logged:\n%s", pool.stderr.String())
 	}
