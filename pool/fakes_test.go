@@ -229,6 +229,8 @@ type fakeAgent struct {
 	active, peak int
 	prompts      []string
 	events       chan agent.Event // nil until Events is called
+	asks         []agent.Permission
+	aborted      []string
 }
 
 type fakeSession struct {
@@ -338,13 +340,19 @@ func (a *fakeAgent) Delete(_ context.Context, id string) error {
 func (a *fakeAgent) Abort(_ context.Context, id string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if s, ok := a.sessions[id]; ok {
+	a.aborted = append(a.aborted, id)
+	if s, ok := a.sessions[id]; ok && s.busy {
 		s.busy = false
+		a.active--
 	}
 	return nil
 }
 
-func (a *fakeAgent) Permissions(context.Context) ([]agent.Permission, error) { return nil, nil }
+func (a *fakeAgent) Permissions(context.Context) ([]agent.Permission, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]agent.Permission(nil), a.asks...), nil
+}
 
 func (a *fakeAgent) count() (sessions, prompts, peak int) {
 	a.mu.Lock()

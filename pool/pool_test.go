@@ -3,11 +3,13 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"pool/agent"
 	"pool/claims"
 	"pool/configs"
 	"pool/forgejo"
@@ -449,5 +451,78 @@ func TestQuietCycleCostsOneRequest(t *testing.T) {
 	}
 	if perQuiet := float64(spent-firstCycle) / float64(quiet); perQuiet != 1 {
 		t.Errorf("requests per quiet cycle = %.1f (%v), want 1", perQuiet, f.calls)
+	}
+}
+
+// hangingThenApproving hangs its first session forever, then approves.
+func hangingThenApproving(f *fakeForge) func(int) (time.Duration, func(), string) {
+	calls := 0
+	return func(pr int) (time.Duration, func(), string) {
+		calls++
+		if calls == 1 {
+			return time.Hour, nil, ""
+		}
+		return time.Millisecond, func() { f.review(pr, "reviewer", forgejo.ReviewApproved) }, approvedReply
+	}
+}
+
+func TestSessionTimeoutAbortsAndRequeues(t *testing.T) {
+	f := newFakeForge(1)
+	a := newFakeAgent(hangingThenApproving(f))
+	cfg := testConfig(1)
+	cfg.SessionTimeout = 100 * time.Millisecond
+	runPool(t, cfg, f, a)
+	if !f.prs[1].Merged {
+		t.Fatal("PR not merged after the hung session was aborted")
+	}
+	if len(a.aborted) == 0 || a.aborted[0] != "ses_1" {
+		t.Errorf("aborted = %v, want the hung ses_1 first", a.aborted)
+	}
+}
+
+func TestPermissionAskIsTreatedAsStuck(t *testing.T) {
+	f := newFakeForge(1)
+	a := newFakeAgent(hangingThenApproving(f))
+	a.asks = []agent.Permission{{ID: "per_1", SessionID: "ses_1", Type: "bash", Patterns: []string{"rm -rf /"}}}
+	runPool(t, testConfig(1), f, a)
+	if !f.prs[1].Merged {
+		t.Fatal("PR not merged after the stuck session was aborted")
+	}
+	if len(a.aborted) == 0 || a.aborted[0] != "ses_1" {
+		t.Errorf("aborted = %v, want the stuck ses_1", a.aborted)
+	}
+}
+
+func TestShutdownLeavesRunningSessionsForTheNextStart(t *testing.T) {
+	for _, abort := range []bool{false, true} {
+		t.Run(fmt.Sprintf("abort_on_exit=%v", abort), func(t *testing.T) {
+			f := newFakeForge(1)
+			a := newFakeAgent(func(int) (time.Duration, func(), string) { return time.Hour, nil, "" })
+			cfg := testConfig(1)
+			cfg.AbortOnExit = abort
+			ctx, cancel := context.WithCancel(context.Background())
+			p, err := New(ctx, cfg, Deps{Forge: f, Agent: a})
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				waitFor(ctx, func() bool { _, prompts, _ := a.count(); return prompts == 1 })
+				cancel()
+			}()
+			rep, err := p.Run(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sessions, _, _ := a.count()
+			if abort && (sessions != 0 || len(a.aborted) != 1) {
+				t.Errorf("abort on exit: %d sessions left, aborted %v; want 0 and one abort", sessions, a.aborted)
+			}
+			if !abort && (sessions != 1 || len(a.aborted) != 0) {
+				t.Errorf("default exit: %d sessions left, aborted %v; want the session left running", sessions, a.aborted)
+			}
+			if f.claimsOn(1) != 1 || rep.Reviewed != 0 {
+				t.Errorf("claims %d, report %+v", f.claimsOn(1), rep)
+			}
+		})
 	}
 }
