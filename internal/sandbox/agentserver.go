@@ -418,13 +418,7 @@ func (a *AgentServer) logPath() string { return filepath.Join(a.Dir, "opencode.l
 
 // LogTail returns the last few kilobytes of the server's log, for test
 // failure messages.
-func (a *AgentServer) LogTail() string {
-	b, err := os.ReadFile(a.logPath())
-	if err != nil {
-		return err.Error()
-	}
-	return tail(b, 4000)
-}
+func (a *AgentServer) LogTail() string { return fileTail(a.logPath()) }
 
 // Stop ends the server it started, by pid: SIGTERM, then SIGKILL if it has
 // not exited after a grace period. It is safe to call more than once.
@@ -434,20 +428,7 @@ func (a *AgentServer) Stop() error {
 }
 
 func (a *AgentServer) stop() error {
-	p := a.cmd.Process
-	if err := p.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("sandbox: stop agent server: %w", err)
-	}
-	select {
-	case <-a.exited:
-		return nil
-	case <-time.After(agentStopGrace):
-	}
-	if err := p.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("sandbox: stop agent server: kill: %w", err)
-	}
-	<-a.exited
-	return nil
+	return stopProcess(a.cmd.Process, a.exited, agentStopGrace, "agent server")
 }
 
 // Restart stops the server and starts a new one on the same port and data

@@ -355,13 +355,7 @@ func (f *Forge) versionOK(ctx context.Context) bool {
 
 func (f *Forge) logPath() string { return filepath.Join(f.Dir, "gitea.log") }
 
-func (f *Forge) logTail() string {
-	b, err := os.ReadFile(f.logPath())
-	if err != nil {
-		return err.Error()
-	}
-	return tail(b, 4000)
-}
+func (f *Forge) logTail() string { return fileTail(f.logPath()) }
 
 // Stop ends the server: SIGTERM, then SIGKILL if it has not exited after a
 // grace period. It is safe to call more than once, and on a paused server.
@@ -370,23 +364,7 @@ func (f *Forge) Stop() error {
 	return f.stopErr
 }
 
-func (f *Forge) stop() error {
-	p := f.cmd.Process
-	if err := p.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("sandbox: stop forge: %w", err)
-	}
-	_ = p.Signal(syscall.SIGCONT) // a paused server handles SIGTERM only once resumed
-	select {
-	case <-f.exited:
-		return nil
-	case <-time.After(stopGrace):
-	}
-	if err := p.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("sandbox: stop forge: kill: %w", err)
-	}
-	<-f.exited
-	return nil
-}
+func (f *Forge) stop() error { return stopProcess(f.cmd.Process, f.exited, stopGrace, "forge") }
 
 // Pause freezes the server (SIGSTOP) to simulate an outage: connections are
 // accepted by the kernel but never answered. Resume undoes it.
