@@ -187,6 +187,9 @@ func bind(v *viper.Viper, fs *pflag.FlagSet) error {
 			continue
 		}
 		fs.String(s.flag, s.def, s.usage)
+		if s.def == "false" {
+			fs.Lookup(s.flag).NoOptDefVal = "true" // a switch: --auto-merge alone means true
+		}
 		if err := v.BindPFlag(s.key, fs.Lookup(s.flag)); err != nil {
 			return &Error{Key: s.key, Reason: err.Error()}
 		}

@@ -70,6 +70,22 @@ func TestLoadWorkersFallsBackToCAVariable(t *testing.T) {
 	}
 }
 
+func TestSwitchesNeedNoValue(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("POOL_FORGEJO_TOKEN", "t")
+	cfg, err := Load([]string{"--forgejo-url", "http://f.test", "--repo", "a/b", "--auto-merge", "--abort-on-exit", "--workers", "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.AutoMerge || !cfg.AbortOnExit || cfg.Workers != 3 {
+		t.Errorf("switches not set: %+v", cfg)
+	}
+	cfg, err = Load([]string{"--forgejo-url", "http://f.test", "--repo", "a/b", "--auto-merge=false"})
+	if err != nil || cfg.AutoMerge {
+		t.Errorf("--auto-merge=false gave %v, %v", cfg.AutoMerge, err)
+	}
+}
+
 func TestLoadTokenFile(t *testing.T) {
 	clearEnv(t)
 	file := filepath.Join(t.TempDir(), "token")

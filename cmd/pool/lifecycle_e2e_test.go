@@ -37,21 +37,25 @@ func (b *syncBuffer) String() string {
 type poolProc struct {
 	cmd            *exec.Cmd
 	stdout, stderr syncBuffer
-	done           chan error
+	exited         chan struct{} // closed when the process has exited; err is then set
+	err            error
 }
 
 func startPool(t *testing.T, ctx context.Context, bin string, env []string, args ...string) *poolProc {
 	t.Helper()
-	p := &poolProc{cmd: exec.CommandContext(ctx, bin, args...), done: make(chan error, 1)}
+	p := &poolProc{cmd: exec.CommandContext(ctx, bin, args...), exited: make(chan struct{})}
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { p.done <- p.cmd.Wait() }()
+	go func() { p.err = p.cmd.Wait(); close(p.exited) }()
 	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
+		select {
+		case <-p.exited:
+		default:
 			_ = p.cmd.Process.Kill()
+			<-p.exited
 		}
 	})
 	return p
@@ -61,12 +65,21 @@ func startPool(t *testing.T, ctx context.Context, bin string, env []string, args
 func (p *poolProc) wait(t *testing.T, ctx context.Context) {
 	t.Helper()
 	select {
-	case err := <-p.done:
-		if err != nil {
-			t.Fatalf("pool exited with %v\nstderr:\n%s", err, p.stderr.String())
+	case <-p.exited:
+		if p.err != nil {
+			t.Fatalf("pool exited with %v\nstderr:\n%s", p.err, p.stderr.String())
 		}
 	case <-ctx.Done():
 		t.Fatalf("pool did not exit in time\nstderr:\n%s", p.stderr.String())
+	}
+}
+
+func (p *poolProc) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -74,6 +87,11 @@ func (p *poolProc) wait(t *testing.T, ctx context.Context) {
 func eventually(t *testing.T, ctx context.Context, what string, cond func() bool, logs ...*poolProc) {
 	t.Helper()
 	for !cond() {
+		for _, p := range logs {
+			if p.hasExited() {
+				t.Fatalf("pool exited (%v) while waiting for %s\nstderr:\n%s", p.err, what, p.stderr.String())
+			}
+		}
 		select {
 		case <-ctx.Done():
 			for _, p := range logs {
@@ -156,7 +174,7 @@ func TestKillNineThenRelaunch(t *testing.T) {
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-first.done
+	<-first.exited
 
 	started := time.Now()
 	second := startPool(t, ctx, bin, env, "--workers", "2")
@@ -301,4 +319,53 @@ func TestForgeOutageAndAgentRestart(t *testing.T) {
 		t.Errorf("report:\n%s", pool.stdout.String())
 	}
 	assertNoSessions(t, ctx, sb)
+}
+
+// TestAutoMergeArmedThenCompleted: with --auto-merge, an approved PR whose
+// checks are pending gets the forge's merge-when-checks-succeed; when the
+// checks pass the forge merges it, and the pool announces the completed
+// scheduled merge on the issue the PR closes.
+func TestAutoMergeArmedThenCompleted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sb := startSandbox(t, ctx, 0, approveOnly(""))
+	var issue struct {
+		Number int `json:"number"`
+	}
+	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "POST", fmt.Sprintf("/repos/%s/%s/issues", sb.Owner, sb.Repo),
+		map[string]string{"title": "Feature 9 is missing"}, &issue); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Forge.CreateBranchWithFile(ctx, sb.OwnerToken, sb.Owner, sb.Repo, "feature-9", "f9.txt", "nine\n"); err != nil {
+		t.Fatal(err)
+	}
+	n, head, err := sb.Forge.CreatePR(ctx, sb.OwnerToken, sb.Owner, sb.Repo, "feature-9", "main", "Add feature 9",
+		fmt.Sprintf("Closes #%d", issue.Number))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, head, "ci", "pending", "", ""); err != nil {
+		t.Fatal(err)
+	}
+	bin := buildPool(t)
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir()), "--workers", "1", "--auto-merge")
+	eventually(t, ctx, "the auto-merge scheduled", func() bool {
+		return strings.Contains(pool.stderr.String(), "outcome=scheduled")
+	}, pool)
+	if getPR(t, ctx, sb, n).Merged {
+		t.Fatal("merged while checks were pending")
+	}
+	if err := sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, head, "ci", "success", "", ""); err != nil {
+		t.Fatal(err)
+	}
+	pool.wait(t, ctx)
+	assertMerged(t, ctx, sb, n)
+	want := fmt.Sprintf("PR #%d has been merged (scheduled merge completed).", n)
+	found := false
+	for _, c := range prComments(t, ctx, sb, issue.Number) {
+		found = found || strings.HasPrefix(c.Body, want)
+	}
+	if !found {
+		t.Errorf("issue #%d lacks %q\nstderr:\n%s", issue.Number, want, pool.stderr.String())
+	}
 }

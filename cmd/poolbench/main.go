@@ -1,0 +1,191 @@
+// Command poolbench measures the pool on the real test forge (Gitea) and the
+// real agent server (opencode serve with the scripted model), all on
+// loopback, and prints the figures of issue 6 as a markdown table:
+//
+//  1. PR opened → reviewer session created, median and p95, with webhooks
+//     and with polling only (both at the same poll interval, -poll);
+//  2. session idle → next session started in that slot, median and p95;
+//  3. forge requests per idle cycle with -prs3 open PRs, counted at the HTTP
+//     client of an in-process pool;
+//  4. peak RSS of the pool binary with -prs4 open PRs tracked.
+//
+// Usage, from the repository root:
+//
+//	go run ./cmd/poolbench                                 the full run (about 10 minutes on 2 cores)
+//	go run ./cmd/poolbench -samples 3 -prs3 50 -prs4 100    a quick trial
+//	go run ./cmd/poolbench -out figures.md                 also write the table to a file
+//
+// The table goes to stdout, progress to stderr. The bench asserts nothing:
+// it prints what it measured next to the targets. Each pool process logs to
+// a file in the work dir (-keep keeps it).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"pool/internal/sandbox"
+)
+
+// options are the bench's flags.
+type options struct {
+	samples  int           // PRs timed in figures 1 and 2 (each)
+	prs3     int           // open PRs in figure 3
+	prs4     int           // open PRs in figure 4
+	poll     time.Duration // the pool's poll interval in figures 1 and 2
+	cycles3  int           // quiet cycles counted in figure 3
+	parallel int           // concurrent API calls when seeding
+	seed     string        // how quiet PRs are made: seedAGit or seedAPI
+	out      string
+	keep     bool
+}
+
+func parseFlags() options {
+	var o options
+	flag.IntVar(&o.samples, "samples", 10, "PRs timed in figures 1 (per mode) and 2")
+	flag.IntVar(&o.prs3, "prs3", 500, "open quiet PRs in figure 3")
+	flag.IntVar(&o.prs4, "prs4", 2000, "open quiet PRs in figure 4 (at least -prs3)")
+	flag.DurationVar(&o.poll, "poll", 5*time.Second, "the pool's poll interval in figures 1 and 2")
+	flag.IntVar(&o.cycles3, "cycles3", 20, "quiet cycles counted in figure 3 (every 20th cycle lists all PRs)")
+	flag.IntVar(&o.parallel, "parallel", 8, "API calls at once when seeding")
+	flag.StringVar(&o.seed, "seed", seedAGit, "how the quiet PRs are opened: agit (git pushes to refs/for/main/*, then labels) or api (branches, then the create-PR API)")
+	flag.StringVar(&o.out, "out", "", "also write the table to this file")
+	flag.BoolVar(&o.keep, "keep", false, "keep the work dir (servers' data and the pool logs)")
+	flag.Parse()
+	return o
+}
+
+func main() {
+	o := parseFlags()
+	if err := o.check(); err != nil {
+		fmt.Fprintf(os.Stderr, "poolbench: %v\n", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, o, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "poolbench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func (o options) check() error {
+	switch {
+	case o.samples < 1:
+		return fmt.Errorf("-samples must be at least 1")
+	case o.prs3 < 1 || o.prs4 < o.prs3:
+		return fmt.Errorf("want 1 <= -prs3 <= -prs4, got %d and %d", o.prs3, o.prs4)
+	case o.poll <= 0 || o.cycles3 < 1 || o.parallel < 1:
+		return fmt.Errorf("-poll, -cycles3 and -parallel must be positive")
+	case o.seed != seedAGit && o.seed != seedAPI:
+		return fmt.Errorf("-seed must be %s or %s, got %q", seedAGit, seedAPI, o.seed)
+	}
+	return nil
+}
+
+// The ways to open the quiet PRs.
+const (
+	seedAGit = "agit"
+	seedAPI  = "api"
+)
+
+// bench is one run: the sandbox, the pool binary, and where things go.
+type bench struct {
+	opts    options
+	sb      *sandbox.Sandbox
+	bulk    *sandbox.Bulk
+	bin     string // the pool binary
+	dir     string // the work dir
+	started time.Time
+	stderr  io.Writer
+}
+
+func (b *bench) progress(format string, args ...any) {
+	fmt.Fprintf(b.stderr, "poolbench: [%6.1fs] %s\n", time.Since(b.started).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	b := &bench{opts: o, started: time.Now(), stderr: stderr}
+	dir, err := os.MkdirTemp("", "poolbench-")
+	if err != nil {
+		return fmt.Errorf("make work dir: %w", err)
+	}
+	b.dir = dir
+	if o.keep {
+		defer b.progress("work dir kept: %s", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	if err := b.setUp(ctx); err != nil {
+		return err
+	}
+	defer b.sb.Stop()
+	tbl, err := b.measure(ctx)
+	if err != nil {
+		return err
+	}
+	tbl.total = time.Since(b.started)
+	return tbl.publish(stdout, o.out)
+}
+
+// setUp starts the sandbox (an empty repository) and builds the pool binary.
+func (b *bench) setUp(ctx context.Context) error {
+	b.progress("starting the forge and the agent server in %s", b.dir)
+	sb, err := sandbox.Start(ctx, sandbox.Options{Dir: filepath.Join(b.dir, "sandbox"), Log: b.stderr})
+	if err != nil {
+		return fmt.Errorf("start the sandbox: %w", err)
+	}
+	b.sb = sb
+	b.bulk = sb.Bulk(filepath.Join(b.dir, "seed"))
+	b.bin = filepath.Join(b.dir, "pool")
+	b.progress("building the pool binary")
+	if out, err := goBuild(ctx, b.bin); err != nil {
+		sb.Stop()
+		return fmt.Errorf("build the pool: %w: %s", err, out)
+	}
+	return nil
+}
+
+// measure seeds the branches and takes the figures in order: the latency
+// figures on a repository without other open PRs, then figure 3 with
+// prs3 quiet PRs, then figure 4 with prs4.
+func (b *bench) measure(ctx context.Context) (*table, error) {
+	o := b.opts
+	br := newBranchPlan(o)
+	tbl := &table{opts: o}
+	var err error
+	if tbl.seedBranches, err = b.seedBranches(ctx, br); err != nil {
+		return nil, err
+	}
+	if tbl.refill, err = b.figure2(ctx, br.refill); err != nil {
+		return nil, err
+	}
+	if tbl.polling, err = b.figure1(ctx, false, br.polling); err != nil {
+		return nil, err
+	}
+	if tbl.webhooks, err = b.figure1(ctx, true, br.webhooks); err != nil {
+		return nil, err
+	}
+	b.checkMerged(ctx)
+	if tbl.seed3, err = b.seedQuietPRs(ctx, br.quiet[:o.prs3]); err != nil {
+		return nil, err
+	}
+	if tbl.requests, err = b.figure3(ctx); err != nil {
+		return nil, err
+	}
+	if tbl.seed4, err = b.seedQuietPRs(ctx, br.quiet[o.prs3:]); err != nil {
+		return nil, err
+	}
+	if tbl.rss, err = b.figure4(ctx); err != nil {
+		return nil, err
+	}
+	return tbl, nil
+}
