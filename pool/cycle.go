@@ -74,6 +74,13 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 	if err := p.forgetGone(ctx, open); err != nil {
 		return res, err
 	}
+	if p.cfg.DryRun {
+		// Nothing changes by our hand, so a dry cycle is idle by definition.
+		for _, c := range todo {
+			p.log.Info("dry run: would start a session", "pr", c.pr.Number, "kind", c.kind)
+		}
+		return cycleResult{running: res.running}, nil
+	}
 	res.dispatched = p.dispatchAll(ctx, work, todo)
 	return res, nil
 }

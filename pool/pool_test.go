@@ -526,3 +526,21 @@ func TestShutdownLeavesRunningSessionsForTheNextStart(t *testing.T) {
 		})
 	}
 }
+
+func TestDryRunChangesNothing(t *testing.T) {
+	f := newFakeForge(1, 2)
+	f.review(2, "reviewer", forgejo.ReviewApproved)
+	a := newFakeAgent(approver(f, time.Millisecond))
+	cfg := testConfig(2)
+	cfg.DryRun = true
+	runPool(t, cfg, f, a)
+	if effects := f.Effects(); len(effects) != 0 {
+		t.Errorf("dry run changed the forge: %v", effects)
+	}
+	if sessions, prompts, _ := a.count(); sessions != 0 || prompts != 0 {
+		t.Errorf("dry run started sessions: %d, prompts %d", sessions, prompts)
+	}
+	if f.prs[2].Merged {
+		t.Error("dry run merged")
+	}
+}

@@ -87,10 +87,6 @@ func (p *Pool) claim(ctx context.Context, pr forgejo.PR) (bool, error) {
 	if stale := claims.Stale(v); len(stale) > 0 {
 		cl.Takeover = stale[0].Instance
 	}
-	if p.cfg.DryRun {
-		p.log.Info("dry run: would claim", "pr", pr.Number)
-		return false, nil
-	}
 	if _, err := p.forge.PostComment(ctx, p.cfg.Owner, p.cfg.Name, pr.Number, sign(claims.Body(cl))); err != nil {
 		return false, err
 	}
