@@ -5,6 +5,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"pool/lifecycle"
 )
 
 // Stats is what the pool counted during a run. Guarded by Pool.mu.
@@ -56,7 +58,7 @@ func (p *Pool) report() Report {
 		}
 		r.Retrying++
 		r.PendingMerge = append(r.PendingMerge, n)
-		if t.State == "merge_scheduled" {
+		if t.State == lifecycle.MergeScheduled {
 			r.Scheduled++
 		}
 	}
