@@ -48,13 +48,22 @@ type openings struct {
 	latency, delivery, reaction []time.Duration
 }
 
+// webhookPoll is the poll interval with webhooks: long enough that only a
+// delivery can make the pool notice a new PR in time, as in the e2e test.
+const webhookPoll = 10 * time.Minute
+
 // figure1 times PR opened → session started, one PR at a time, each opened
-// after a random pause within one poll interval so that polling sees PRs
-// at every phase of its timer. With webhooks the pool also listens for the
-// forge's deliveries; both modes poll at the same interval.
+// after a random pause within -poll so that polling sees PRs at every phase
+// of its timer. With webhooks the pool listens for the forge's deliveries
+// and polls only every webhookPoll, so the figure is the webhook path alone
+// (with the same interval as polling, a poll would sometimes beat a slow
+// delivery and flatter the figure).
 func (b *bench) figure1(ctx context.Context, webhooks bool, branches []string) (openings, error) {
-	name, extraEnv := "fig1-polling", []string{debugLog}
-	args := []string{"--workers", "2", "--poll-interval", b.opts.poll.String(), "--status-interval", "1s",
+	name, extraEnv, poll := "fig1-polling", []string{debugLog}, b.opts.poll
+	if webhooks {
+		poll = webhookPoll
+	}
+	args := []string{"--workers", "2", "--poll-interval", poll.String(), "--status-interval", "1s",
 		"--idle-exit", "0", "--abort-on-exit=true"}
 	if webhooks {
 		addr, err := freeAddr()
@@ -72,7 +81,7 @@ func (b *bench) figure1(ctx context.Context, webhooks bool, branches []string) (
 			}
 		}()
 	}
-	b.progress("figure 1 (%s): %d PRs, one at a time, poll interval %s", name, len(branches), b.opts.poll)
+	b.progress("figure 1 (%s): %d PRs, one at a time, poll interval %s", name, len(branches), poll)
 	p, err := b.runPool(ctx, name, extraEnv, args...)
 	if err != nil {
 		return openings{}, err
@@ -156,21 +165,21 @@ func freeAddr() (string, error) {
 // the agent server's stream) to the next session started in the slot. The
 // status interval stays at its default, 10 s, so only the event frees the
 // slot sooner.
-func (b *bench) figure2(ctx context.Context, branches []string) ([]time.Duration, error) {
+func (b *bench) figure2(ctx context.Context, branches []string) (refills, error) {
 	b.progress("figure 2: %d PRs queued for one worker", len(branches))
 	if _, err := b.sb.CreatePRs(ctx, branches, []int64{}, b.opts.parallel); err != nil {
-		return nil, err
+		return refills{}, err
 	}
 	evCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events := agent.New(b.sb.Agent.URL, "", nil).Events(evCtx)
 	if err := awaitConnected(ctx, events); err != nil {
-		return nil, err
+		return refills{}, err
 	}
 	p, err := b.runPool(ctx, "fig2", []string{debugLog}, "--workers", "1", "--poll-interval", b.opts.poll.String(),
 		"--status-interval", "10s", "--idle-exit", "0", "--abort-on-exit=true")
 	if err != nil {
-		return nil, err
+		return refills{}, err
 	}
 	gaps, err := b.collectRefills(ctx, p, events, len(branches))
 	if serr := p.stop(stopGrace); err == nil && serr != nil {
@@ -201,18 +210,26 @@ func awaitConnected(ctx context.Context, events <-chan agent.Event) error {
 	}
 }
 
-// refillLog is what figure 2 saw: sessions in start order, and when each
-// first went idle.
+// refillLog is what figure 2 saw: sessions in start order, when each
+// first went idle, and when the pool logged it finished.
 type refillLog struct {
-	starts []logLine
-	idle   map[string]time.Time
-	ended  int
+	starts   []logLine
+	idle     map[string]time.Time
+	finished map[string]time.Time
+	ended    int
+}
+
+// refills is figure 2: idle event → next session started, split into the
+// pool collecting the ended session (idle event → "session finished") and
+// refilling the slot ("session finished" → next "session started").
+type refills struct {
+	gaps, collect, refill []time.Duration
 }
 
 // collectRefills follows the pool until want sessions have ended, then
 // pairs each session's idle event with the next session's start.
-func (b *bench) collectRefills(ctx context.Context, p *poolProc, events <-chan agent.Event, want int) ([]time.Duration, error) {
-	rl := &refillLog{idle: map[string]time.Time{}}
+func (b *bench) collectRefills(ctx context.Context, p *poolProc, events <-chan agent.Event, want int) (refills, error) {
+	rl := &refillLog{idle: map[string]time.Time{}, finished: map[string]time.Time{}}
 	deadline := time.NewTimer(time.Duration(want) * sessionLimit)
 	defer deadline.Stop()
 	for rl.ended < want {
@@ -225,13 +242,13 @@ func (b *bench) collectRefills(ctx context.Context, p *poolProc, events <-chan a
 			rl.noteEvent(ev, time.Now())
 		case l, ok := <-p.lines:
 			if !ok {
-				return nil, fmt.Errorf("fig2: the pool exited after %d sessions", rl.ended)
+				return refills{}, fmt.Errorf("fig2: the pool exited after %d sessions", rl.ended)
 			}
 			b.noteLine(rl, l)
 		case <-deadline.C:
-			return nil, fmt.Errorf("fig2: only %d of %d sessions ended in time", rl.ended, want)
+			return refills{}, fmt.Errorf("fig2: only %d of %d sessions ended in time", rl.ended, want)
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return refills{}, ctx.Err()
 		}
 	}
 	return b.refillGaps(rl), nil
@@ -257,13 +274,14 @@ func (b *bench) noteLine(rl *refillLog, l logLine) {
 			}
 		}
 	case msgFinished, msgNoResult:
+		rl.finished[l.attrs["session"]] = l.time
 		rl.ended++
 	}
 }
 
 // refillGaps pairs session k's idle event with session k+1's start.
-func (b *bench) refillGaps(rl *refillLog) []time.Duration {
-	var gaps []time.Duration
+func (b *bench) refillGaps(rl *refillLog) refills {
+	var r refills
 	for k := 1; k < len(rl.starts); k++ {
 		prev := rl.starts[k-1].attrs["session"]
 		idle, ok := rl.idle[prev]
@@ -271,7 +289,12 @@ func (b *bench) refillGaps(rl *refillLog) []time.Duration {
 			b.progress("warning: no session.idle event seen for session %s; sample dropped", prev)
 			continue
 		}
-		gaps = append(gaps, rl.starts[k].time.Sub(idle))
+		next := rl.starts[k].time
+		r.gaps = append(r.gaps, next.Sub(idle))
+		if fin, ok := rl.finished[prev]; ok {
+			r.collect = append(r.collect, fin.Sub(idle))
+			r.refill = append(r.refill, next.Sub(fin))
+		}
 	}
-	return gaps
+	return r
 }

@@ -19,15 +19,14 @@ import (
 
 // Log messages the bench waits for; every other line only goes to the file.
 const (
-	msgStarting  = "pool starting"
-	msgStarted   = "session started"
-	msgFinished  = "session finished"
-	msgNoResult  = "session gave no usable result; the forge decides"
-	msgListening = "serving forge webhooks"
-	msgWoken     = "woken by the forge" // at debug level
+	msgStarting = "pool starting"
+	msgStarted  = "session started"
+	msgFinished = "session finished"
+	msgNoResult = "session gave no usable result; the forge decides"
+	msgWoken    = "woken by the forge" // at debug level
 )
 
-var watched = map[string]bool{msgStarting: true, msgStarted: true, msgFinished: true, msgNoResult: true, msgListening: true, msgWoken: true}
+var watched = map[string]bool{msgStarting: true, msgStarted: true, msgFinished: true, msgNoResult: true, msgWoken: true}
 
 // logLine is one parsed slog text line of the pool.
 type logLine struct {

@@ -40,11 +40,9 @@ func (c *countingTransport) requests() []*url.URL {
 }
 
 // requestCount is figure 3: forge requests in each quiet cycle after the
-// first, and what the pool reported; burst is the same right after seeding.
+// first; burst is the same right after seeding.
 type requestCount struct {
-	perCycle []int
-	cycles   int // REVIEW_CYCLES_COMPLETED
-	burst    []int
+	perCycle, burst []int
 }
 
 // figure3 counts forge requests per quiet cycle twice. First right after
@@ -55,33 +53,34 @@ type requestCount struct {
 // one quiet PR two seconds after the seeding: the figure.
 func (b *bench) figure3(ctx context.Context) (requestCount, error) {
 	b.progress("figure 3: in-process pool, %d open quiet PRs, poll 200ms, %d quiet cycles counted", b.opts.prs3, b.opts.cycles3)
-	burst, _, err := b.countRequests(ctx, "fig3-burst")
+	burst, err := b.countRequests(ctx, "fig3-burst")
 	if err != nil {
 		return requestCount{}, err
 	}
 	if err := b.touchNewestPR(ctx); err != nil {
 		return requestCount{}, err
 	}
-	steady, cycles, err := b.countRequests(ctx, "fig3")
+	steady, err := b.countRequests(ctx, "fig3")
 	if err != nil {
 		return requestCount{}, err
 	}
-	return requestCount{perCycle: steady, cycles: cycles, burst: burst}, nil
+	return requestCount{perCycle: steady, burst: burst}, nil
 }
 
 // countRequests runs the pool in-process, as pool.Run wires it but with a
 // counting HTTP client for the forge and without the clone (its git fetch
 // each cycle would be extra, and is not counted), and returns the forge
-// requests of each cycle after the first, and the cycles the pool reported.
-func (b *bench) countRequests(ctx context.Context, name string) ([]int, int, error) {
+// requests of each cycle after the first, checked against the cycles the
+// pool reports (REVIEW_CYCLES_COMPLETED).
+func (b *bench) countRequests(ctx context.Context, name string) ([]int, error) {
 	ct := &countingTransport{next: http.DefaultTransport.(*http.Transport).Clone()}
 	rep, err := b.runInProcess(ctx, name, &http.Client{Timeout: time.Minute, Transport: ct})
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	reqs := ct.requests()
 	if err := writeRequests(filepath.Join(b.dir, name+"-requests.txt"), reqs); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	cycles := splitCycles(reqs, b.sb.Owner, b.sb.Repo)
 	if len(cycles) != rep.Cycles {
@@ -89,9 +88,9 @@ func (b *bench) countRequests(ctx context.Context, name string) ([]int, int, err
 	}
 	b.progress("  %s: forge requests per cycle: %v", name, cycles)
 	if len(cycles) < 2 {
-		return nil, rep.Cycles, fmt.Errorf("%s: only %d cycles seen", name, len(cycles))
+		return nil, fmt.Errorf("%s: only %d cycles seen", name, len(cycles))
 	}
-	return cycles[1:], rep.Cycles, nil
+	return cycles[1:], nil
 }
 
 // runInProcess runs one pool until it goes idle: every cycle after the

@@ -29,7 +29,7 @@ type table struct {
 	opts                       options
 	seedBranches, seed3, seed4 seedStep
 	polling, webhooks          openings
-	refill                     []time.Duration
+	refill                     refills
 	requests                   requestCount
 	rss                        peakRSS
 	total                      time.Duration
@@ -68,6 +68,14 @@ func fmtDuration(ns float64) string {
 	return fmt.Sprintf("%.2f s", d.Seconds())
 }
 
+// fmtInterval writes whole minutes as "10m" rather than "10m0s".
+func fmtInterval(d time.Duration) string {
+	if d >= time.Minute && d%time.Minute == 0 {
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
+}
+
 func yesNo(ok bool) string {
 	if ok {
 		return "yes"
@@ -77,16 +85,19 @@ func yesNo(ok bool) string {
 
 func (t *table) rows() []row {
 	o, rq := t.opts, t.requests
-	poll := o.poll.String()
+	poll := fmtInterval(o.poll)
 	return []row{
 		{"1a. PR opened → session created, webhooks", fmtDuration(median(t.webhooks.latency)), fmtDuration(p95(t.webhooks.latency)),
 			"median < 1 s", yesNo(median(t.webhooks.latency) < float64(targetWebhook)),
-			fmt.Sprintf("%d PRs one at a time; `--listen` + `pool hook install`; poll interval %s. %s", len(t.webhooks.latency), poll, t.webhooks.split())},
+			fmt.Sprintf("%d PRs one at a time; `--listen` + `pool hook install`; poll interval %s, so only webhooks wake the pool. %s", len(t.webhooks.latency), fmtInterval(webhookPoll), t.webhooks.split())},
 		{"1b. PR opened → session created, polling only", fmtDuration(median(t.polling.latency)), fmtDuration(p95(t.polling.latency)),
 			"—", "—", fmt.Sprintf("%d PRs one at a time; poll interval %s (default 30s)", len(t.polling.latency), poll)},
-		{"2. session idle → next session started", fmtDuration(median(t.refill)), fmtDuration(p95(t.refill)),
-			"median < 250 ms", yesNo(median(t.refill) < float64(targetRefill)),
-			fmt.Sprintf("%d samples; 1 worker, %d PRs queued; `session.idle` from the agent's /event; status interval 10s", len(t.refill), o.samples+1)},
+		{"2. session idle → next session started", fmtDuration(median(t.refill.gaps)), fmtDuration(p95(t.refill.gaps)),
+			"median < 250 ms", yesNo(median(t.refill.gaps) < float64(targetRefill)),
+			fmt.Sprintf("%d samples; 1 worker, %d PRs queued; `session.idle` from the agent's /event; status interval 10s. "+
+				"Idle event → `session finished` median %s, p95 %s; `session finished` → next `session started` median %s, p95 %s",
+				len(t.refill.gaps), o.samples+1, fmtDuration(median(t.refill.collect)), fmtDuration(p95(t.refill.collect)),
+				fmtDuration(median(t.refill.refill)), fmtDuration(p95(t.refill.refill)))},
 		{fmt.Sprintf("3. forge requests per idle cycle, %d open PRs", o.prs3), fmt.Sprintf("%g", median(rq.perCycle)), fmt.Sprintf("%g", p95(rq.perCycle)),
 			"≤ 5", yesNo(median(rq.perCycle) <= targetRequests),
 			fmt.Sprintf("%d quiet cycles, poll 200ms, counted at the HTTP client (clone fetch not counted); mean %.2f, max %d (every 20th cycle lists all open PRs). "+

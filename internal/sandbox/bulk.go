@@ -8,44 +8,161 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
 
-// pushBatch is how many branches one git push carries: the forge runs its
-// hooks per push, and a few hundred refs keep each push well under its
+// pushBatch is how many refs one git push carries: the forge handles a
+// push's refs in its hooks, and a few hundred keep each push well under its
 // timeouts.
 const pushBatch = 250
 
-// BulkFile is the file the bulk branch name adds: bulk/<name>.txt.
+// BulkFile is the file bulk change name adds: bulk/<name>.txt.
 func BulkFile(name string) string { return "bulk/" + name + ".txt" }
 
-// PushBranches creates one branch per name in the sandbox repository, each
-// one commit on main adding BulkFile(name), and pushes them as the owner.
-// It works in dir (made if missing) with git: one fast-import writes every
-// commit, and pushes of pushBatch refs send them. The owner's token goes to
-// git through the environment (GIT_CONFIG_*: command-scoped, like git -c,
-// but out of the process list) and is never written to a config file.
-func (sb *Sandbox) PushBranches(ctx context.Context, dir string, names []string) error {
-	g := gitRunner{dir: dir, env: gitAuthEnv(sb.OwnerToken)}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// Bulk seeds many changes fast: git writes one commit per change in a local
+// bare repository, and pushes carry hundreds of them at a time. It acts as
+// the repository's owner. The owner's token reaches git through the
+// environment (GIT_CONFIG_*: command-scoped like `git -c`, and out of the
+// process list) and is never written to a config file.
+type Bulk struct {
+	sb     *Sandbox
+	git    gitRunner
+	remote string
+	base   string // main's commit, once fetched
+}
+
+// Bulk returns a seeder working in dir, which it makes if missing.
+func (sb *Sandbox) Bulk(dir string) *Bulk {
+	return &Bulk{sb: sb, git: gitRunner{dir: dir, env: gitAuthEnv(sb.OwnerToken)},
+		remote: fmt.Sprintf("%s/%s/%s.git", sb.Forge.URL, sb.Owner, sb.Repo)}
+}
+
+// PushBranches creates one branch per name, each one commit on main adding
+// BulkFile(name).
+func (b *Bulk) PushBranches(ctx context.Context, names []string) error {
+	if err := b.commit(ctx, names); err != nil {
 		return fmt.Errorf("sandbox: push branches: %w", err)
 	}
-	remote := fmt.Sprintf("%s/%s/%s.git", sb.Forge.URL, sb.Owner, sb.Repo)
-	if err := g.fetchMain(ctx, remote); err != nil {
-		return fmt.Errorf("sandbox: push branches: %w", err)
-	}
-	if err := g.importBranches(ctx, names); err != nil {
-		return fmt.Errorf("sandbox: push branches: %w", err)
-	}
-	for start := 0; start < len(names); start += pushBatch {
-		batch := names[start:min(start+pushBatch, len(names))]
-		if err := g.push(ctx, remote, batch); err != nil {
+	return b.inBatches(names, func(batch []string) error {
+		_, err := b.git.run(ctx, nil, b.pushArgs(batch, "refs/heads/")...)
+		if err != nil {
 			return fmt.Errorf("sandbox: push branches %s..%s: %w", batch[0], batch[len(batch)-1], err)
+		}
+		return nil
+	})
+}
+
+// OpenAGitPRs opens one PR into main per name, each one commit adding
+// BulkFile(name), by pushing to refs/for/main/<name> (the forge's AGit
+// flow: the PR is made by the push, with no branch, far cheaper than the
+// create-PR API). It returns the PR numbers in the order of names.
+func (b *Bulk) OpenAGitPRs(ctx context.Context, names []string) ([]int, error) {
+	if err := b.commit(ctx, names); err != nil {
+		return nil, fmt.Errorf("sandbox: open AGit PRs: %w", err)
+	}
+	var numbers []int
+	err := b.inBatches(names, func(batch []string) error {
+		out, err := b.git.run(ctx, nil, b.pushArgs(batch, "refs/for/main/")...)
+		if err != nil {
+			return fmt.Errorf("sandbox: open AGit PRs %s..%s: %w", batch[0], batch[len(batch)-1], err)
+		}
+		ns, err := agitNumbers(out, batch)
+		numbers = append(numbers, ns...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.sb.PRs = append(b.sb.PRs, numbers...)
+	return numbers, nil
+}
+
+func (b *Bulk) inBatches(names []string, push func([]string) error) error {
+	for start := 0; start < len(names); start += pushBatch {
+		if err := push(names[start:min(start+pushBatch, len(names))]); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// pushArgs pushes each name's local branch to prefix+name. --porcelain
+// reports, for an AGit push, the refs/pull/N/head each one became.
+func (b *Bulk) pushArgs(names []string, prefix string) []string {
+	args := []string{"push", "--porcelain", b.remote}
+	for _, n := range names {
+		args = append(args, "refs/heads/"+n+":"+prefix+n)
+	}
+	return args
+}
+
+var agitRefRE = regexp.MustCompile(`(?m)^.\trefs/heads/([^:\s]+):refs/pull/(\d+)/head\t`)
+
+// agitNumbers reads the PR number of each name from a porcelain push.
+func agitNumbers(out string, names []string) ([]int, error) {
+	got := map[string]int{}
+	for _, m := range agitRefRE.FindAllStringSubmatch(out, -1) {
+		got[m[1]], _ = strconv.Atoi(m[2])
+	}
+	numbers := make([]int, len(names))
+	for i, n := range names {
+		if numbers[i] = got[n]; numbers[i] == 0 {
+			return nil, fmt.Errorf("sandbox: open AGit PRs: no PR reported for %s: %s", n, tail([]byte(out), 500))
+		}
+	}
+	return numbers, nil
+}
+
+// commit writes one local branch per name, each one commit on main adding
+// BulkFile(name), with a single git fast-import.
+func (b *Bulk) commit(ctx context.Context, names []string) error {
+	if err := b.fetchMain(ctx); err != nil {
+		return err
+	}
+	var stream bytes.Buffer
+	when := time.Now().Unix()
+	for _, name := range names {
+		writeBranchCommit(&stream, name, b.base, when)
+	}
+	_, err := b.git.run(ctx, &stream, "fast-import", "--quiet", "--force")
+	return err
+}
+
+// fetchMain makes the work dir a bare repository holding the remote's main
+// branch, once.
+func (b *Bulk) fetchMain(ctx context.Context) error {
+	if b.base != "" {
+		return nil
+	}
+	if err := os.MkdirAll(b.git.dir, 0o755); err != nil {
+		return err
+	}
+	if _, err := b.git.run(ctx, nil, "init", "-q", "--bare"); err != nil {
+		return err
+	}
+	if _, err := b.git.run(ctx, nil, "fetch", "-q", b.remote, "+refs/heads/main:refs/heads/main"); err != nil {
+		return err
+	}
+	base, err := b.git.run(ctx, nil, "rev-parse", "refs/heads/main")
+	b.base = base
+	return err
+}
+
+// writeBranchCommit appends to a fast-import stream a commit on branch name,
+// child of base, that adds BulkFile(name).
+func writeBranchCommit(w *bytes.Buffer, name, base string, when int64) {
+	msg := "add " + BulkFile(name) + "\n"
+	content := name + "\n"
+	fmt.Fprintf(w, "commit refs/heads/%s\n", name)
+	fmt.Fprintf(w, "committer owner <owner@example.com> %d +0000\n", when)
+	fmt.Fprintf(w, "data %d\n%s", len(msg), msg)
+	fmt.Fprintf(w, "from %s\n", base)
+	fmt.Fprintf(w, "M 100644 inline %s\n", BulkFile(name))
+	fmt.Fprintf(w, "data %d\n%s\n", len(content), content)
 }
 
 // gitAuthEnv passes an Authorization header for every request git makes,
@@ -65,63 +182,18 @@ type gitRunner struct {
 	env []string
 }
 
+// run returns git's standard output; a failure carries its error output.
 func (g gitRunner) run(ctx context.Context, stdin io.Reader, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = g.dir
 	cmd.Env = append(os.Environ(), g.env...)
 	cmd.Stdin = stdin
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("git %s: %w: %s", args[0], err, tail(out.Bytes(), 2000))
+		return "", fmt.Errorf("git %s: %w: %s", args[0], err, tail(errOut.Bytes(), 2000))
 	}
 	return strings.TrimSpace(out.String()), nil
-}
-
-// fetchMain makes dir a repository holding the remote's main branch.
-func (g gitRunner) fetchMain(ctx context.Context, remote string) error {
-	if _, err := g.run(ctx, nil, "init", "-q", "--bare"); err != nil {
-		return err
-	}
-	_, err := g.run(ctx, nil, "fetch", "-q", remote, "+refs/heads/main:refs/heads/main")
-	return err
-}
-
-// importBranches writes one commit per branch with a single git fast-import.
-func (g gitRunner) importBranches(ctx context.Context, names []string) error {
-	base, err := g.run(ctx, nil, "rev-parse", "refs/heads/main")
-	if err != nil {
-		return err
-	}
-	var stream bytes.Buffer
-	when := time.Now().Unix()
-	for _, name := range names {
-		writeBranchCommit(&stream, name, base, when)
-	}
-	_, err = g.run(ctx, &stream, "fast-import", "--quiet")
-	return err
-}
-
-// writeBranchCommit appends to a fast-import stream a commit on branch name,
-// child of base, that adds BulkFile(name).
-func writeBranchCommit(w *bytes.Buffer, name, base string, when int64) {
-	msg := "add " + BulkFile(name) + "\n"
-	content := name + "\n"
-	fmt.Fprintf(w, "commit refs/heads/%s\n", name)
-	fmt.Fprintf(w, "committer owner <owner@example.com> %d +0000\n", when)
-	fmt.Fprintf(w, "data %d\n%s", len(msg), msg)
-	fmt.Fprintf(w, "from %s\n", base)
-	fmt.Fprintf(w, "M 100644 inline %s\n", BulkFile(name))
-	fmt.Fprintf(w, "data %d\n%s\n", len(content), content)
-}
-
-func (g gitRunner) push(ctx context.Context, remote string, names []string) error {
-	args := []string{"push", "-q", remote}
-	for _, n := range names {
-		args = append(args, "refs/heads/"+n+":refs/heads/"+n)
-	}
-	_, err := g.run(ctx, nil, args...)
-	return err
 }
 
 // LabelID returns the id of the repository label name, creating it if needed.
@@ -133,13 +205,39 @@ func (sb *Sandbox) LabelID(ctx context.Context, name string) (int64, error) {
 	return id, nil
 }
 
-// CreatePRs opens, as the owner, one PR into main from each branch, parallel
-// at a time, each with the given labels, and returns their numbers in the
-// order of branches. It stops at the first failure.
+// CreatePRs opens, as the owner and through the API, one PR into main from
+// each branch, parallel at a time, each with the given labels, and returns
+// their numbers in the order of branches. It stops at the first failure.
 func (sb *Sandbox) CreatePRs(ctx context.Context, branches []string, labels []int64, parallel int) ([]int, error) {
+	numbers := make([]int, len(branches))
+	err := inParallel(ctx, len(branches), parallel, func(ctx context.Context, i int) error {
+		var err error
+		numbers[i], err = sb.createLabelledPR(ctx, branches[i], labels)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	sb.PRs = append(sb.PRs, numbers...)
+	return numbers, nil
+}
+
+// LabelPRs adds the label to each PR, parallel at a time.
+func (sb *Sandbox) LabelPRs(ctx context.Context, numbers []int, label int64, parallel int) error {
+	return inParallel(ctx, len(numbers), parallel, func(ctx context.Context, i int) error {
+		path := fmt.Sprintf("%s/issues/%d/labels", repoPath(sb.Owner, sb.Repo), numbers[i])
+		if _, err := sb.Forge.Do(ctx, sb.OwnerToken, http.MethodPost, path, map[string]any{"labels": []int64{label}}, nil); err != nil {
+			return fmt.Errorf("sandbox: label PR #%d: %w", numbers[i], err)
+		}
+		return nil
+	})
+}
+
+// inParallel calls do for 0..n-1, parallel at a time, and returns the first
+// error, after which it starts no more calls.
+func inParallel(ctx context.Context, n, parallel int, do func(context.Context, int) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	numbers := make([]int, len(branches))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range max(parallel, 1) {
@@ -147,22 +245,16 @@ func (sb *Sandbox) CreatePRs(ctx context.Context, branches []string, labels []in
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				n, err := sb.createLabelledPR(ctx, branches[i], labels)
-				if err != nil {
+				if err := do(ctx, i); err != nil {
 					cancel(err)
 					return
 				}
-				numbers[i] = n
 			}
 		}()
 	}
-	feed(ctx, next, len(branches))
+	feed(ctx, next, n)
 	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
-		return nil, err
-	}
-	sb.PRs = append(sb.PRs, numbers...)
-	return numbers, nil
+	return context.Cause(ctx)
 }
 
 // feed sends 0..n-1 on next until ctx ends, then closes it.
