@@ -267,23 +267,29 @@ type PRChange struct {
 
 // ChangedPRs lists the PRs, open or closed, updated at or after since (all
 // pages). It is the cheap delta a quiet cycle asks for: one request when
-// nothing changed.
-func (c *Client) ChangedPRs(ctx context.Context, owner, repo string, since time.Time) ([]PRChange, error) {
+// nothing changed. It also returns the forge's clock at the answer (its Date
+// header, whole seconds; zero when absent): an update stamped in an earlier
+// second than that is in the answer for good.
+func (c *Client) ChangedPRs(ctx context.Context, owner, repo string, since time.Time) ([]PRChange, time.Time, error) {
 	api := c.api(ctx)
 	var out []PRChange
+	var served time.Time
 	for page := 1; ; page++ {
 		issues, resp, err := api.ListRepoIssues(owner, repo, sdk.ListIssueOption{
 			ListOptions: sdk.ListOptions{Page: page, PageSize: pageSize},
 			State:       sdk.StateAll, Type: sdk.IssueTypePull, Since: since,
 		})
 		if err != nil {
-			return nil, classify(fmt.Sprintf("list PRs of %s/%s changed since %s", owner, repo, since.Format(time.RFC3339)), resp, err)
+			return nil, time.Time{}, classify(fmt.Sprintf("list PRs of %s/%s changed since %s", owner, repo, since.Format(time.RFC3339)), resp, err)
+		}
+		if page == 1 && resp != nil && resp.Response != nil {
+			served, _ = http.ParseTime(resp.Header.Get("Date"))
 		}
 		for _, is := range issues {
 			out = append(out, PRChange{Number: int(is.Index), State: string(is.State), Updated: is.Updated})
 		}
 		if len(issues) < pageSize {
-			return out, nil
+			return out, served, nil
 		}
 	}
 }

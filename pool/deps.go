@@ -14,7 +14,7 @@ type Forge interface {
 	Me(ctx context.Context) (string, error)
 	DefaultBranch(ctx context.Context, owner, repo string) (string, error)
 	OpenPRs(ctx context.Context, owner, repo string) ([]forgejo.PR, error)
-	ChangedPRs(ctx context.Context, owner, repo string, since time.Time) ([]forgejo.PRChange, error)
+	ChangedPRs(ctx context.Context, owner, repo string, since time.Time) ([]forgejo.PRChange, time.Time, error)
 	PR(ctx context.Context, owner, repo string, n int) (forgejo.PR, error)
 	Comments(ctx context.Context, owner, repo string, n int) ([]forgejo.Comment, error)
 	PostComment(ctx context.Context, owner, repo string, n int, body string) (forgejo.Comment, error)

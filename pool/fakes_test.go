@@ -87,11 +87,11 @@ func (f *fakeForge) OpenPRs(context.Context, string, string) ([]forgejo.PR, erro
 }
 
 // ChangedPRs lists the PRs updated at or after since, like the issues endpoint.
-func (f *fakeForge) ChangedPRs(_ context.Context, _, _ string, since time.Time) ([]forgejo.PRChange, error) {
+func (f *fakeForge) ChangedPRs(_ context.Context, _, _ string, since time.Time) ([]forgejo.PRChange, time.Time, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.fail("changed"); err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	var out []forgejo.PRChange
 	for n, pr := range f.prs {
@@ -99,7 +99,7 @@ func (f *fakeForge) ChangedPRs(_ context.Context, _, _ string, since time.Time) 
 			out = append(out, forgejo.PRChange{Number: n, State: pr.State, Updated: pr.Updated})
 		}
 	}
-	return out, nil
+	return out, f.now(), nil
 }
 
 // touch marks a PR updated, as any comment, review, push or merge does. Callers hold mu.

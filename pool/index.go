@@ -16,9 +16,15 @@ const fullListEvery = 20
 // index is the discovery loop's view of the open PRs, kept between cycles so
 // a quiet cycle costs one forge request whatever the number of open PRs. It
 // is owned by the discovery loop goroutine alone.
+//
+// The forge stamps update times in whole seconds, so a PR read in the same
+// second as a later update carries the same stamp as that update. A PR's copy
+// is therefore trusted only for updates stamped in a second before the forge
+// clock at which the copy was read (final); any other change is read again.
 type index struct {
 	open   map[int]forgejo.PR
-	mark   time.Time // newest update time seen: the next delta asks from here
+	final  map[int]time.Time // per PR: updates stamped before this are in our copy
+	mark   time.Time         // the next delta asks from here
 	cycles int
 	seen   map[int]seenPR
 }
@@ -41,53 +47,68 @@ func (p *Pool) listPRs(ctx context.Context) ([]forgejo.PR, error) {
 	if ix.open == nil || ix.cycles%fullListEvery == 0 {
 		return p.listAll(ctx)
 	}
-	changes, err := p.forge.ChangedPRs(ctx, p.cfg.Owner, p.cfg.Name, ix.mark.Add(-time.Second))
+	changes, served, err := p.forge.ChangedPRs(ctx, p.cfg.Owner, p.cfg.Name, ix.mark.Add(-time.Second))
 	if err != nil {
 		return nil, err
 	}
 	for _, ch := range changes {
-		if err := p.applyChange(ctx, ch); err != nil {
+		if err := p.applyChange(ctx, ch, served); err != nil {
 			return nil, err
 		}
+	}
+	if !served.IsZero() {
+		ix.mark = served // everything stamped before it is in hand
 	}
 	return ix.sorted(), nil
 }
 
+// listAll lists every open PR. It first reads the forge's clock (an empty
+// delta from the future), so the listing, made after, holds every update
+// stamped before that moment.
 func (p *Pool) listAll(ctx context.Context) ([]forgejo.PR, error) {
+	_, served, err := p.forge.ChangedPRs(ctx, p.cfg.Owner, p.cfg.Name, p.now().Add(24*time.Hour))
+	if err != nil {
+		return nil, err
+	}
 	prs, err := p.forge.OpenPRs(ctx, p.cfg.Owner, p.cfg.Name)
 	if err != nil {
 		return nil, err
 	}
 	ix := &p.index
 	ix.open = make(map[int]forgejo.PR, len(prs))
+	ix.final = make(map[int]time.Time, len(prs))
 	for _, pr := range prs {
 		ix.open[pr.Number] = pr
+		ix.final[pr.Number] = served
 		ix.advance(pr.Updated)
+	}
+	if !served.IsZero() {
+		ix.mark = served
 	}
 	return ix.sorted(), nil
 }
 
-// applyChange reads one changed PR, unless its update time shows it is the
-// version already known.
-func (p *Pool) applyChange(ctx context.Context, ch forgejo.PRChange) error {
+// applyChange reads one changed PR again, unless our copy is known to hold
+// that update already.
+func (p *Pool) applyChange(ctx context.Context, ch forgejo.PRChange, served time.Time) error {
 	ix := &p.index
-	ix.advance(ch.Updated)
-	if known, ok := ix.open[ch.Number]; ok && known.Updated.Equal(ch.Updated) {
-		return nil
-	}
 	if ch.State != "open" {
 		delete(ix.open, ch.Number)
+		return nil
+	}
+	if known, ok := ix.open[ch.Number]; ok && known.Updated.Equal(ch.Updated) && ch.Updated.Before(ix.final[ch.Number]) {
 		return nil
 	}
 	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, ch.Number)
 	if err != nil {
 		return err
 	}
-	if pr.State == "open" {
-		ix.open[pr.Number] = pr
-	} else {
+	if pr.State != "open" {
 		delete(ix.open, pr.Number)
+		return nil
 	}
+	ix.open[pr.Number] = pr
+	ix.final[pr.Number] = served // read after the delta: at least as new as served
 	return nil
 }
 

@@ -49,10 +49,11 @@ type Pool struct {
 	instance string
 	spec     string
 
-	index   index         // owned by the discovery loop goroutine
-	freed   chan struct{} // a slot was released; buffered 1
-	wakeups chan struct{} // a webhook said something changed; buffered 1
-	workers sync.WaitGroup
+	index     index         // owned by the discovery loop goroutine
+	refreshed time.Time     // last clone refresh; owned by the discovery loop goroutine
+	freed     chan struct{} // a slot was released; buffered 1
+	wakeups   chan struct{} // a webhook said something changed; buffered 1
+	workers   sync.WaitGroup
 
 	mu       sync.Mutex // guards tracks, busy, sessions, stats
 	tracks   map[int]lifecycle.Track

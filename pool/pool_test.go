@@ -443,8 +443,8 @@ func TestQuietCycleCostsOneRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	spent := f.requests() - before
-	// First cycle: one full listing and each PR's reviews. Then five quiet cycles.
-	firstCycle := 1 + len(nums)
+	// First cycle: the forge's clock, one full listing, each PR's reviews. Then five quiet cycles.
+	firstCycle := 2 + len(nums)
 	quiet := rep.Cycles - 1
 	if quiet != 5 {
 		t.Fatalf("cycles = %d, want 6", rep.Cycles)

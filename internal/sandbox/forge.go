@@ -94,8 +94,8 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// appINI keeps every path inside the work dir and turns off what a test
-// forge does not need: SSH, LFS, mail, actions, packages, the update checker,
+// appINI keeps every path inside the work dir, delivers webhooks without
+// queue polling, and turns off what a test forge does not need: SSH, LFS, mail, actions, packages, the update checker,
 // the OAuth2 provider (its RSA key costs startup time) and the bleve issue
 // indexer (the db indexer makes new issues searchable at once).
 var appINI = template.Must(template.New("app.ini").Parse(`APP_NAME = pool test forge
@@ -162,6 +162,11 @@ REPO_INDEXER_ENABLED = false
 
 [webhook]
 ALLOWED_HOST_LIST = loopback
+
+; Deliver webhooks at once. The default level queue looks for new deliveries
+; on a timer that backs off to 2 s when idle, which delays them by up to that.
+[queue.webhook_sender]
+TYPE = channel
 
 [actions]
 ENABLED = false
