@@ -157,33 +157,43 @@ func writeRequests(path string, reqs []*url.URL) error {
 }
 
 // splitCycles counts the requests of each cycle. A cycle starts with a
-// listing: the first page of the open PRs (a full list) or of the PRs
-// changed since a moment (the delta). Requests before the first listing
-// (the token and repository checks) belong to no cycle.
+// listing: the PRs changed since a moment (the delta), or, for a full list,
+// the forge-clock probe (an empty delta) that precedes the first page of the
+// open PRs. Requests before the first listing (the token and repository
+// checks) belong to no cycle.
 func splitCycles(reqs []*url.URL, owner, repo string) []int {
 	prefix := "/api/v1/repos/" + owner + "/" + repo + "/"
 	var counts []int
+	prev := ""
 	for _, u := range reqs {
-		if isListing(u, prefix) {
+		kind := listingKind(u, prefix)
+		if kind == "delta" || (kind == "full" && prev != "delta") {
 			counts = append(counts, 0)
 		}
 		if len(counts) > 0 {
 			counts[len(counts)-1]++
 		}
+		prev = kind
 	}
 	return counts
 }
 
-func isListing(u *url.URL, prefix string) bool {
+// listingKind says whether a request is the first page of a delta ("delta")
+// or of the full list of open PRs ("full").
+func listingKind(u *url.URL, prefix string) string {
 	q := u.Query()
 	if !strings.HasPrefix(u.Path, prefix) || q.Get("page") != "1" {
-		return false
+		return ""
 	}
 	switch strings.TrimPrefix(u.Path, prefix) {
 	case "pulls":
-		return q.Get("state") == "open"
+		if q.Get("state") == "open" {
+			return "full"
+		}
 	case "issues":
-		return q.Get("since") != ""
+		if q.Get("since") != "" {
+			return "delta"
+		}
 	}
-	return false
+	return ""
 }
