@@ -293,3 +293,6 @@ func (c *Client) ChangedPRs(ctx context.Context, owner, repo string, since time.
 		}
 	}
 }
+
+// IsNotFound reports whether err means the object does not exist.
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
