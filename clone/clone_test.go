@@ -3,7 +3,6 @@ package clone
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,16 +15,9 @@ import (
 // TestCloneKeepsTheTokenOutOfTheRepository clones a private repository from
 // the real test forge with a token, refreshes after a push, and removes it.
 func TestCloneKeepsTheTokenOutOfTheRepository(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the real test forge")
-	}
+	forge := sandbox.ForgeForTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	forge, err := sandbox.StartForge(ctx, filepath.Join(t.TempDir(), "forge"), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer forge.Stop()
 	token, err := forge.CreateUser(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)

@@ -230,31 +230,15 @@ func (c *Client) DeleteComment(ctx context.Context, owner, repo string, id int64
 
 // Reviews lists a PR's reviews (all pages).
 func (c *Client) Reviews(ctx context.Context, owner, repo string, n int) ([]Review, error) {
-	api := c.api(ctx)
-	var out []Review
-	for page := 1; ; page++ {
-		rs, resp, err := api.ListPullReviews(owner, repo, int64(n), sdk.ListPullReviewsOptions{
-			ListOptions: sdk.ListOptions{Page: page, PageSize: pageSize},
-		})
-		if err != nil {
-			return nil, classify(fmt.Sprintf("list reviews of %s/%s#%d", owner, repo, n), resp, err)
-		}
-		for _, r := range rs {
-			out = append(out, toReview(r))
-		}
-		if len(rs) < pageSize {
-			return out, nil
-		}
+	details, err := c.ReviewDetails(ctx, owner, repo, n)
+	if err != nil {
+		return nil, err
 	}
-}
-
-func toReview(r *sdk.PullReview) Review {
-	out := Review{ID: r.ID, State: string(r.State), CommitID: r.CommitID, Stale: r.Stale,
-		Dismissed: r.Dismissed, Submitted: r.Submitted}
-	if r.Reviewer != nil {
-		out.Author = r.Reviewer.UserName
+	out := make([]Review, len(details))
+	for i, d := range details {
+		out[i] = d.Review
 	}
-	return out
+	return out, nil
 }
 
 // PRChange is a PR that changed since some moment: its number, state and

@@ -3,8 +3,6 @@ package forgejo
 import (
 	"context"
 	"errors"
-	"io"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,16 +12,9 @@ import (
 // TestAgainstTheRealForge checks the client's reads and the merge answers
 // on Gitea 1.26.
 func TestAgainstTheRealForge(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the real test forge")
-	}
+	forge := sandbox.ForgeForTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	forge, err := sandbox.StartForge(ctx, filepath.Join(t.TempDir(), "forge"), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer forge.Stop()
 	token, err := forge.CreateUser(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
@@ -96,16 +87,9 @@ func mergeWhenReady(t *testing.T, ctx context.Context, c *Client, n int, head st
 }
 
 func TestRejectedTokenIsPermanent(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the real test forge")
-	}
+	forge := sandbox.ForgeForTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	forge, err := sandbox.StartForge(ctx, filepath.Join(t.TempDir(), "forge"), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer forge.Stop()
 	c, err := New(ctx, forge.URL, "not-a-token", nil)
 	if err != nil {
 		t.Fatal(err)

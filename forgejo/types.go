@@ -43,11 +43,9 @@ type Comment struct {
 
 // Review states as the forge names them.
 const (
-	ReviewApproved         = "APPROVED"
-	ReviewRequestChanges   = "REQUEST_CHANGES"
-	ReviewComment          = "COMMENT"
-	ReviewPending          = "PENDING"
-	ReviewRequestedReviews = "REQUEST_REVIEW"
+	ReviewApproved       = "APPROVED"
+	ReviewRequestChanges = "REQUEST_CHANGES"
+	ReviewComment        = "COMMENT"
 )
 
 // Review is a PR review.

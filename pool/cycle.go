@@ -118,7 +118,7 @@ func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) int {
 // session, which the caller arranges. hint is a just-finished session's
 // merge_status.
 func (p *Pool) step(ctx context.Context, pr forgejo.PR, hint string) (lifecycle.Action, error) {
-	obs, err := p.observe(ctx, pr)
+	obs, reviews, err := p.observe(ctx, pr)
 	if err != nil {
 		return lifecycle.Action{}, err
 	}
@@ -131,9 +131,11 @@ func (p *Pool) step(ctx context.Context, pr forgejo.PR, hint string) (lifecycle.
 	next, act := lifecycle.Decide(p.policy, p.track(pr.Number), obs)
 	if act.Kind == lifecycle.Review && p.freeSlots() > 0 {
 		// Claims matter only when a slot could take the PR now.
-		if obs.Claim, err = p.judgeClaims(ctx, pr); err != nil {
+		comments, err := p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+		if err != nil {
 			return lifecycle.Action{}, err
 		}
+		obs.Claim, _ = claims.Judge(p.view(pr, comments, reviews), p.instance)
 		next, act = lifecycle.Decide(p.policy, p.track(pr.Number), obs)
 	}
 	p.setTrack(pr.Number, next)
@@ -142,27 +144,27 @@ func (p *Pool) step(ctx context.Context, pr forgejo.PR, hint string) (lifecycle.
 }
 
 // observe reads what the decision needs: reviews always, statuses only for
-// an approved head.
-func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observation, error) {
+// an approved head. It returns the reviews for the claim check too.
+func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observation, []forgejo.Review, error) {
 	obs := lifecycle.Observation{Open: pr.State == "open", Merged: pr.Merged, HeadSHA: pr.HeadSHA,
 		Skip: p.cfg.SkipLabel != "" && pr.HasLabel(p.cfg.SkipLabel), Mergeable: pr.Mergeable, Now: p.now()}
 	if !obs.Open || obs.Merged {
-		return obs, nil
+		return obs, nil, nil
 	}
 	reviews, err := p.forge.Reviews(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 	if err != nil {
-		return obs, err
+		return obs, nil, err
 	}
 	obs.Review = p.headReview(pr, reviews)
 	if obs.Review != forgejo.ReviewApproved {
-		return obs, nil
+		return obs, reviews, nil
 	}
 	statuses, err := p.forge.Statuses(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
 	if err != nil {
-		return obs, err
+		return obs, nil, err
 	}
 	obs.Checks = lifecycle.Summarize(statuses)
-	return obs, nil
+	return obs, reviews, nil
 }
 
 // headReview is the state of the newest counted review on the PR's head.
@@ -221,8 +223,13 @@ func (p *Pool) claimView(ctx context.Context, pr forgejo.PR) (claims.View, error
 	if err != nil {
 		return claims.View{}, err
 	}
+	return p.view(pr, comments, reviews), nil
+}
+
+// view is what the claim protocol judges, from this pool's side.
+func (p *Pool) view(pr forgejo.PR, comments []forgejo.Comment, reviews []forgejo.Review) claims.View {
 	return claims.View{HeadSHA: pr.HeadSHA, Comments: comments, Reviews: reviews,
-		Trusted: append([]string{p.me}, p.cfg.TrustedClaimers...), TTL: p.cfg.ClaimTTL, Now: p.now()}, nil
+		Trusted: append([]string{p.me}, p.cfg.TrustedClaimers...), TTL: p.cfg.ClaimTTL, Now: p.now()}
 }
 
 // forgetGone settles tracked PRs that are no longer open: merged or closed.

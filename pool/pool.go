@@ -113,9 +113,6 @@ func (p *Pool) loadState() error {
 	return err
 }
 
-// Instance is the pool's identity on the forge.
-func (p *Pool) Instance() string { return p.instance }
-
 // Run supervises until ctx ends, the idle limit is reached, or (with Once)
 // one cycle's work is done. It returns the exit report. Cancelling ctx starts
 // the two-phase shutdown: no new claims or sessions; running sessions are

@@ -17,7 +17,6 @@ type Stats struct {
 	conflicts        map[int]bool
 	skipped          map[int]bool
 	ciFixes          int
-	sessions         int // sessions started
 	cycles           int
 	peak             int // most slots busy at once
 }
@@ -41,7 +40,6 @@ type Report struct {
 	PendingMerge     []int
 	CIFixes          int
 	Cycles           int
-	Sessions         int
 	PeakSlots        int
 }
 
@@ -51,7 +49,7 @@ func (p *Pool) report() Report {
 	r := Report{InstanceID: p.instance, Reviewed: len(p.stats.reviewed), Merged: len(p.stats.merged),
 		ChangesRequested: len(p.stats.changesRequested), Conflicts: len(p.stats.conflicts),
 		Skipped: len(p.stats.skipped), CIFixes: p.stats.ciFixes, Cycles: p.stats.cycles,
-		Sessions: p.stats.sessions, PeakSlots: p.stats.peak}
+		PeakSlots: p.stats.peak}
 	for n, t := range p.tracks {
 		if !t.State.Retrying() {
 			continue

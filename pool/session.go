@@ -143,7 +143,6 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind)
 	s := p.register(created.ID, pr.Number, kind)
 	s.items = items
 	p.mu.Lock()
-	p.stats.sessions++
 	if kind == lifecycle.Fix {
 		p.stats.ciFixes++
 	}

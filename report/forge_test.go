@@ -17,14 +17,6 @@ import (
 	"pool/internal/sandbox"
 )
 
-// testLog sends sandbox progress lines to the test log.
-type testLog struct{ t *testing.T }
-
-func (w testLog) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
 // forgeFixture is a real forge with one open PR: alice's feature-1 into
 // main, reviewable by review-bot, answerable by pool-bot.
 type forgeFixture struct {
@@ -40,28 +32,6 @@ type forgeFixture struct {
 	head                    string
 	target                  string // OWNER/REPO#N
 	lastStderr              string
-}
-
-func startForge(t *testing.T) *sandbox.Forge {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("report: a real Gitea forge is skipped in -short mode")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute) // a first run builds gitea
-	defer cancel()
-	f, err := sandbox.StartForge(ctx, t.TempDir(), testLog{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("gitea log tail:\n%s", f.LogTail())
-		}
-		if err := f.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	return f
 }
 
 func newForgeFixture(t *testing.T, ctx context.Context, f *sandbox.Forge, repo string) *forgeFixture {
@@ -186,7 +156,7 @@ func wantLines(t *testing.T, out string, lines ...string) {
 }
 
 func TestAgainstForge(t *testing.T) {
-	f := startForge(t)
+	f := sandbox.ForgeForTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	fx := newForgeFixture(t, ctx, f, "demo")

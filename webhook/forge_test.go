@@ -17,14 +17,6 @@ import (
 // milliseconds.
 const forgeGuard = 60 * time.Second
 
-// testLog sends sandbox progress lines to the test log.
-type testLog struct{ t *testing.T }
-
-func (w testLog) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
 // seen is one delivery as the forge sent it and as the handler answered it.
 type seen struct {
 	event, eventType, delivery string
@@ -84,24 +76,9 @@ type forgeRun struct {
 }
 
 func startForgeRun(t *testing.T) *forgeRun {
-	if testing.Short() {
-		t.Skip("webhook: the real forge is skipped in -short mode")
-	}
-	// the first run on a machine builds gitea, which takes minutes
+	f := sandbox.ForgeForTest(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	t.Cleanup(cancel)
-	f, err := sandbox.StartForge(ctx, t.TempDir(), testLog{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("gitea log tail:\n%s", f.LogTail())
-		}
-		if err := f.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
 	r := &forgeRun{t: t, ctx: ctx, forge: f, wakes: make(chan int, 100),
 		seen: make(chan seen, 100), log: &lockedBuffer{}}
 	r.seedRepo()

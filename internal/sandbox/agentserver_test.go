@@ -36,7 +36,7 @@ func TestAgentServer(t *testing.T) {
 	dir := t.TempDir()
 	a, err := StartAgentServer(ctx, dir, AgentOptions{
 		ModelURL: m.URL, AgentName: "ca-pr-self-reviewer", Password: "pw",
-		Env: map[string]string{"SANDBOX_TEST_GREETING": "hi"}, Log: testLog{t},
+		Env: map[string]string{"SANDBOX_TEST_GREETING": "hi"}, Log: TestLog(t),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -45,40 +44,8 @@ func TestCacheDir(t *testing.T) {
 	}
 }
 
-// testLog sends sandbox progress lines to the test log.
-type testLog struct{ t *testing.T }
-
-func (w testLog) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-// startTestForge starts a forge for one test and stops it when the test ends.
-func startTestForge(t *testing.T) *Forge {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("sandbox: starting a real Gitea forge is skipped in -short mode")
-	}
-	// Building gitea the first time takes minutes; a cached binary starts in seconds.
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	f, err := StartForge(ctx, t.TempDir(), testLog{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.Stop(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			t.Logf("gitea log tail:\n%s", f.LogTail())
-		}
-	})
-	return f
-}
-
 func TestForge(t *testing.T) {
-	f := startTestForge(t)
+	f := ForgeForTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
