@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cast"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 )
@@ -45,9 +46,15 @@ type Config struct {
 	GitName         string
 	GitEmail        string
 
-	// Reviewers are the accounts whose reviews count as the pool's review.
-	// Empty means any review not written by the PR's author.
+	// Reviewers narrows whose reviews count to these accounts. Empty means
+	// any account the forge marks official (write access, or the approvals
+	// whitelist), but the PR's author (lifecycle.ReviewRule).
 	Reviewers []string
+	// AllowUnofficial lets the listed Reviewers count without write access.
+	AllowUnofficial bool
+	// ChecksGrace is how long an approved head with no statuses, on a
+	// branch that requires none, waits for a CI to report before merging.
+	ChecksGrace time.Duration
 	// TrustedClaimers are accounts, besides the token's own, whose claim
 	// comments are honoured.
 	TrustedClaimers []string
@@ -56,8 +63,8 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	AbortOnExit     bool
 	MergeStyle      string
-	// AutoMerge arms the forge's merge-when-checks-succeed while checks are
-	// pending, and cancels it when the head moves.
+	// AutoMerge is refused: the forge's scheduled merge is not pinned to a
+	// head (see Validate).
 	AutoMerge bool
 
 	// Listen is the address the webhook receiver serves on ("" = off).
@@ -132,7 +139,9 @@ var settings = []setting{
 	{"spec_file", "spec-file", []string{"POOL_SPEC_FILE"}, "", "`file` with spec context for reviewers"},
 	{"git.name", "git-name", []string{"POOL_GIT_NAME"}, "", "git user.name in the clone (a `name`)"},
 	{"git.email", "git-email", []string{"POOL_GIT_EMAIL"}, "", "git user.email in the clone (an `email`)"},
-	{"reviewers", "reviewers", []string{"POOL_REVIEWERS"}, "", "comma-separated reviewer `accounts` (default: anyone but the author)"},
+	{"reviewers.accounts", "reviewers", []string{"POOL_REVIEWERS"}, "", "comma-separated reviewer `accounts` whose reviews count (default: any account the forge marks official, but the author)"},
+	{"reviewers.allow_unofficial", "allow-unofficial-reviewers", []string{"POOL_REVIEWERS_ALLOW_UNOFFICIAL"}, "false", "count the listed reviewers' reviews even without write access (a `bool`)"},
+	{"checks_grace", "checks-grace", []string{"POOL_CHECKS_GRACE"}, "2m", "an approved head with no statuses waits this `duration` for a CI before it merges"},
 	{"claims.trusted", "trusted-claimers", []string{"POOL_CLAIMS_TRUSTED"}, "", "comma-separated `accounts` whose claims are honoured"},
 	{"session_timeout", "session-timeout", []string{"POOL_SESSION_TIMEOUT"}, "60m", "abort a session busy longer than this `duration`"},
 	{"shutdown_timeout", "shutdown-timeout", []string{"POOL_SHUTDOWN_TIMEOUT"}, "30s", "time allowed for a clean exit (a `duration`)"},
@@ -142,7 +151,7 @@ var settings = []setting{
 	{"webhook.secret", "", []string{"POOL_WEBHOOK_SECRET"}, "", ""},
 	{"webhook.secret_file", "webhook-secret-file", []string{"POOL_WEBHOOK_SECRET_FILE"}, "", "`file` holding the webhook secret"},
 	{"webhook.url", "hook-url", []string{"POOL_HOOK_URL"}, "", "`URL` the forge delivers webhooks to (for pool hook install)"},
-	{"merge.auto", "auto-merge", []string{"POOL_AUTO_MERGE"}, "false", "arm the forge's auto-merge while checks are pending (a `bool`)"},
+	{"merge.auto", "auto-merge", []string{"POOL_AUTO_MERGE"}, "false", "refused: the forge's scheduled merge is not pinned to the reviewed head (a `bool`)"},
 }
 
 // Load reads the configuration from args (without the program and command
@@ -230,7 +239,7 @@ func decode(v *viper.Viper) (Config, error) {
 		SpecFile:        d.str("spec_file"),
 		GitName:         d.str("git.name"),
 		GitEmail:        d.str("git.email"),
-		Reviewers:       d.list("reviewers"),
+		ChecksGrace:     d.duration("checks_grace"),
 		TrustedClaimers: d.list("claims.trusted"),
 		SessionTimeout:  d.duration("session_timeout"),
 		ShutdownTimeout: d.duration("shutdown_timeout"),
@@ -240,6 +249,7 @@ func decode(v *viper.Viper) (Config, error) {
 		Listen:          d.str("webhook.listen"),
 		HookURL:         d.str("webhook.url"),
 	}
+	cfg.Reviewers, cfg.AllowUnofficial = d.reviewers()
 	cfg.Owner, cfg.Name = splitRepo(d.str("repo"))
 	if d.err != nil {
 		return Config{}, d.err
@@ -300,12 +310,32 @@ func (d *decoder) boolean(key string) bool {
 }
 
 func (d *decoder) list(key string) []string {
-	var out []string
+	var parts []string
 	for _, part := range d.v.GetStringSlice(key) {
-		for _, s := range strings.Split(part, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				out = append(out, s)
-			}
+		parts = append(parts, strings.Split(part, ",")...)
+	}
+	return trimmed(parts)
+}
+
+// reviewers reads the reviewers section; a file may also give the accounts
+// alone, as a plain list (reviewers: [a, b]).
+func (d *decoder) reviewers() ([]string, bool) {
+	switch raw := d.v.Get("reviewers").(type) {
+	case []any, []string, string:
+		var parts []string
+		for _, a := range cast.ToStringSlice(raw) {
+			parts = append(parts, strings.Split(a, ",")...)
+		}
+		return trimmed(parts), false
+	}
+	return d.list("reviewers.accounts"), d.boolean("reviewers.allow_unofficial")
+}
+
+func trimmed(parts []string) []string {
+	var out []string
+	for _, s := range parts {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
 		}
 	}
 	return out

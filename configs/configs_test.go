@@ -73,16 +73,49 @@ func TestLoadWorkersFallsBackToCAVariable(t *testing.T) {
 func TestSwitchesNeedNoValue(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("POOL_FORGEJO_TOKEN", "t")
-	cfg, err := Load([]string{"--forgejo-url", "http://f.test", "--repo", "a/b", "--auto-merge", "--abort-on-exit", "--workers", "3"})
+	cfg, err := Load([]string{"--forgejo-url", "http://f.test", "--repo", "a/b", "--abort-on-exit", "--workers", "3"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.AutoMerge || !cfg.AbortOnExit || cfg.Workers != 3 {
+	if !cfg.AbortOnExit || cfg.Workers != 3 {
 		t.Errorf("switches not set: %+v", cfg)
 	}
-	cfg, err = Load([]string{"--forgejo-url", "http://f.test", "--repo", "a/b", "--auto-merge=false"})
-	if err != nil || cfg.AutoMerge {
-		t.Errorf("--auto-merge=false gave %v, %v", cfg.AutoMerge, err)
+	cfg, err = Load([]string{"--forgejo-url", "http://f.test", "--repo", "a/b", "--abort-on-exit=false"})
+	if err != nil || cfg.AbortOnExit {
+		t.Errorf("--abort-on-exit=false gave %v, %v", cfg.AbortOnExit, err)
+	}
+}
+
+// TestTrustSettings: the forge's scheduled merge is refused, and
+// allow_unofficial widens only a list of reviewers.
+func TestTrustSettings(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantKey string
+	}{
+		{"auto-merge is refused", []string{"--auto-merge"}, "merge.auto"},
+		{"allow_unofficial needs reviewers", []string{"--allow-unofficial-reviewers"}, "reviewers.allow_unofficial"},
+		{"a negative grace", []string{"--checks-grace", "-1s"}, "checks_grace"},
+		{"allow_unofficial with reviewers", []string{"--allow-unofficial-reviewers", "--reviewers", "bot"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearEnv(t)
+			t.Setenv("POOL_FORGEJO_TOKEN", "t")
+			cfg, err := Load(append([]string{"--forgejo-url", "http://f.test", "--repo", "a/b"}, tt.args...))
+			var ce *Error
+			switch {
+			case tt.wantKey == "" && err != nil:
+				t.Fatalf("Load: %v", err)
+			case tt.wantKey == "":
+				if !cfg.AllowUnofficial || cfg.ChecksGrace != 2*time.Minute {
+					t.Errorf("settings not read: %+v", cfg)
+				}
+			case !errors.As(err, &ce) || ce.Key != tt.wantKey:
+				t.Errorf("err = %v, want a config error naming %s", err, tt.wantKey)
+			}
+		})
 	}
 }
 
@@ -151,5 +184,36 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 				t.Errorf("IsConfigError(%v) = false", err)
 			}
 		})
+	}
+}
+
+// TestReviewersInAFile: the reviewers section, or the accounts alone as a
+// plain list.
+func TestReviewersInAFile(t *testing.T) {
+	tests := []struct {
+		body      string
+		want      []string
+		unofficed bool
+	}{
+		{"reviewers:\n  accounts: [a, b]\n  allow_unofficial: true\n", []string{"a", "b"}, true},
+		{"reviewers: [a, b]\n", []string{"a", "b"}, false},
+		{"reviewers: \"a, b\"\n", []string{"a", "b"}, false},
+		{"", nil, false},
+	}
+	for _, tt := range tests {
+		clearEnv(t)
+		t.Setenv("POOL_FORGEJO_TOKEN", "t")
+		f := filepath.Join(t.TempDir(), "pool.yaml")
+		if err := os.WriteFile(f, []byte("forgejo: {url: http://f.test}\nrepo: a/b\n"+tt.body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := Load([]string{"--config", f})
+		if err != nil {
+			t.Errorf("%q: %v", tt.body, err)
+			continue
+		}
+		if strings.Join(cfg.Reviewers, ",") != strings.Join(tt.want, ",") || cfg.AllowUnofficial != tt.unofficed {
+			t.Errorf("%q: reviewers %v allow_unofficial %v", tt.body, cfg.Reviewers, cfg.AllowUnofficial)
+		}
 	}
 }

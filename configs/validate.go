@@ -28,6 +28,8 @@ func (c Config) Validate() error {
 		func() *Error { return positive("shutdown_timeout", c.ShutdownTimeout) },
 		c.checkAgent,
 		c.checkMergeStyle,
+		func() *Error { return notNegative("checks_grace", c.ChecksGrace) },
+		c.checkReviewers,
 		c.checkWebhook,
 		c.checkPublicForge,
 	}
@@ -80,6 +82,16 @@ func (c Config) checkAgent() *Error {
 	return nil
 }
 
+func (c Config) checkReviewers() *Error {
+	if c.AllowUnofficial && len(c.Reviewers) == 0 {
+		return &Error{Key: "reviewers.allow_unofficial", Reason: "needs reviewers: it widens only the listed accounts"}
+	}
+	if c.AutoMerge {
+		return &Error{Key: "merge.auto", Reason: "no longer supported: the forge's scheduled merge is not pinned to a head, so a push after it was armed could be merged unreviewed; the pool merges itself, pinned to the reviewed head, when checks pass"}
+	}
+	return nil
+}
+
 func (c Config) checkMergeStyle() *Error {
 	if !mergeStyles[c.MergeStyle] {
 		return &Error{Key: "merge.style", Reason: fmt.Sprintf("unknown style %q", c.MergeStyle)}
@@ -97,6 +109,13 @@ func atLeast(key string, n, min int) *Error {
 func positive(key string, d time.Duration) *Error {
 	if d <= 0 {
 		return &Error{Key: key, Reason: fmt.Sprintf("must be positive, got %s", d)}
+	}
+	return nil
+}
+
+func notNegative(key string, d time.Duration) *Error {
+	if d < 0 {
+		return &Error{Key: key, Reason: fmt.Sprintf("must not be negative, got %s", d)}
 	}
 	return nil
 }

@@ -170,7 +170,7 @@ func (c *Client) PR(ctx context.Context, owner, repo string, n int) (PR, error) 
 
 func toPR(p *sdk.PullRequest) PR {
 	pr := PR{Number: int(p.Index), Title: p.Title, Body: p.Body, State: string(p.State),
-		Merged: p.HasMerged, Mergeable: p.Mergeable, URL: p.HTMLURL}
+		Merged: p.HasMerged, Mergeable: p.Mergeable, URL: p.HTMLURL, MergeBase: p.MergeBase}
 	if p.Poster != nil {
 		pr.Author = p.Poster.UserName
 	}
@@ -178,7 +178,7 @@ func toPR(p *sdk.PullRequest) PR {
 		pr.HeadSHA, pr.HeadRef = p.Head.Sha, p.Head.Ref
 	}
 	if p.Base != nil {
-		pr.BaseRef = p.Base.Ref
+		pr.BaseRef, pr.BaseSHA = p.Base.Ref, p.Base.Sha
 	}
 	if p.Updated != nil {
 		pr.Updated = *p.Updated

@@ -16,9 +16,7 @@ import (
 // PRDetail is a pull request with the fields only an inspection needs.
 type PRDetail struct {
 	PR
-	BaseSHA   string // the base branch's head commit
-	MergeBase string // the commit the head branched from
-	Draft     bool   // a work-in-progress title: the forge will not merge it
+	Draft bool // a work-in-progress title: the forge will not merge it
 }
 
 type apiUser struct {
@@ -68,8 +66,8 @@ func (c *Client) PRDetail(ctx context.Context, owner, repo string, n int) (PRDet
 
 func (p apiPR) detail() PRDetail {
 	d := PRDetail{PR: PR{Number: p.Number, Title: p.Title, Body: p.Body, Author: p.User.login(),
-		State: p.State, Merged: p.Merged, Mergeable: p.Mergeable, Updated: p.Updated, URL: p.URL},
-		MergeBase: p.MergeBase, Draft: p.Draft}
+		State: p.State, Merged: p.Merged, Mergeable: p.Mergeable, Updated: p.Updated, URL: p.URL,
+		MergeBase: p.MergeBase}, Draft: p.Draft}
 	if p.Head != nil {
 		d.HeadRef, d.HeadSHA = p.Head.Ref, p.Head.SHA
 	}
@@ -134,6 +132,7 @@ type apiReview struct {
 	CommitID      string    `json:"commit_id"`
 	Stale         bool      `json:"stale"`
 	Dismissed     bool      `json:"dismissed"`
+	Official      bool      `json:"official"`
 	CommentsCount int       `json:"comments_count"`
 	Submitted     time.Time `json:"submitted_at"`
 	Updated       time.Time `json:"updated_at"`
@@ -152,7 +151,7 @@ func (c *Client) ReviewDetails(ctx context.Context, owner, repo string, n int) (
 		}
 		for _, r := range batch {
 			out = append(out, ReviewDetail{Review: Review{ID: r.ID, Author: r.User.login(), State: r.State,
-				CommitID: r.CommitID, Stale: r.Stale, Dismissed: r.Dismissed, Submitted: r.Submitted},
+				CommitID: r.CommitID, Stale: r.Stale, Dismissed: r.Dismissed, Official: r.Official, Submitted: r.Submitted},
 				Body: r.Body, CommentsCount: r.CommentsCount, Updated: r.Updated, URL: r.URL})
 		}
 		if len(batch) < pageSize {

@@ -17,9 +17,17 @@ type PR struct {
 	HeadSHA   string
 	HeadRef   string
 	BaseRef   string
+	BaseSHA   string // the base branch's head commit when the PR was read
+	MergeBase string // the commit the head branched from
 	Labels    []string
 	Updated   time.Time
 	URL       string
+}
+
+// Behind reports whether the base branch has moved past the commit the
+// head branched from (unknown counts as not behind).
+func (p PR) Behind() bool {
+	return p.BaseSHA != "" && p.MergeBase != "" && p.BaseSHA != p.MergeBase
 }
 
 // HasLabel reports whether the PR carries the label (case-insensitive).
@@ -46,6 +54,7 @@ const (
 	ReviewApproved       = "APPROVED"
 	ReviewRequestChanges = "REQUEST_CHANGES"
 	ReviewComment        = "COMMENT"
+	ReviewRequested      = "REQUEST_REVIEW" // a review was asked of someone
 )
 
 // Review is a PR review.
@@ -56,6 +65,10 @@ type Review struct {
 	CommitID  string
 	Stale     bool
 	Dismissed bool
+	// Official: the forge counts this review toward required approvals (its
+	// author had write access or is on the approvals whitelist; only an
+	// account's latest verdict keeps the flag).
+	Official  bool
 	Submitted time.Time
 }
 

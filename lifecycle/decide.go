@@ -11,7 +11,8 @@ import (
 // Decide returns the PR's next Track and the one action to take now.
 func Decide(p Policy, t Track, o Observation) (Track, Action) {
 	if o.Merged {
-		announce := t.State == MergeScheduled
+		// A merge that waited for checks is announced on the issue it closes.
+		announce := t.State == MergeScheduled || t.State == CIPending
 		t.State = Merged
 		return t, Action{Kind: Drop, Reason: "merged", Announce: announce}
 	}
@@ -19,42 +20,53 @@ func Decide(p Policy, t Track, o Observation) (Track, Action) {
 		t.State = Closed
 		return t, Action{Kind: Drop, Reason: "closed without merge"}
 	}
-	if o.HeadSHA != t.HeadSHA {
-		t = t.atHead(o.HeadSHA)
+	if o.HeadSHA != t.HeadSHA || t.HeadSeen.IsZero() {
+		t = t.atHead(o.HeadSHA, o.Now)
 	}
-	if t.ArmedSHA != "" && t.ArmedSHA != o.HeadSHA {
+	if t.ArmedSHA != "" {
+		// The forge's scheduled merge is not pinned to a head: never leave
+		// one armed, whoever armed it for which head.
 		t.ArmedSHA = ""
-		return t, Action{Kind: Disarm, Reason: "head moved after an auto-merge was scheduled"}
+		return t, Action{Kind: Disarm, Reason: "an auto-merge is scheduled; the pool merges itself, pinned to the reviewed head"}
 	}
 	if o.Skip {
 		t.State = AwaitingHuman
 		return t, Action{Kind: Skip, Reason: "labelled for humans"}
 	}
-	switch o.Review {
+	switch v := p.Rule.HeadVerdict(o.Author, o.HeadSHA, o.Reviews); v.State {
 	case forgejo.ReviewApproved:
 		t.ReviewedSHA = o.HeadSHA
 		return approved(p, t, o)
 	case forgejo.ReviewRequestChanges:
-		t.ReviewedSHA, t.State = o.HeadSHA, ChangesRequested
+		t.ReviewedSHA, t.State, t.Blocked = o.HeadSHA, ChangesRequested, ""
 		return t, Action{Kind: Wait, Reason: "changes requested; waiting for a new head"}
 	case forgejo.ReviewComment:
-		t.ReviewedSHA, t.State = o.HeadSHA, Commented
+		t.ReviewedSHA, t.State, t.Blocked = o.HeadSHA, Commented, ""
 		return t, Action{Kind: Wait, Reason: "reviewed without a verdict; waiting for a new head"}
 	}
-	return unreviewed(t, o)
+	return unreviewed(p, t, o)
 }
 
 // atHead forgets what belonged to the previous head.
-func (t Track) atHead(head string) Track {
-	t.HeadSHA = head
-	t.Attempts, t.Failures = 0, 0
-	t.NotBefore = time.Time{}
-	t.FixerSHA, t.LastStatus = "", ""
+func (t Track) atHead(head string, now time.Time) Track {
+	if head != t.HeadSHA {
+		t.Attempts, t.Failures = 0, 0
+		t.NotBefore = time.Time{}
+		t.FixerSHA, t.LastStatus, t.Blocked, t.UncountedSHA = "", "", "", ""
+	}
+	t.HeadSHA, t.HeadSeen = head, now
 	return t
 }
 
-func unreviewed(t Track, o Observation) (Track, Action) {
+func unreviewed(p Policy, t Track, o Observation) (Track, Action) {
 	t.State = Unreviewed
+	if reason := reviewerCannotCount(p, o.Protection); reason != "" {
+		return blocked(t, o.HeadSHA, reason)
+	}
+	if t.UncountedSHA == o.HeadSHA && t.Blocked != "" {
+		return blocked(t, o.HeadSHA, t.Blocked)
+	}
+	t.Blocked = ""
 	switch {
 	case o.Claim == claims.Taken:
 		return t, Action{Kind: Wait, Reason: "claimed by another pool"}
@@ -75,26 +87,47 @@ func approved(p Policy, t Track, o Observation) (Track, Action) {
 		t.State, t.ConflictSHA = Conflict, o.HeadSHA
 		return t, Action{Kind: NoteConflict, Reason: "reviewer reported a conflict and the forge cannot merge"}
 	}
-	switch o.Checks {
+	if reason := protectionRefuses(o); reason != "" {
+		return blocked(t, o.HeadSHA, reason)
+	}
+	t.Blocked = ""
+	switch Summarize(o.Checks, RequiredContexts(o.Protection)) {
 	case ChecksFailing:
 		t, diag := t.retry(p, CIFailing, string(ChecksFailing))
-		if t.FixerSHA != o.HeadSHA {
-			t.FixerSHA = o.HeadSHA
+		switch {
+		case t.FixerSHA == o.HeadSHA:
+		case o.Claim == claims.Taken:
+			return t, Action{Kind: Wait, Reason: "checks failing; another pool holds the PR", Diagnostic: diag}
+		case o.Now.Before(t.NotBefore):
+			return t, Action{Kind: Wait, Reason: "checks failing; backing off after a fixer that could not start", Diagnostic: diag}
+		default:
 			return t, Action{Kind: Fix, Reason: "checks failing", Diagnostic: diag}
 		}
-		return t, Action{Kind: Wait, Reason: "checks failing; fixer already started for this head", Diagnostic: diag}
+		return t, Action{Kind: Wait, Reason: "checks failing; a fixer was started for this head", Diagnostic: diag}
 	case ChecksPending:
-		state := CIPending
-		if t.ArmedSHA == o.HeadSHA {
-			state = MergeScheduled
-		}
-		t, diag := t.retry(p, state, string(ChecksPending))
-		if p.AutoMerge && t.ArmedSHA != o.HeadSHA {
-			return t, Action{Kind: Arm, Reason: "checks pending", Diagnostic: diag}
-		}
+		t, diag := t.retry(p, CIPending, string(ChecksPending))
 		return t, Action{Kind: Wait, Reason: "checks pending", Diagnostic: diag}
+	case ChecksNone:
+		if wait := t.HeadSeen.Add(p.ChecksGrace).Sub(o.Now); wait > 0 {
+			t.State, t.LastStatus = CIPending, "no checks reported yet"
+			return t, Action{Kind: Wait, Reason: fmt.Sprintf("no checks reported yet; merging without them in %s", wait.Round(time.Second))}
+		}
+		return t, Action{Kind: Merge, Reason: "approved at head; no checks reported within the grace period"}
 	}
-	return t, Action{Kind: Merge, Reason: fmt.Sprintf("approved at head, checks %s", o.Checks)}
+	return t, Action{Kind: Merge, Reason: "approved at head, checks green"}
+}
+
+// blocked waits for the PR or the rule to change, and asks for the note
+// once per head and reason. No retry counting: a merge that cannot pass is
+// not retried.
+func blocked(t Track, head, reason string) (Track, Action) {
+	t.State, t.Blocked = AwaitingHuman, reason
+	key := head + " " + reason
+	if t.NotedBlock == key {
+		return t, Action{Kind: Wait, Reason: "blocked: " + reason}
+	}
+	t.NotedBlock = key
+	return t, Action{Kind: NoteBlocked, Reason: reason}
 }
 
 // retry counts one more merge attempt and says whether it is a diagnostic one.
@@ -112,6 +145,7 @@ func AfterMerge(p Policy, t Track, head string, res forgejo.MergeResult) (Track,
 	case forgejo.MergeDone, forgejo.MergeAlready, forgejo.MergeClosed:
 		return t, Action{Kind: Wait, Reason: "re-read the PR to confirm"}
 	case forgejo.MergeScheduled:
+		// Only an older pool asks the forge to schedule; cancel it.
 		t.State, t.ArmedSHA = MergeScheduled, head
 		return t, Action{Kind: Wait, Reason: "auto-merge scheduled"}
 	case forgejo.MergeHeadMoved:
@@ -131,6 +165,39 @@ func SessionLeftNoReview(p Policy, t Track, now time.Time) Track {
 	t.Failures++
 	t.NotBefore = now.Add(Backoff(t.Failures, p.RetryBase, p.RetryMax))
 	return t
+}
+
+// SessionLeftUncountedApproval records a session after which the head
+// carries approvals that the rule does not count (the reviewer account
+// lacks write access or a place on the approvals whitelist): another session
+// would do the same, so the PR waits for a person, with one note.
+func SessionLeftUncountedApproval(t Track, accounts []string) (Track, Action) {
+	t.UncountedSHA = t.HeadSHA
+	return blocked(t, t.HeadSHA, fmt.Sprintf(
+		"the approval by %s does not count: the forge does not mark it official (the account needs write access, or a place on the branch's approvals whitelist)",
+		joinAccounts(accounts)))
+}
+
+// FixerStarted records that a fixer session was created and prompted for
+// the head; until then a failing head asks for one every cycle.
+func FixerStarted(t Track, head string) Track {
+	if t.HeadSHA == head {
+		t.FixerSHA = head
+	}
+	return t
+}
+
+// LostClaim holds off a PR whose claim another pool won, so the loser does
+// not claim and retreat in a loop.
+func LostClaim(t Track, until time.Time) Track {
+	t.NotBefore = until
+	return t
+}
+
+// Recovered is the memory of an approved PR rebuilt from the forge: the
+// head and the retry count the pool's own diagnostic comments show.
+func Recovered(head string, attempts int) Track {
+	return Track{HeadSHA: head, ReviewedSHA: head, Attempts: attempts}
 }
 
 // Backoff is base doubled for each failure after the first, capped at max.

@@ -13,7 +13,17 @@ var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 var policy = Policy{DiagnosticEvery: 10, RetryBase: time.Minute, RetryMax: time.Hour}
 
 func open(head string) Observation {
-	return Observation{Open: true, HeadSHA: head, Mergeable: true, Checks: ChecksNone, Now: now}
+	return Observation{Open: true, HeadSHA: head, Author: "alice", Mergeable: true, Now: now,
+		Protection: forgejo.Protection{UserCanMerge: true}}
+}
+
+// review is a review on head h1 by bob, official unless said otherwise.
+func review(state string) forgejo.Review {
+	return forgejo.Review{ID: 1, Author: "bob", State: state, CommitID: "h1", Official: true}
+}
+
+func status(context, state string) Check {
+	return Check{ID: 1, Context: context, State: state}
 }
 
 func TestDecide(t *testing.T) {
@@ -36,48 +46,99 @@ func TestDecide(t *testing.T) {
 			wantKind: Skip, wantState: AwaitingHuman},
 		{name: "merged drops", obs: func(o Observation) Observation { o.Merged, o.Open = true, false; return o },
 			wantKind: Drop, wantState: Merged},
-		{name: "scheduled merge completed is announced", track: Track{State: MergeScheduled, HeadSHA: "h1"},
+		{name: "a merge that waited for checks is announced", track: Track{State: CIPending, HeadSHA: "h1"},
 			obs:      func(o Observation) Observation { o.Merged, o.Open = true, false; return o },
 			wantKind: Drop, wantState: Merged, announce: true},
 		{name: "closed unmerged drops", obs: func(o Observation) Observation { o.Open = false; return o },
 			wantKind: Drop, wantState: Closed},
-		{name: "approved and no checks merges", obs: approvedWith(ChecksNone), wantKind: Merge},
-		{name: "approved and green merges", obs: approvedWith(ChecksGreen), wantKind: Merge},
-		{name: "approved and pending waits", obs: approvedWith(ChecksPending), wantKind: Wait, wantState: CIPending},
-		{name: "pending with auto-merge arms", policy: Policy{DiagnosticEvery: 10, AutoMerge: true},
-			obs: approvedWith(ChecksPending), wantKind: Arm, wantState: CIPending},
-		{name: "armed and pending stays scheduled", policy: Policy{DiagnosticEvery: 10, AutoMerge: true},
-			track: Track{HeadSHA: "h1", ArmedSHA: "h1"}, obs: approvedWith(ChecksPending),
-			wantKind: Wait, wantState: MergeScheduled},
-		{name: "armed for an old head is cancelled", track: Track{HeadSHA: "h0", ArmedSHA: "h0"},
-			obs: approvedWith(ChecksPending), wantKind: Disarm},
-		{name: "failing checks start one fixer", obs: approvedWith(ChecksFailing), wantKind: Fix, wantState: CIFailing},
-		{name: "fixer not started twice for a head", track: Track{HeadSHA: "h1", FixerSHA: "h1"},
-			obs: approvedWith(ChecksFailing), wantKind: Wait, wantState: CIFailing},
+		{name: "no checks within the grace period waits", policy: withGrace(2 * time.Minute),
+			obs: approvedWith(), wantKind: Wait, wantState: CIPending},
+		{name: "no checks after the grace period merges", policy: withGrace(2 * time.Minute),
+			track: Track{HeadSHA: "h1", HeadSeen: now.Add(-3 * time.Minute)}, obs: approvedWith(), wantKind: Merge},
+		{name: "approved and green merges", obs: approvedWith(status("ci", "success")), wantKind: Merge},
+		{name: "approved and pending waits", obs: approvedWith(status("ci", "pending")), wantKind: Wait, wantState: CIPending},
+		{name: "an auto-merge left armed is cancelled", track: Track{HeadSHA: "h1", ArmedSHA: "h1"},
+			obs: approvedWith(status("ci", "pending")), wantKind: Disarm},
+		{name: "failing checks ask for a fixer", obs: approvedWith(status("ci", "failure")), wantKind: Fix, wantState: CIFailing},
+		{name: "a fixer that could not start backs off", track: Track{HeadSHA: "h1", HeadSeen: now, NotBefore: now.Add(time.Minute)},
+			obs: approvedWith(status("ci", "failure")), wantKind: Wait, wantState: CIFailing},
+		{name: "another pool's fixer is not doubled", obs: func(o Observation) Observation {
+			o = approvedWith(status("ci", "failure"))(o)
+			o.Claim = claims.Taken
+			return o
+		}, wantKind: Wait, wantState: CIFailing},
+		{name: "no more sessions for a head whose session left an uncounted approval",
+			track:    Track{HeadSHA: "h1", HeadSeen: now, UncountedSHA: "h1", Blocked: "approval by r does not count", NotedBlock: "h1 approval by r does not count"},
+			wantKind: Wait, wantState: AwaitingHuman},
+		{name: "a new head after an uncounted approval is reviewed",
+			track:    Track{HeadSHA: "h0", HeadSeen: now, UncountedSHA: "h0", Blocked: "x", NotedBlock: "h0 x"},
+			wantKind: Review, wantState: Unreviewed},
+		{name: "no second fixer for a head", track: Track{HeadSHA: "h1", FixerSHA: "h1"},
+			obs: approvedWith(status("ci", "failure")), wantKind: Wait, wantState: CIFailing},
+		{name: "a superseded cancellation is not a failure",
+			obs:      approvedWith(Check{Context: "ci / a (push)", State: "failure", Superseded: true}, status("ci / b (push)", "success")),
+			wantKind: Merge},
 		{name: "tenth attempt is diagnostic", track: Track{HeadSHA: "h1", Attempts: 9},
-			obs: approvedWith(ChecksPending), wantKind: Wait, wantState: CIPending, wantDiag: true},
+			obs: approvedWith(status("ci", "pending")), wantKind: Wait, wantState: CIPending, wantDiag: true},
 		{name: "eleventh is not", track: Track{HeadSHA: "h1", Attempts: 10},
-			obs: approvedWith(ChecksPending), wantKind: Wait, wantState: CIPending},
+			obs: approvedWith(status("ci", "pending")), wantKind: Wait, wantState: CIPending},
 		{name: "reviewer conflict hint confirmed by forge", obs: func(o Observation) Observation {
-			o = approvedWith(ChecksGreen)(o)
+			o = approvedWith(status("ci", "success"))(o)
 			o.Hint, o.Mergeable = "conflict", false
 			return o
 		}, wantKind: NoteConflict, wantState: Conflict},
 		{name: "conflict hint the forge contradicts is ignored", obs: func(o Observation) Observation {
-			o = approvedWith(ChecksGreen)(o)
+			o = approvedWith(status("ci", "success"))(o)
 			o.Hint = "conflict"
 			return o
 		}, wantKind: Merge},
 		{name: "conflict noted waits for new head", track: Track{HeadSHA: "h1", ConflictSHA: "h1"},
-			obs: approvedWith(ChecksGreen), wantKind: Wait, wantState: Conflict},
+			obs: approvedWith(status("ci", "success")), wantKind: Wait, wantState: Conflict},
 		{name: "new head after conflict is reviewed", track: Track{HeadSHA: "h0", ConflictSHA: "h0", ReviewedSHA: "h0", State: Conflict},
 			wantKind: Review, wantState: Unreviewed},
-		{name: "changes requested waits", obs: reviewed(forgejo.ReviewRequestChanges), wantKind: Wait, wantState: ChangesRequested},
-		{name: "comment-only review waits", obs: reviewed(forgejo.ReviewComment), wantKind: Wait, wantState: Commented},
+		{name: "changes requested waits", obs: withReviews(review(forgejo.ReviewRequestChanges)), wantKind: Wait, wantState: ChangesRequested},
+		{name: "a listed reviewer's comment-only review waits", policy: Policy{DiagnosticEvery: 10, Rule: ReviewRule{Reviewers: []string{"bob"}}},
+			obs: withReviews(review(forgejo.ReviewComment)), wantKind: Wait, wantState: Commented},
+		{name: "an unlisted comment-only review is no review", obs: withReviews(review(forgejo.ReviewComment)),
+			wantKind: Review, wantState: Unreviewed},
+		{name: "an outsider's approval is no review", obs: withReviews(unofficial(review(forgejo.ReviewApproved))),
+			wantKind: Review, wantState: Unreviewed},
+		{name: "an outsider's request for changes blocks nothing", obs: withReviews(unofficial(review(forgejo.ReviewRequestChanges))),
+			wantKind: Review, wantState: Unreviewed},
+		{name: "the author's own approval is no review", obs: withReviews(by("alice", review(forgejo.ReviewApproved))),
+			wantKind: Review, wantState: Unreviewed},
 		{name: "re-review after push", track: Track{HeadSHA: "h0", ReviewedSHA: "h0", State: ChangesRequested},
 			wantKind: Review, wantState: Unreviewed},
-		{name: "backing off after a failed session", track: Track{HeadSHA: "h1", NotBefore: now.Add(time.Minute)},
+		{name: "backing off after a failed session", track: Track{HeadSHA: "h1", HeadSeen: now, NotBefore: now.Add(time.Minute)},
 			wantKind: Wait, wantState: Unreviewed},
+		{name: "two approvals required and one given is noted", obs: protected(forgejo.Protection{RequiredApprovals: 2}),
+			wantKind: NoteBlocked, wantState: AwaitingHuman},
+		{name: "the block is noted once per head", track: Track{HeadSHA: "h1", NotedBlock: "h1 needs 2 approvals; has 1"},
+			obs: protected(forgejo.Protection{RequiredApprovals: 2}), wantKind: Wait, wantState: AwaitingHuman},
+		{name: "one approval required and given merges", obs: protected(forgejo.Protection{RequiredApprovals: 1}), wantKind: Merge},
+		{name: "a required context not reported waits", obs: protected(forgejo.Protection{StatusCheck: true, StatusContexts: []string{"ci/test"}}),
+			wantKind: Wait, wantState: CIPending},
+		{name: "a status check without contexts waits for one status", obs: func(o Observation) Observation {
+			o = protected(forgejo.Protection{StatusCheck: true})(o)
+			o.Checks = nil
+			return o
+		}, wantKind: Wait, wantState: CIPending},
+		{name: "the pool's account may not merge", obs: func(o Observation) Observation {
+			o = approvedWith(status("ci", "success"))(o)
+			o.Protection.UserCanMerge = false
+			return o
+		}, wantKind: NoteBlocked, wantState: AwaitingHuman},
+		{name: "an outdated branch is blocked when the protection says so", obs: func(o Observation) Observation {
+			o = protected(forgejo.Protection{Full: true, BlockOnOutdated: true})(o)
+			o.Behind = true
+			return o
+		}, wantKind: NoteBlocked},
+		{name: "a reviewer off the approvals whitelist is noted before any session",
+			policy: Policy{DiagnosticEvery: 10, Rule: ReviewRule{Reviewers: []string{"bob"}}},
+			obs: func(o Observation) Observation {
+				o.Protection = forgejo.Protection{UserCanMerge: true, Protected: true, Full: true, ApprovalsWhitelist: true, ApprovalsWhitelistUsers: []string{"carol"}}
+				return o
+			}, wantKind: NoteBlocked, wantState: AwaitingHuman},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,16 +167,38 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-func approvedWith(c Checks) func(Observation) Observation {
+func withGrace(d time.Duration) Policy {
+	p := policy
+	p.ChecksGrace = d
+	return p
+}
+
+// approvedWith approves h1 (one official approval by bob) with these checks.
+func approvedWith(checks ...Check) func(Observation) Observation {
 	return func(o Observation) Observation {
-		o.Review, o.Checks = forgejo.ReviewApproved, c
+		o.Reviews = []forgejo.Review{review(forgejo.ReviewApproved)}
+		o.Checks = checks
 		return o
 	}
 }
 
-func reviewed(state string) func(Observation) Observation {
-	return func(o Observation) Observation { o.Review = state; return o }
+// protected approves h1 with a green check under the protection p.
+func protected(p forgejo.Protection) func(Observation) Observation {
+	return func(o Observation) Observation {
+		o = approvedWith(status("other", "success"))(o)
+		p.Protected, p.UserCanMerge = true, true
+		o.Protection = p
+		return o
+	}
 }
+
+func withReviews(rs ...forgejo.Review) func(Observation) Observation {
+	return func(o Observation) Observation { o.Reviews = rs; return o }
+}
+
+func unofficial(r forgejo.Review) forgejo.Review { r.Official = false; return r }
+
+func by(author string, r forgejo.Review) forgejo.Review { r.Author = author; return r }
 
 func TestDecideNewHeadResetsAttempts(t *testing.T) {
 	tr := Track{HeadSHA: "h0", Attempts: 25, FixerSHA: "h0", Failures: 3, NotBefore: now.Add(time.Hour)}
@@ -132,7 +215,7 @@ func TestAfterMerge(t *testing.T) {
 		wantState State
 	}{
 		{forgejo.MergeDone, Wait, ""},
-		{forgejo.MergeScheduled, Wait, MergeScheduled},
+		{forgejo.MergeScheduled, Wait, MergeScheduled}, // an older pool's schedule: cancelled next
 		{forgejo.MergeNotReady, Wait, MergeFailed},
 		{forgejo.MergeBlocked, Wait, MergeFailed},
 		{forgejo.MergeConflict, NoteConflict, Conflict},
@@ -149,35 +232,6 @@ func TestAfterMerge(t *testing.T) {
 	}
 }
 
-func TestSummarize(t *testing.T) {
-	st := func(states ...string) []forgejo.Status {
-		var out []forgejo.Status
-		for i, s := range states {
-			out = append(out, forgejo.Status{Context: string(rune('a' + i)), State: s})
-		}
-		return out
-	}
-	tests := []struct {
-		name string
-		in   []forgejo.Status
-		want Checks
-	}{
-		{"nothing reported is unknown", nil, ChecksNone},
-		{"all green", st("success", "success"), ChecksGreen},
-		{"one pending", st("success", "pending"), ChecksPending},
-		{"one failure wins", st("pending", "failure"), ChecksFailing},
-		{"error is failure", st("error"), ChecksFailing},
-		{"warning passes", st("warning"), ChecksGreen},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := Summarize(tt.in); got != tt.want {
-				t.Errorf("Summarize = %s, want %s", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestBackoff(t *testing.T) {
 	tests := []struct {
 		n    int
@@ -187,5 +241,15 @@ func TestBackoff(t *testing.T) {
 		if got := Backoff(tt.n, time.Minute, time.Hour); got != tt.want {
 			t.Errorf("Backoff(%d) = %s, want %s", tt.n, got, tt.want)
 		}
+	}
+}
+
+func TestFixerStarted(t *testing.T) {
+	tr := FixerStarted(Track{HeadSHA: "h1"}, "h1")
+	if tr.FixerSHA != "h1" {
+		t.Errorf("FixerSHA = %q", tr.FixerSHA)
+	}
+	if tr := FixerStarted(Track{HeadSHA: "h2"}, "h1"); tr.FixerSHA != "" {
+		t.Errorf("a fixer for an old head marked the new one: %+v", tr)
 	}
 }

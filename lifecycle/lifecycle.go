@@ -37,46 +37,28 @@ func (s State) Retrying() bool {
 }
 
 // Track is the pool's memory of one PR. It is persisted, and everything in it
-// can be rebuilt from the forge if lost.
+// can be rebuilt from the forge if lost. Only the functions of this package
+// change it.
 type Track struct {
 	State       State     `json:"state"`
 	HeadSHA     string    `json:"head_sha"`     // head when last observed
+	HeadSeen    time.Time `json:"head_seen"`    // when the pool first saw that head
 	ReviewedSHA string    `json:"reviewed_sha"` // head at which a counted review was last seen
 	Attempts    int       `json:"attempts"`     // merge retry cycles since approval
 	LastStatus  string    `json:"last_status"`  // last merge answer or checks state, for diagnostics
 	ConflictSHA string    `json:"conflict_sha"` // head the conflict comment was posted for
-	FixerSHA    string    `json:"fixer_sha"`    // head a fixer session was started for
+	FixerSHA    string    `json:"fixer_sha"`    // head a fixer session was started (created and prompted) for
 	Failures    int       `json:"failures"`     // sessions at this head that left no review
 	NotBefore   time.Time `json:"not_before"`   // no new session before this
-	ArmedSHA    string    `json:"armed_sha"`    // head an auto-merge was scheduled for
-}
-
-// Checks summarises a head's commit statuses.
-type Checks string
-
-const (
-	ChecksNone    Checks = "none" // nothing reported: unknown, never green
-	ChecksPending Checks = "pending"
-	ChecksGreen   Checks = "success"
-	ChecksFailing Checks = "failure"
-)
-
-// Summarize folds the newest status per context into one Checks value.
-func Summarize(statuses []forgejo.Status) Checks {
-	if len(statuses) == 0 {
-		return ChecksNone
-	}
-	out := ChecksGreen
-	for _, s := range statuses {
-		switch s.State {
-		case "failure", "error":
-			return ChecksFailing
-		case "success", "warning":
-		default:
-			out = ChecksPending
-		}
-	}
-	return out
+	ArmedSHA    string    `json:"armed_sha"`    // head an auto-merge was scheduled for (by an older pool)
+	// Blocked says why the forge's branch protection (or the review rule)
+	// refuses a merge the pool cannot bring about by itself; "" when not.
+	Blocked string `json:"blocked"`
+	// NotedBlock is the head and reason the blocked note was posted for.
+	NotedBlock string `json:"noted_block"`
+	// UncountedSHA is the head at which a session of the pool's left an
+	// approval the rule does not count: no more sessions for that head.
+	UncountedSHA string `json:"uncounted_sha"`
 }
 
 // Observation is what the forge shows about a PR now, plus the claim verdict
@@ -85,13 +67,17 @@ type Observation struct {
 	Open      bool
 	Merged    bool
 	HeadSHA   string
+	Author    string
 	Skip      bool // carries the skip label
 	Mergeable bool
-	// Review is the state of the newest counted review on the head commit:
-	// "" when there is none.
-	Review string
-	Checks Checks
-	Claim  claims.Verdict
+	Behind    bool // the base has moved past the commit the head branched from
+	// Reviews are all the PR's reviews; Policy.Rule says which count.
+	Reviews []forgejo.Review
+	// Checks are the head's checks, read when the head is approved.
+	Checks []Check
+	// Protection is the base branch's protection, the floor of every merge.
+	Protection forgejo.Protection
+	Claim      claims.Verdict
 	// Hint is the merge_status a reviewer session just reported, if any.
 	Hint string
 	Now  time.Time
@@ -105,11 +91,11 @@ const (
 	Review       Kind = "review"   // start a reviewer session
 	Fix          Kind = "fix"      // start a fixer session for failing checks
 	Merge        Kind = "merge"    // merge, pinned to the head
-	Arm          Kind = "arm"      // schedule an auto-merge for when checks pass
-	Disarm       Kind = "disarm"   // cancel an auto-merge armed for an older head
+	Disarm       Kind = "disarm"   // cancel an auto-merge an older pool armed
 	Drop         Kind = "drop"     // stop tracking (merged or closed)
 	Skip         Kind = "skip"     // a human owns it
 	NoteConflict Kind = "conflict" // post the conflict comment once
+	NoteBlocked  Kind = "blocked"  // post, once, why the protection refuses the merge
 )
 
 // Action is one decision. Diagnostic asks for the retry comment alongside.
@@ -124,8 +110,11 @@ type Action struct {
 // Policy is the configuration that shapes decisions.
 type Policy struct {
 	DiagnosticEvery int
-	// AutoMerge arms merge_when_checks_succeed while checks are pending.
-	AutoMerge bool
+	// Rule says whose reviews count.
+	Rule ReviewRule
+	// ChecksGrace is how long a head with no statuses, on a branch that
+	// requires none, waits for a CI to report before it merges.
+	ChecksGrace time.Duration
 	// RetryBase and RetryMax bound the wait after a session that left no review.
 	RetryBase, RetryMax time.Duration
 }

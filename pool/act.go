@@ -2,7 +2,6 @@ package pool
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"pool/forgejo"
@@ -10,7 +9,7 @@ import (
 )
 
 // act performs a decision. Review and Fix are left to the caller, which
-// owns the slot.
+// owns the slot. It changes the track only through lifecycle functions.
 func (p *Pool) act(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a lifecycle.Action) error {
 	if a.Diagnostic {
 		if _, err := p.comment(ctx, pr.Number, diagnosticBody(t.Attempts, t.LastStatus)); err != nil {
@@ -19,9 +18,7 @@ func (p *Pool) act(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a life
 	}
 	switch a.Kind {
 	case lifecycle.Merge:
-		return p.merge(ctx, pr, false)
-	case lifecycle.Arm:
-		return p.merge(ctx, pr, true)
+		return p.merge(ctx, pr)
 	case lifecycle.Disarm:
 		if p.cfg.DryRun {
 			return nil
@@ -31,10 +28,12 @@ func (p *Pool) act(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a life
 		p.count(pr.Number, &p.stats.conflicts)
 		_, err := p.comment(ctx, pr.Number, conflictBody(p.base))
 		return err
+	case lifecycle.NoteBlocked:
+		return p.noteBlocked(ctx, pr, a.Reason)
 	case lifecycle.Skip:
 		p.count(pr.Number, &p.stats.skipped)
 	case lifecycle.Drop:
-		return p.drop(ctx, pr, t, a)
+		p.drop(ctx, pr, t, a)
 	case lifecycle.Wait:
 		if t.State == lifecycle.ChangesRequested {
 			p.count(pr.Number, &p.stats.changesRequested)
@@ -43,48 +42,56 @@ func (p *Pool) act(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a life
 	return nil
 }
 
-// merge asks the forge to merge at the head the decision saw, then re-reads
-// the PR: only the forge's word that it merged counts.
-func (p *Pool) merge(ctx context.Context, pr forgejo.PR, whenChecksSucceed bool) error {
+// merge asks the forge to merge at the head the decision saw. Only the
+// forge's word that it merged counts: step reads the PR again.
+func (p *Pool) merge(ctx context.Context, pr forgejo.PR) error {
 	if p.cfg.DryRun {
 		p.log.Info("dry run: would merge", "pr", pr.Number, "head", pr.HeadSHA)
 		return nil
 	}
 	res, err := p.forge.Merge(ctx, p.cfg.Owner, p.cfg.Name, pr.Number, forgejo.MergeOptions{
-		Style: p.cfg.MergeStyle, HeadSHA: pr.HeadSHA, WhenChecksSucceed: whenChecksSucceed})
+		Style: p.cfg.MergeStyle, HeadSHA: pr.HeadSHA})
 	if err != nil && res.Status == 0 {
 		return err
 	}
 	p.log.Info("merge answered", "pr", pr.Number, "outcome", res.Outcome, "status", res.Status, "message", res.Message)
 	next, act := lifecycle.AfterMerge(p.policy, p.track(pr.Number), pr.HeadSHA, res)
 	p.setTrack(pr.Number, next)
-	if err := p.act(ctx, pr, next, act); err != nil {
-		return err
-	}
-	fresh, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+	return p.act(ctx, pr, next, act)
+}
+
+// noteBlocked posts, once per head and reason, why the forge's rules keep
+// the PR from merging. A note already on the forge (from before a lost
+// state dir) is not posted again.
+func (p *Pool) noteBlocked(ctx context.Context, pr forgejo.PR, reason string) error {
+	p.log.Info("merge blocked; waiting for the PR or the rules to change", "pr", pr.Number, "reason", reason)
+	comments, err := p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 	if err != nil {
 		return err
 	}
-	if fresh.Merged {
-		_, err = p.step(ctx, fresh, "")
+	for _, c := range comments {
+		if strings.EqualFold(c.Author, p.me) && blockedNoted(c.Body, pr.HeadSHA, reason) {
+			return nil
+		}
 	}
+	_, err = p.comment(ctx, pr.Number, blockedBody(pr.HeadSHA, reason))
 	return err
 }
 
-// drop ends tracking of a merged or closed PR.
-func (p *Pool) drop(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a lifecycle.Action) error {
+// drop ends tracking of a merged or closed PR. The note on linked issues is
+// a courtesy: a failure to post it is logged, never retried.
+func (p *Pool) drop(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a lifecycle.Action) {
 	if t.State == lifecycle.Merged && p.knows(pr.Number) {
 		p.count(pr.Number, &p.stats.merged)
 	}
 	if a.Announce {
-		for _, issue := range linkedIssues(pr.Body) {
+		for _, issue := range linkedIssues(pr.Body, pr.Number) {
 			if _, err := p.comment(ctx, issue, scheduledMergedBody(pr.Number)); err != nil {
-				return fmt.Errorf("announce merge of #%d on #%d: %w", pr.Number, issue, err)
+				p.log.Warn("announcing the merge on a linked issue failed", "pr", pr.Number, "issue", issue, "err", err)
 			}
 		}
 	}
 	p.dropTrack(pr.Number)
-	return nil
 }
 
 // recoverAttempts rebuilds an approved PR's retry count from the pool's own
@@ -103,6 +110,6 @@ func (p *Pool) recoverAttempts(ctx context.Context, pr forgejo.PR) error {
 	if attempts > 0 {
 		p.log.Info("recovered the retry count from the forge", "pr", pr.Number, "attempts", attempts)
 	}
-	p.setTrack(pr.Number, lifecycle.Track{HeadSHA: pr.HeadSHA, ReviewedSHA: pr.HeadSHA, Attempts: attempts})
+	p.setTrack(pr.Number, lifecycle.Recovered(pr.HeadSHA, attempts))
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
 
 	"pool/claims"
 	"pool/forgejo"
@@ -51,7 +50,7 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 			res.running++
 			continue
 		}
-		if act, ok := p.index.unchanged(pr, p.track(pr.Number), p.now()); ok {
+		if act, ok := p.index.unchanged(pr, p.track(pr.Number), p.rules, p.now()); ok {
 			p.tally(&res, pr.Number, act, &todo, pr)
 			continue
 		}
@@ -64,7 +63,7 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 			continue
 		}
 		t := p.track(pr.Number)
-		p.index.remember(pr, t, act, p.quietUntil(t, act, p.now()))
+		p.index.remember(pr, t, p.rules, act, p.quietUntil(t, act, p.now()))
 		p.tally(&res, pr.Number, act, &todo, pr)
 	}
 	if err := p.forgetGone(ctx, open); err != nil {
@@ -85,7 +84,7 @@ func (p *Pool) tally(res *cycleResult, n int, act lifecycle.Action, todo *[]cand
 	switch act.Kind {
 	case lifecycle.Review, lifecycle.Fix:
 		*todo = append(*todo, candidate{pr: pr, kind: act.Kind})
-	case lifecycle.Merge, lifecycle.Arm, lifecycle.Disarm, lifecycle.NoteConflict, lifecycle.Drop:
+	case lifecycle.Merge, lifecycle.Disarm, lifecycle.NoteConflict, lifecycle.NoteBlocked, lifecycle.Drop:
 		res.acted++
 	}
 	// Approved PRs waiting to merge, and PRs backing off after a failed
@@ -116,26 +115,40 @@ func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) int {
 
 // step observes one PR, decides, and performs the decision unless it needs a
 // session, which the caller arranges. hint is a just-finished session's
-// merge_status.
+// merge_status. After a merge call the forge is asked again whether the PR
+// merged, and a merged PR is settled at once.
 func (p *Pool) step(ctx context.Context, pr forgejo.PR, hint string) (lifecycle.Action, error) {
-	obs, reviews, err := p.observe(ctx, pr)
+	act, err := p.decideAndAct(ctx, pr, hint)
+	if err != nil || act.Kind != lifecycle.Merge || p.cfg.DryRun {
+		return act, err
+	}
+	fresh, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+	if err != nil || !fresh.Merged {
+		return act, err
+	}
+	return p.decideAndAct(ctx, fresh, "")
+}
+
+func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (lifecycle.Action, error) {
+	obs, err := p.observe(ctx, pr)
 	if err != nil {
 		return lifecycle.Action{}, err
 	}
 	obs.Hint = hint
-	if obs.Review == forgejo.ReviewApproved && !p.hasTrack(pr.Number) {
+	approved := p.policy.Rule.HeadVerdict(pr.Author, pr.HeadSHA, obs.Reviews).State == forgejo.ReviewApproved
+	if approved && !p.hasTrack(pr.Number) {
 		if err := p.recoverAttempts(ctx, pr); err != nil {
 			return lifecycle.Action{}, err
 		}
 	}
 	next, act := lifecycle.Decide(p.policy, p.track(pr.Number), obs)
-	if act.Kind == lifecycle.Review && p.freeSlots() > 0 {
+	if (act.Kind == lifecycle.Review || act.Kind == lifecycle.Fix) && p.freeSlots() > 0 {
 		// Claims matter only when a slot could take the PR now.
 		comments, err := p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 		if err != nil {
 			return lifecycle.Action{}, err
 		}
-		obs.Claim, _ = claims.Judge(p.view(pr, comments, reviews), p.instance)
+		obs.Claim, _ = claims.Judge(p.view(pr, comments, obs.Reviews), p.instance)
 		next, act = lifecycle.Decide(p.policy, p.track(pr.Number), obs)
 	}
 	p.setTrack(pr.Number, next)
@@ -143,65 +156,29 @@ func (p *Pool) step(ctx context.Context, pr forgejo.PR, hint string) (lifecycle.
 	return act, p.act(ctx, pr, next, act)
 }
 
-// observe reads what the decision needs: reviews always, statuses only for
-// an approved head. It returns the reviews for the claim check too.
-func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observation, []forgejo.Review, error) {
-	obs := lifecycle.Observation{Open: pr.State == "open", Merged: pr.Merged, HeadSHA: pr.HeadSHA,
-		Skip: p.cfg.SkipLabel != "" && pr.HasLabel(p.cfg.SkipLabel), Mergeable: pr.Mergeable, Now: p.now()}
+// observe reads what the decision needs: the reviews always, the head's
+// statuses when the counted reviews approve it.
+func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observation, error) {
+	obs := lifecycle.Observation{Open: pr.State == "open", Merged: pr.Merged, HeadSHA: pr.HeadSHA, Author: pr.Author,
+		Skip: p.cfg.SkipLabel != "" && pr.HasLabel(p.cfg.SkipLabel), Mergeable: pr.Mergeable, Behind: pr.Behind(),
+		Protection: p.currentProtection(), Now: p.now()}
 	if !obs.Open || obs.Merged {
-		return obs, nil, nil
+		return obs, nil
 	}
 	reviews, err := p.forge.Reviews(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 	if err != nil {
-		return obs, nil, err
+		return obs, err
 	}
-	obs.Review = p.headReview(pr, reviews)
-	if obs.Review != forgejo.ReviewApproved {
-		return obs, reviews, nil
+	obs.Reviews = reviews
+	if p.policy.Rule.HeadVerdict(pr.Author, pr.HeadSHA, reviews).State != forgejo.ReviewApproved {
+		return obs, nil
 	}
-	statuses, err := p.forge.Statuses(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
+	history, err := p.forge.StatusHistory(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
 	if err != nil {
-		return obs, nil, err
+		return obs, err
 	}
-	obs.Checks = lifecycle.Summarize(statuses)
-	return obs, reviews, nil
-}
-
-// headReview is the state of the newest counted review on the PR's head.
-// A review counts when it is on the head commit, not dismissed, and by a
-// configured reviewer (or, with none configured, by anyone but the author;
-// then a comment-only review does not count, so a passer-by's remark never
-// stands in for a review).
-func (p *Pool) headReview(pr forgejo.PR, reviews []forgejo.Review) string {
-	var best forgejo.Review
-	for _, r := range reviews {
-		if r.CommitID != pr.HeadSHA || r.Dismissed || r.ID < best.ID || !p.countsAsReview(pr, r) {
-			continue
-		}
-		best = r
-	}
-	return best.State
-}
-
-func (p *Pool) countsAsReview(pr forgejo.PR, r forgejo.Review) bool {
-	switch r.State {
-	case forgejo.ReviewApproved, forgejo.ReviewRequestChanges:
-	case forgejo.ReviewComment:
-		if len(p.cfg.Reviewers) == 0 {
-			return false
-		}
-	default:
-		return false
-	}
-	if len(p.cfg.Reviewers) == 0 {
-		return !strings.EqualFold(r.Author, pr.Author)
-	}
-	for _, a := range p.cfg.Reviewers {
-		if strings.EqualFold(a, r.Author) {
-			return true
-		}
-	}
-	return false
+	obs.Checks = lifecycle.Checks(history)
+	return obs, nil
 }
 
 // judgeClaims reads the PR's comments and says who holds it.
@@ -226,9 +203,17 @@ func (p *Pool) claimView(ctx context.Context, pr forgejo.PR) (claims.View, error
 	return p.view(pr, comments, reviews), nil
 }
 
-// view is what the claim protocol judges, from this pool's side.
+// view is what the claim protocol judges, from this pool's side. Only
+// counted reviews on the head are review activity: a passer-by's review
+// keeps no claim alive.
 func (p *Pool) view(pr forgejo.PR, comments []forgejo.Comment, reviews []forgejo.Review) claims.View {
-	return claims.View{HeadSHA: pr.HeadSHA, Comments: comments, Reviews: reviews,
+	var counted []forgejo.Review
+	for _, r := range reviews {
+		if p.policy.Rule.Counts(pr.Author, pr.HeadSHA, r) {
+			counted = append(counted, r)
+		}
+	}
+	return claims.View{HeadSHA: pr.HeadSHA, Comments: comments, Reviews: counted,
 		Trusted: append([]string{p.me}, p.cfg.TrustedClaimers...), TTL: p.cfg.ClaimTTL, Now: p.now()}
 }
 

@@ -20,7 +20,8 @@ type Forge interface {
 	PostComment(ctx context.Context, owner, repo string, n int, body string) (forgejo.Comment, error)
 	DeleteComment(ctx context.Context, owner, repo string, id int64) error
 	Reviews(ctx context.Context, owner, repo string, n int) ([]forgejo.Review, error)
-	Statuses(ctx context.Context, owner, repo, sha string) ([]forgejo.Status, error)
+	StatusHistory(ctx context.Context, owner, repo, sha string) ([]forgejo.Status, error)
+	Protection(ctx context.Context, owner, repo, branch string) (forgejo.Protection, error)
 	Merge(ctx context.Context, owner, repo string, n int, opt forgejo.MergeOptions) (forgejo.MergeResult, error)
 	CancelAutoMerge(ctx context.Context, owner, repo string, n int) error
 }

@@ -26,6 +26,8 @@ type fakeForge struct {
 	failOps map[string]error
 	// mergeAnswer overrides the merge outcome per PR.
 	mergeAnswer map[int]forgejo.MergeResult
+	protection  forgejo.Protection
+	merged      map[int]time.Time // when each PR merged
 	now         func() time.Time
 	calls       map[string]int // requests by kind, for cost tests
 }
@@ -33,9 +35,10 @@ type fakeForge struct {
 func newFakeForge(prs ...int) *fakeForge {
 	f := &fakeForge{me: "pool-bot", prs: map[int]*forgejo.PR{}, comments: map[int][]forgejo.Comment{},
 		reviews: map[int][]forgejo.Review{}, statuses: map[string][]forgejo.Status{}, failOps: map[string]error{},
-		mergeAnswer: map[int]forgejo.MergeResult{}, now: time.Now, calls: map[string]int{}}
+		mergeAnswer: map[int]forgejo.MergeResult{}, now: time.Now, calls: map[string]int{},
+		protection: forgejo.Protection{UserCanMerge: true}, merged: map[int]time.Time{}}
 	for _, n := range prs {
-		f.prs[n] = &forgejo.PR{Number: n, State: "open", Mergeable: true, HeadSHA: fmt.Sprintf("sha-%d-a", n),
+		f.prs[n] = &forgejo.PR{Number: n, State: "open", Mergeable: true, HeadSHA: fakeSHA(fmt.Sprintf("sha-%d-a", n)),
 			BaseRef: "main", Author: "author", Updated: time.Now()}
 	}
 	return f
@@ -165,10 +168,24 @@ func (f *fakeForge) Reviews(_ context.Context, _, _ string, n int) ([]forgejo.Re
 	return append([]forgejo.Review(nil), f.reviews[n]...), f.fail("reviews")
 }
 
-func (f *fakeForge) Statuses(_ context.Context, _, _, sha string) ([]forgejo.Status, error) {
+// StatusHistory numbers the statuses in the order they were added, as the
+// forge's ids are.
+func (f *fakeForge) StatusHistory(_ context.Context, _, _, sha string) ([]forgejo.Status, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]forgejo.Status(nil), f.statuses[sha]...), f.fail("statuses")
+	out := append([]forgejo.Status(nil), f.statuses[sha]...)
+	for i := range out {
+		if out[i].ID == 0 {
+			out[i].ID = int64(i + 1)
+		}
+	}
+	return out, f.fail("statuses")
+}
+
+func (f *fakeForge) Protection(context.Context, string, string, string) (forgejo.Protection, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.protection, f.fail("protection")
 }
 
 func (f *fakeForge) Merge(_ context.Context, _, _ string, n int, opt forgejo.MergeOptions) (forgejo.MergeResult, error) {
@@ -185,6 +202,7 @@ func (f *fakeForge) Merge(_ context.Context, _, _ string, n int, opt forgejo.Mer
 	}
 	pr.Merged, pr.State = true, "closed"
 	f.touch(n)
+	f.merged[n] = f.now()
 	return forgejo.MergeResult{Outcome: forgejo.MergeDone, Status: 200}, nil
 }
 
@@ -195,13 +213,21 @@ func (f *fakeForge) CancelAutoMerge(_ context.Context, _, _ string, n int) error
 	return nil
 }
 
-// review adds a review on the PR's current head.
+// review adds a review on the PR's current head by an account with write
+// access: the forge marks approvals and requests for changes official.
 func (f *fakeForge) review(n int, author, state string) {
+	f.addReview(n, author, state, state == forgejo.ReviewApproved || state == forgejo.ReviewRequestChanges)
+}
+
+// outsiderReview adds a review by an account without write access.
+func (f *fakeForge) outsiderReview(n int, author, state string) { f.addReview(n, author, state, false) }
+
+func (f *fakeForge) addReview(n int, author, state string, official bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextID++
 	f.reviews[n] = append(f.reviews[n], forgejo.Review{ID: f.nextID, Author: author, State: state,
-		CommitID: f.prs[n].HeadSHA, Submitted: f.now()})
+		CommitID: f.prs[n].HeadSHA, Official: official, Submitted: f.now()})
 	f.touch(n)
 }
 
@@ -368,4 +394,19 @@ func (f *fakeForge) requests() int {
 		total += n
 	}
 	return total
+}
+
+// fakeSHA turns a readable name into a commit id of the forge's form (hex).
+func fakeSHA(name string) string { return fmt.Sprintf("%x", name) }
+
+func (f *fakeForge) isMerged(n int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.prs[n].Merged
+}
+
+func (f *fakeForge) mergedAt(n int) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.merged[n]
 }

@@ -35,6 +35,7 @@ type seenPR struct {
 	updated    time.Time
 	head       string
 	track      lifecycle.Track // a slot may change the track without the PR changing
+	rules      int             // the protection reading decided under
 	act        lifecycle.Action
 	quietUntil time.Time // no new step before this unless the PR changes
 }
@@ -66,6 +67,7 @@ func (p *Pool) listPRs(ctx context.Context) ([]forgejo.PR, error) {
 // delta from the future), so the listing, made after, holds every update
 // stamped before that moment.
 func (p *Pool) listAll(ctx context.Context) ([]forgejo.PR, error) {
+	p.refreshProtection(ctx) // a rule change is noticed at the latest with the next full listing
 	_, served, err := p.forge.ChangedPRs(ctx, p.cfg.Owner, p.cfg.Name, p.now().Add(24*time.Hour))
 	if err != nil {
 		return nil, err
@@ -129,19 +131,19 @@ func (ix *index) sorted() []forgejo.PR {
 
 // unchanged returns the last decision for a PR that has not changed since
 // and whose quiet period has not ended.
-func (ix *index) unchanged(pr forgejo.PR, t lifecycle.Track, now time.Time) (lifecycle.Action, bool) {
+func (ix *index) unchanged(pr forgejo.PR, t lifecycle.Track, rules int, now time.Time) (lifecycle.Action, bool) {
 	s, ok := ix.seen[pr.Number]
-	if !ok || !s.updated.Equal(pr.Updated) || s.head != pr.HeadSHA || s.track != t || !now.Before(s.quietUntil) {
+	if !ok || !s.updated.Equal(pr.Updated) || s.head != pr.HeadSHA || s.track != t || s.rules != rules || !now.Before(s.quietUntil) {
 		return lifecycle.Action{}, false
 	}
 	return s.act, true
 }
 
-func (ix *index) remember(pr forgejo.PR, t lifecycle.Track, act lifecycle.Action, quietUntil time.Time) {
+func (ix *index) remember(pr forgejo.PR, t lifecycle.Track, rules int, act lifecycle.Action, quietUntil time.Time) {
 	if ix.seen == nil {
 		ix.seen = map[int]seenPR{}
 	}
-	ix.seen[pr.Number] = seenPR{updated: pr.Updated, head: pr.HeadSHA, track: t, act: act, quietUntil: quietUntil}
+	ix.seen[pr.Number] = seenPR{updated: pr.Updated, head: pr.HeadSHA, track: t, rules: rules, act: act, quietUntil: quietUntil}
 }
 
 // quietUntil says how long a decision holds while the PR does not change:

@@ -25,7 +25,7 @@ func TestSameSecondChangesAreNotMissed(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Within the same second: #1 gets a new head, #2 is merged.
-	f.push(1, "sha-1-b")
+	f.push(1, fakeSHA("sha-1-b"))
 	f.mu.Lock()
 	f.prs[2].Merged, f.prs[2].State = true, "closed"
 	f.mu.Unlock()
@@ -34,7 +34,7 @@ func TestSameSecondChangesAreNotMissed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(prs) != 1 || prs[0].Number != 1 || prs[0].HeadSHA != "sha-1-b" {
+	if len(prs) != 1 || prs[0].Number != 1 || prs[0].HeadSHA != fakeSHA("sha-1-b") {
 		t.Errorf("open PRs after same-second changes = %+v, want only #1 at sha-1-b", prs)
 	}
 

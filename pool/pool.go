@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -49,13 +50,21 @@ type Pool struct {
 	instance string
 	spec     string
 
+	// The base branch's protection, read at start and again with every full
+	// listing of the open PRs; rules counts its changes so that decisions
+	// held while it stood are made again. Written by the discovery loop
+	// goroutine only, under mu (slots read it through observe).
+	protection     forgejo.Protection
+	protectionRead time.Time
+	rules          int
+
 	index     index         // owned by the discovery loop goroutine
 	refreshed time.Time     // last clone refresh; owned by the discovery loop goroutine
 	freed     chan struct{} // a slot was released; buffered 1
 	wakeups   chan struct{} // a webhook said something changed; buffered 1
 	workers   sync.WaitGroup
 
-	mu       sync.Mutex // guards tracks, busy, sessions, stats
+	mu       sync.Mutex // guards tracks, busy, sessions, stats, protection
 	tracks   map[int]lifecycle.Track
 	busy     map[int]bool     // PRs held by a slot (claiming, reviewing or collecting)
 	sessions map[int]*session // running sessions by PR
@@ -73,7 +82,8 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	if p.now == nil {
 		p.now = time.Now
 	}
-	p.policy = lifecycle.Policy{DiagnosticEvery: cfg.DiagnosticEvery, AutoMerge: cfg.AutoMerge,
+	p.policy = lifecycle.Policy{DiagnosticEvery: cfg.DiagnosticEvery, ChecksGrace: cfg.ChecksGrace,
+		Rule:      lifecycle.ReviewRule{Reviewers: cfg.Reviewers, AllowUnofficial: cfg.AllowUnofficial},
 		RetryBase: cfg.PollInterval, RetryMax: cfg.ClaimTTL}
 	var err error
 	if p.me, err = p.forge.Me(ctx); err != nil {
@@ -82,6 +92,10 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	if p.base, err = p.forge.DefaultBranch(ctx, cfg.Owner, cfg.Name); err != nil {
 		return nil, fmt.Errorf("pool: read repository: %w", err)
 	}
+	if p.protection, err = p.forge.Protection(ctx, cfg.Owner, cfg.Name, p.base); err != nil {
+		return nil, fmt.Errorf("pool: read the protection of %s: %w", p.base, err)
+	}
+	p.protectionRead = p.now()
 	if err := p.loadState(); err != nil {
 		return nil, err
 	}
@@ -120,6 +134,7 @@ func (p *Pool) loadState() error {
 // forge calls get ShutdownTimeout to finish.
 func (p *Pool) Run(ctx context.Context) (Report, error) {
 	p.log.Info("pool starting", "repo", p.cfg.Repo(), "workers", p.cfg.Workers, "base", p.base, "account", p.me)
+	p.logProtection()
 	work, stopWork := p.workContext(ctx)
 	defer stopWork()
 	if err := p.adopt(ctx, work); err != nil {
@@ -246,6 +261,47 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func forgeBackoff(n int, base time.Duration) time.Duration {
 	d := lifecycle.Backoff(n, base, 10*time.Minute)
 	return d - time.Duration(rand.Int64N(int64(d)/4+1))
+}
+
+// refreshProtection reads the base branch's protection again, unless it was
+// read within the last poll interval. A failed read keeps the last one: the
+// forge itself still enforces the rule it has.
+func (p *Pool) refreshProtection(ctx context.Context) {
+	if p.now().Sub(p.protectionRead) < p.cfg.PollInterval {
+		return
+	}
+	prot, err := p.forge.Protection(ctx, p.cfg.Owner, p.cfg.Name, p.base)
+	if err != nil {
+		p.log.Warn("reading the branch protection failed; keeping the last reading", "err", err)
+		return
+	}
+	p.protectionRead = p.now()
+	p.mu.Lock()
+	changed := !reflect.DeepEqual(prot, p.protection)
+	p.protection = prot
+	p.mu.Unlock()
+	if changed {
+		p.rules++
+		p.logProtection()
+	}
+}
+
+// currentProtection is the last reading of the base branch's protection.
+func (p *Pool) currentProtection() forgejo.Protection {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.protection
+}
+
+func (p *Pool) logProtection() {
+	pr := p.currentProtection()
+	p.log.Info("branch protection", "branch", p.base, "protected", pr.Protected, "rule", pr.Rule, "fully_read", pr.Full,
+		"pool_may_merge", pr.UserCanMerge, "required_approvals", pr.RequiredApprovals,
+		"required_contexts", lifecycle.RequiredContexts(pr))
+	if pr.Protected && !pr.Full {
+		p.log.Warn("the token cannot read the whole branch protection rule (it needs repository admin); " +
+			"decisions use the branch summary, and the forge enforces the rest")
+	}
 }
 
 // comment posts a signed comment unless this is a dry run.

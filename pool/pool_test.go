@@ -248,7 +248,7 @@ func TestChangesRequestedWaitsForNewHead(t *testing.T) {
 	cfg.IdleExit = 50 // the push below must come before the idle exit
 	rep := runPoolWith(t, cfg, f, a, func(ctx context.Context, p *Pool) {
 		waitFor(ctx, func() bool { return p.track(1).State == lifecycle.ChangesRequested })
-		f.push(1, "sha-1-b")
+		f.push(1, fakeSHA("sha-1-b"))
 	})
 	if !f.prs[1].Merged {
 		t.Fatal("not merged after the fix was pushed")
@@ -256,7 +256,7 @@ func TestChangesRequestedWaitsForNewHead(t *testing.T) {
 	if reviews != 2 {
 		t.Errorf("sessions = %d, want 2 (changes requested, then re-review of the new head)", reviews)
 	}
-	if !strings.Contains(a.prompts[1], "Head SHA: sha-1-b") || !strings.Contains(a.prompts[1], "reviewed before") {
+	if !strings.Contains(a.prompts[1], "Head SHA: "+fakeSHA("sha-1-b")) || !strings.Contains(a.prompts[1], "reviewed before") {
 		t.Errorf("re-review prompt: %q", a.prompts[1])
 	}
 	if rep.ChangesRequested != 1 {
@@ -290,26 +290,6 @@ func TestParseResult(t *testing.T) {
 				t.Errorf("ParseResult = %+v, want %+v", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestPromptNeverHoldsTheToken(t *testing.T) {
-	p := prompt(promptInput{PR: 7, Repo: "o/r", Head: "abc", Style: "merge", Retry: true,
-		Failing: []forgejo.Status{{Context: "ci", State: "failure", TargetURL: "http://ci/1"}}})
-	if !strings.HasPrefix(p, "Review PR #7. Repo: o/r.\n") {
-		t.Errorf("first line: %q", firstLine(p))
-	}
-	for _, want := range []string{"Head SHA: abc", "This PR was previously approved. Focus on merge.", "http://ci/1", "REVIEW-RESULT:"} {
-		if !strings.Contains(p, want) {
-			t.Errorf("prompt lacks %q", want)
-		}
-	}
-}
-
-func TestLinkedIssues(t *testing.T) {
-	got := linkedIssues("Closes #12. Also fixes #3 and resolves #40; mentions #5")
-	if !slices.Equal(got, []int{12, 3, 40}) {
-		t.Errorf("linkedIssues = %v", got)
 	}
 }
 
@@ -371,7 +351,7 @@ func (d *fakeDigests) Digest(_ context.Context, n int) (report.Digest, error) {
 	d.calls++
 	d.f.mu.Lock()
 	defer d.f.mu.Unlock()
-	if d.f.prs[n].HeadSHA != "sha-1-b" {
+	if d.f.prs[n].HeadSHA != fakeSHA("sha-1-b") {
 		return report.Digest{}, nil
 	}
 	return report.Digest{PR: n, Items: []report.Item{{Reason: "changes-requested", Source: "review", ID: 9,
@@ -399,7 +379,7 @@ func TestReReviewPromptCarriesOpenItems(t *testing.T) {
 	}
 	go func() {
 		waitFor(ctx, func() bool { return p.track(1).State == lifecycle.ChangesRequested })
-		f.push(1, "sha-1-b")
+		f.push(1, fakeSHA("sha-1-b"))
 	}()
 	if _, err := p.Run(ctx); err != nil {
 		t.Fatal(err)
@@ -410,7 +390,7 @@ func TestReReviewPromptCarriesOpenItems(t *testing.T) {
 	if strings.Contains(a.prompts[0], "r9-0badc0de") {
 		t.Errorf("first review got items it should not have")
 	}
-	for _, want := range []string{"please handle the nil case", "answers=r9-0badc0de", "<!-- pool-agent-reply answers=<token> -->"} {
+	for _, want := range []string{"please handle the nil case", `"answers":"r9-0badc0de"`, "<!-- pool-agent-reply answers=<token> -->"} {
 		if !strings.Contains(a.prompts[1], want) {
 			t.Errorf("re-review prompt lacks %q:\n%s", want, a.prompts[1])
 		}

@@ -11,6 +11,7 @@ import (
 	"pool/clone"
 	"pool/configs"
 	"pool/forgejo"
+	"pool/lifecycle"
 	"pool/report"
 	"pool/webhook"
 )
@@ -60,7 +61,8 @@ type tickDigester struct {
 }
 
 func (t tickDigester) Digest(ctx context.Context, n int) (report.Digest, error) {
-	return report.Tick(ctx, t.c, t.cfg.Owner, t.cfg.Name, n, report.TickOptions{AutoMerge: t.cfg.AutoMerge, Reviewers: t.cfg.Reviewers})
+	rule := lifecycle.ReviewRule{Reviewers: t.cfg.Reviewers, AllowUnofficial: t.cfg.AllowUnofficial}
+	return report.Tick(ctx, t.c, t.cfg.Owner, t.cfg.Name, n, report.TickOptions{Rule: rule})
 }
 
 // serveWebhooks wakes the pool on verified forge deliveries until ctx ends.

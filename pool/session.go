@@ -38,13 +38,13 @@ func (p *Pool) runSlot(ctx, work context.Context, c candidate) {
 		}
 		return
 	}
-	if c.kind == lifecycle.Review {
-		if won, err := p.claim(work, pr); err != nil || !won {
-			if err != nil {
-				log.Warn("claiming failed", "err", err)
-			}
-			return
+	// Reviewers and fixers alike work under a claim, so that two pools never
+	// start either for one head.
+	if won, err := p.claim(work, pr); err != nil || !won {
+		if err != nil {
+			log.Warn("claiming failed", "err", err)
 		}
+		return
 	}
 	if ctx.Err() != nil {
 		return // shutting down: keep the claim, start nothing
@@ -96,9 +96,8 @@ func (p *Pool) claim(ctx context.Context, pr forgejo.PR) (bool, error) {
 	verdict, winner := claims.Judge(v, p.instance)
 	if verdict != claims.Ours {
 		p.log.Info("lost the claim; yielding", "pr", pr.Number, "winner", winner.Instance)
-		t := p.track(pr.Number)
-		t.NotBefore = p.now().Add(p.cfg.PollInterval) // no hot loop of claim and retreat
-		p.setTrack(pr.Number, t)
+		// no hot loop of claim and retreat
+		p.setTrack(pr.Number, lifecycle.LostClaim(p.track(pr.Number), p.now().Add(p.cfg.PollInterval)))
 		return false, p.deleteLosers(ctx, v)
 	}
 	return true, p.deleteLosers(ctx, v)
@@ -116,19 +115,20 @@ func (p *Pool) deleteLosers(ctx context.Context, v claims.View) error {
 
 // dispatch starts a session and registers it with the watcher.
 func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind) (*session, error) {
-	in := promptInput{PR: pr.Number, Repo: p.cfg.Repo(), Head: pr.HeadSHA, Spec: p.spec, Style: p.cfg.MergeStyle,
-		Reviewed: p.track(pr.Number).ReviewedSHA != ""}
-	if kind == lifecycle.Fix {
-		in.Retry = true
-		statuses, err := p.forge.Statuses(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
+	in := promptInput{PR: pr.Number, Repo: p.cfg.Repo(), Head: pr.HeadSHA, Spec: p.spec, Tag: report.NewTag(),
+		Reviewed: p.track(pr.Number).ReviewedSHA != "", Fix: kind == lifecycle.Fix,
+		Data: report.Data{Target: fmt.Sprintf("%s#%d", p.cfg.Repo(), pr.Number)}}
+	if in.Fix {
+		history, err := p.forge.StatusHistory(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
 		if err != nil {
 			return nil, err
 		}
-		in.Failing = failing(statuses)
+		in.Data.Checks = lifecycle.Failing(lifecycle.Checks(history))
 	}
-	items := p.openItems(ctx, pr.Number, in.Reviewed || kind == lifecycle.Fix)
+	items := p.openItems(ctx, pr.Number, in.Reviewed || in.Fix)
 	if items != nil {
-		in.Items = items.PromptSection()
+		in.Answer = items.AnswerInstructions()
+		in.Data.Items, in.Data.Errors = items.Items, items.Errors
 	}
 	created, err := p.agent.CreateSession(ctx, sessionTitle(pr.Number))
 	if err != nil {
@@ -142,23 +142,14 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind)
 	}
 	s := p.register(created.ID, pr.Number, kind)
 	s.items = items
-	p.mu.Lock()
-	if kind == lifecycle.Fix {
+	if in.Fix {
+		p.setTrack(pr.Number, lifecycle.FixerStarted(p.track(pr.Number), pr.HeadSHA))
+		p.mu.Lock()
 		p.stats.ciFixes++
+		p.mu.Unlock()
 	}
-	p.mu.Unlock()
 	p.log.Info("session started", "pr", pr.Number, "session", created.ID, "kind", kind, "head", pr.HeadSHA)
 	return s, nil
-}
-
-func failing(statuses []forgejo.Status) []forgejo.Status {
-	var out []forgejo.Status
-	for _, s := range statuses {
-		if s.State == "failure" || s.State == "error" {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 func (p *Pool) register(id string, n int, kind lifecycle.Kind) *session {
@@ -231,9 +222,45 @@ func (p *Pool) collect(ctx context.Context, s *session) {
 		return
 	}
 	if act.Kind == lifecycle.Review && pr.HeadSHA == p.track(s.pr).HeadSHA {
-		p.setTrack(s.pr, lifecycle.SessionLeftNoReview(p.policy, p.track(s.pr), p.now()))
-		log.Warn("session left no review on the head; backing off", "failures", p.track(s.pr).Failures)
+		p.noReviewLeft(ctx, s, pr)
 	}
+}
+
+// noReviewLeft handles a session after which the head still has no counted
+// review. When the session left an approval that does not count (its
+// account lacks write access or a place on the approvals whitelist),
+// another session would do the same: the PR waits for a person, with one
+// note. Otherwise the PR is retried after a back-off.
+func (p *Pool) noReviewLeft(ctx context.Context, s *session, pr forgejo.PR) {
+	log := p.log.With("pr", s.pr, "session", s.id)
+	if accounts := p.uncountedSince(ctx, pr, s.started.Add(-time.Minute)); len(accounts) > 0 {
+		t, act := lifecycle.SessionLeftUncountedApproval(p.track(s.pr), accounts)
+		p.setTrack(s.pr, t)
+		log.Warn("the session's approval does not count; waiting for a person", "accounts", accounts)
+		if err := p.act(ctx, pr, t, act); err != nil {
+			log.Warn("posting the hold note failed; next cycle will", "err", err)
+		}
+		return
+	}
+	p.setTrack(s.pr, lifecycle.SessionLeftNoReview(p.policy, p.track(s.pr), p.now()))
+	log.Warn("session left no review on the head; backing off", "failures", p.track(s.pr).Failures)
+}
+
+// uncountedSince lists the authors of approvals on the head, submitted
+// since the moment given (forge clock, hence the caller's margin), that the
+// review rule does not count.
+func (p *Pool) uncountedSince(ctx context.Context, pr forgejo.PR, since time.Time) []string {
+	reviews, err := p.forge.Reviews(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+	if err != nil {
+		return nil
+	}
+	var recent []forgejo.Review
+	for _, r := range reviews {
+		if !r.Submitted.Before(since) {
+			recent = append(recent, r)
+		}
+	}
+	return p.policy.Rule.HeadVerdict(pr.Author, pr.HeadSHA, recent).Uncounted
 }
 
 // result reads the session's final assistant text and parses it.

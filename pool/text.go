@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"pool/forgejo"
+	"pool/report"
 )
 
 // Signature ends every comment the pool posts.
@@ -62,57 +62,77 @@ func scheduledMergedBody(n int) string {
 	return fmt.Sprintf("PR #%d has been merged (scheduled merge completed).", n)
 }
 
-var closesRE = regexp.MustCompile(`(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s+#(\d+)`)
+// maxAnnounced bounds the issues one merge is announced on.
+const maxAnnounced = 5
 
-// linkedIssues returns the issues a PR body says it closes.
-func linkedIssues(body string) []int {
+// closesRE matches a closing keyword and a bare "#N": an issue of the same
+// repository. "owner/repo#N" and URLs name other repositories and do not
+// match (the '#' must follow white space).
+var closesRE = regexp.MustCompile(`(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?):?\s+#(\d{1,9})\b`)
+
+// linkedIssues returns the issues of the same repository that a PR body
+// says it closes: each once, not the PR itself, at most maxAnnounced.
+func linkedIssues(body string, self int) []int {
 	var out []int
+	seen := map[int]bool{self: true}
 	for _, m := range closesRE.FindAllStringSubmatch(body, -1) {
-		if n, err := strconv.Atoi(m[1]); err == nil {
-			out = append(out, n)
+		n, err := strconv.Atoi(m[1])
+		if err != nil || n <= 0 || seen[n] {
+			continue
+		}
+		seen[n] = true
+		out = append(out, n)
+		if len(out) == maxAnnounced {
+			break
 		}
 	}
 	return out
 }
 
-// promptInput is what goes into a reviewer's prompt. It never holds the token.
+// promptInput is what goes into a reviewer's prompt. It never holds the
+// token. Data holds everything written on the forge; the rest is the
+// pool's own text.
 type promptInput struct {
 	PR       int
 	Repo     string
-	Head     string
-	Spec     string
-	Retry    bool             // previously approved: focus on merge
-	Failing  []forgejo.Status // for a fixer session
-	Style    string
+	Head     string // the head commit, as the forge names it
+	Spec     string // the operator's spec file: trusted
+	Fix      bool   // a fixer session: checks fail on an approved head
 	Reviewed bool   // re-review after a new push
-	Items    string // open review items (pool tick's prompt section)
+	Answer   string // instructions for answering the open items (report.Digest.AnswerInstructions)
+	Data     report.Data
+	Tag      string // the data block's delimiter tag; fresh per prompt
 }
+
+var shaRE = regexp.MustCompile(`^[0-9a-f]{7,64}$`)
 
 func prompt(in promptInput) string {
 	var b strings.Builder
+	head := in.Head
+	if !shaRE.MatchString(head) {
+		head = "(unknown: the forge gave a malformed commit id)"
+	}
 	fmt.Fprintf(&b, "Review PR #%d. Repo: %s.\n", in.PR, in.Repo)
-	fmt.Fprintf(&b, "Head SHA: %s\n", in.Head)
+	fmt.Fprintf(&b, "Head SHA: %s\n", head)
 	if in.Spec != "" {
 		fmt.Fprintf(&b, "\nSpec context:\n%s\n", strings.TrimSpace(in.Spec))
 	}
 	if in.Reviewed {
 		b.WriteString("\nThis PR was reviewed before; new commits have been pushed since. Review the new head.\n")
 	}
-	if in.Retry {
-		b.WriteString("\nThis PR was previously approved. Focus on merge.\n")
+	if in.Fix {
+		b.WriteString("\nThis PR is approved, but checks fail on its head commit; they are the \"kind\": \"check\" entries in the forge data block. " +
+			"Find the cause and push a fix to the PR's branch, or request changes saying what is wrong.\n")
 	}
-	if in.Items != "" {
-		fmt.Fprintf(&b, "\n%s\n", strings.TrimSpace(in.Items))
+	if in.Answer != "" {
+		fmt.Fprintf(&b, "\n%s", in.Answer)
 	}
-	if len(in.Failing) > 0 {
-		b.WriteString("\nFailing checks on the head commit:\n")
-		for _, s := range in.Failing {
-			fmt.Fprintf(&b, "- %s: %s (%s) %s\n", s.Context, s.State, s.Description, s.TargetURL)
-		}
-		b.WriteString("Find the cause and push a fix to the PR's branch, or request changes saying what is wrong.\n")
+	if len(in.Data.Items)+len(in.Data.Checks)+len(in.Data.Errors) > 0 {
+		fmt.Fprintf(&b, "\n%s", in.Data.Block(in.Tag))
 	}
-	fmt.Fprintf(&b, "\nIf the head commit %s already carries a review by another reviewer, stop and report decision \"commented\".\n", in.Head)
-	fmt.Fprintf(&b, "Submit your review on the forge for commit %s. If you approve and the checks allow, merge with style %q and head_commit_id %s.\n", in.Head, in.Style, in.Head)
+	fmt.Fprintf(&b, "\nIf the head commit %s already carries a review by another reviewer, stop and report decision \"commented\".\n", head)
+	fmt.Fprintf(&b, "Submit your review on the forge for commit %s: approve it, or request changes. ", head)
+	b.WriteString("Do not merge: the pool merges an approved PR itself, pinned to the commit you reviewed, when the branch's rules allow.\n")
 	b.WriteString("Sign every comment, review and description you post with:\n---\n**Automated by CleverAgents Bot**\nSupervisor: PR Review | Agent: ca-continuous-pr-reviewer\n")
 	b.WriteString("\nEnd your reply with exactly one line of this form:\n")
 	b.WriteString(`REVIEW-RESULT: {"decision": "approved|changes_requested|commented", "merge_status": "merged|merge_scheduled|ci_pending|ci_failing|merge_failed|conflict|awaiting_human|none"}` + "\n")
@@ -149,4 +169,24 @@ func ParseResult(text string) Result {
 		}
 	}
 	return Unknown
+}
+
+// blockedBody explains, once, why the forge's rules keep the pool from
+// merging. The marker lets a pool that lost its state see the note is there.
+func blockedBody(head, reason string) string {
+	marker, _ := json.Marshal(map[string]string{"head": head, "reason": reason})
+	return fmt.Sprintf("Merging is on hold: %s.\nThe pool will not retry the merge until this PR or the branch protection changes.\n\n<!-- pool-blocked %s -->",
+		reason, marker)
+}
+
+var blockedMarkerRE = regexp.MustCompile(`<!-- pool-blocked (\{.*?\}) -->`)
+
+// blockedNoted reports whether a comment is the pool's note for head and reason.
+func blockedNoted(body, head, reason string) bool {
+	m := blockedMarkerRE.FindStringSubmatch(body)
+	if m == nil {
+		return false
+	}
+	var v struct{ Head, Reason string }
+	return json.Unmarshal([]byte(m[1]), &v) == nil && v.Head == head && v.Reason == reason
 }

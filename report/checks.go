@@ -1,111 +1,11 @@
 package report
 
-import (
-	"regexp"
-	"sort"
-	"strings"
-	"time"
+import "pool/lifecycle"
 
-	"pool/forgejo"
-)
+// Check is the newest status of one context on the head commit, judged by
+// the lifecycle's rules, which the supervisor shares.
+type Check = lifecycle.Check
 
-// Check is the newest status of one context on the head commit.
-type Check struct {
-	ID          int64     `json:"id"`
-	Context     string    `json:"context"`
-	State       string    `json:"state"`
-	URL         string    `json:"target_url"`
-	Description string    `json:"description"`
-	Created     time.Time `json:"created_at"`
-	// Superseded marks a cancelled run after which a newer run of the same
-	// workflow reported on the same commit: not a failure.
-	Superseded bool `json:"superseded,omitempty"`
-}
-
-// Status states as the forge names them.
-const (
-	statusPending = "pending"
-	statusSuccess = "success"
-	statusWarning = "warning"
-	statusFailure = "failure"
-	statusError   = "error"
-)
-
-// Failed reports whether the check counts as a CI failure.
-func (c Check) Failed() bool {
-	return !c.Superseded && (c.State == statusFailure || c.State == statusError)
-}
-
-// Passed reports whether the check counts as passed.
-func (c Check) Passed() bool { return c.State == statusSuccess || c.State == statusWarning }
-
-// Pending reports whether the check has not reached a result. A state the
-// forge did not document is not a result either.
-func (c Check) Pending() bool { return !c.Superseded && !c.Failed() && !c.Passed() }
-
-// cancelled reports whether the status says its run was cancelled: Forgejo
-// Actions reports "Has been cancelled", Woodpecker "Pipeline was canceled",
-// both with state failure.
-func (c Check) cancelled() bool {
-	if c.State != statusFailure && c.State != statusError {
-		return false
-	}
-	d := strings.ToLower(c.Description)
-	return strings.Contains(d, "cancelled") || strings.Contains(d, "canceled")
-}
-
-// Checks keeps the newest status per context from a commit's full status
-// history and marks superseded cancellations. The result is sorted by context.
-func Checks(history []forgejo.Status) []Check {
-	newest := map[string]forgejo.Status{}
-	for _, s := range history {
-		if cur, ok := newest[s.Context]; !ok || s.ID > cur.ID {
-			newest[s.Context] = s
-		}
-	}
-	out := make([]Check, 0, len(newest))
-	for _, s := range newest {
-		c := Check{ID: s.ID, Context: s.Context, State: s.State, URL: s.TargetURL,
-			Description: s.Description, Created: s.Created}
-		c.Superseded = c.cancelled() && rerunSince(c, history)
-		out = append(out, c)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Context < out[j].Context })
-	return out
-}
-
-// rerunSince reports whether a newer run of the cancelled check's workflow
-// has reported since: a later status from another context of the same
-// workflow, whatever it says (a newer cancellation stands for itself).
-// Without a workflow name there is no shortcut: the cancellation stands.
-func rerunSince(cancelled Check, history []forgejo.Status) bool {
-	wf := workflowOf(cancelled.Context)
-	if wf == "" {
-		return false
-	}
-	for _, s := range history {
-		if s.ID > cancelled.ID && s.Context != cancelled.Context && workflowOf(s.Context) == wf {
-			return true
-		}
-	}
-	return false
-}
-
-var (
-	// Forgejo Actions: "<workflow> / <job> (<event>)".
-	actionsContextRE = regexp.MustCompile(`^(.+?) / .+ \([^()]+\)$`)
-	// Woodpecker: "ci/woodpecker/<event>/<workflow>".
-	woodpeckerContextRE = regexp.MustCompile(`^ci/woodpecker/[^/]+/(.+)$`)
-)
-
-// workflowOf names the workflow a status context belongs to, or "" when the
-// context follows no known naming.
-func workflowOf(context string) string {
-	if m := actionsContextRE.FindStringSubmatch(context); m != nil {
-		return "actions:" + m[1]
-	}
-	if m := woodpeckerContextRE.FindStringSubmatch(context); m != nil {
-		return "woodpecker:" + m[1]
-	}
-	return ""
-}
+// Checks keeps the newest status per context and marks superseded
+// cancellations (lifecycle.Checks).
+var Checks = lifecycle.Checks

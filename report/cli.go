@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"pool/forgejo"
+	"pool/lifecycle"
 )
 
 // Exit codes of the commands.
@@ -24,8 +25,8 @@ const (
 )
 
 const (
-	reportUsage = "usage: pool report OWNER/REPO#N [--json] [--wait] [--interval 30s] [--cap 20m] [--reviewers a,b] [--forgejo-url URL] [--forgejo-token-file FILE]"
-	tickUsage   = "usage: pool tick OWNER/REPO#N [--prompt] [--auto-merge] [--reviewers a,b] [--forgejo-url URL] [--forgejo-token-file FILE]"
+	reportUsage = "usage: pool report OWNER/REPO#N [--json] [--wait] [--interval 30s] [--cap 20m] [--reviewers a,b [--allow-unofficial]] [--forgejo-url URL] [--forgejo-token-file FILE]"
+	tickUsage   = "usage: pool tick OWNER/REPO#N [--prompt] [--auto-merge] [--reviewers a,b [--allow-unofficial]] [--forgejo-url URL] [--forgejo-token-file FILE]"
 )
 
 // MainReport runs `pool report`; args follow the command name. It prints
@@ -37,7 +38,7 @@ func MainReport(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	wait := fs.Bool("wait", false, "poll until checks are terminal and every reviewer is done")
 	interval := fs.Duration("interval", DefaultInterval, "time between polls with --wait")
 	capAfter := fs.Duration("cap", DefaultCap, "stop polling after this long; what is still pending becomes timeout")
-	reviewers := fs.String("reviewers", os.Getenv("POOL_REPORT_REVIEWERS"), "comma-separated bot reviewer accounts (env POOL_REPORT_REVIEWERS)")
+	rule := addRuleFlags(fs, "reviewer accounts to list; only their reviews count")
 	t, code := parseArgs(fs, args, stderr, "report")
 	if code >= 0 {
 		return code
@@ -53,7 +54,7 @@ func MainReport(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *wait {
 		p = &poller{interval: *interval, cap: *capAfter, clock: realClock}
 	}
-	r, err := produceReport(ctx, c, t, splitAccounts(*reviewers), p)
+	r, err := produceReport(ctx, c, t, rule.rule(), p)
 	if err != nil {
 		fmt.Fprintf(stderr, "pool report: %s: %v\n", t, err)
 		return exitNoPR
@@ -65,13 +66,13 @@ func MainReport(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 // produceReport observes once, or with a poller until the PR settles.
-func produceReport(ctx context.Context, f Forge, t Target, accounts []string, p *poller) (Report, error) {
+func produceReport(ctx context.Context, f Forge, t Target, rule lifecycle.ReviewRule, p *poller) (Report, error) {
 	observeOnce := func(ctx context.Context) (Report, error) {
 		s, err := observe(ctx, f, t, false)
 		if err != nil {
 			return Report{}, err
 		}
-		return Build(s, accounts), nil
+		return Build(s, rule), nil
 	}
 	if p == nil {
 		return observeOnce(ctx)
@@ -103,7 +104,7 @@ func MainTick(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	conn := addConnFlags(fs)
 	fs.Bool("json", true, "print the digest as JSON (the default)")
 	prompt := fs.Bool("prompt", false, "print the items as the prompt section a reviewer is given")
-	reviewers := fs.String("reviewers", os.Getenv("POOL_REPORT_REVIEWERS"), "comma-separated accounts whose approval counts for --auto-merge (default: anyone but the author)")
+	rule := addRuleFlags(fs, "only these accounts' reviews count")
 	autoMerge := fs.Bool("auto-merge", false, "the pool merges with auto-merge: report auto-merge-not-armed (env POOL_TICK_AUTO_MERGE)")
 	t, code := parseArgs(fs, args, stderr, "tick")
 	if code >= 0 {
@@ -116,7 +117,7 @@ func MainTick(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if code >= 0 {
 		return code
 	}
-	opt := TickOptions{AutoMerge: *autoMerge, Reviewers: splitAccounts(*reviewers)}
+	opt := TickOptions{AutoMerge: *autoMerge, Rule: rule.rule()}
 	s, err := observe(ctx, c, t, opt.AutoMerge)
 	if err != nil {
 		fmt.Fprintf(stderr, "pool tick: %s: %v\n", t, err)
@@ -190,6 +191,25 @@ func envBool(fs *pflag.FlagSet, flag, env string) error {
 		return fmt.Errorf("%s: want true or false, got %q", env, v)
 	}
 	return fs.Set(flag, v)
+}
+
+// ruleFlags say whose reviews count, as the supervisor's reviewers and
+// reviewers.allow_unofficial settings do.
+type ruleFlags struct {
+	reviewers       *string
+	allowUnofficial *bool
+}
+
+func addRuleFlags(fs *pflag.FlagSet, what string) ruleFlags {
+	return ruleFlags{
+		reviewers: fs.String("reviewers", os.Getenv("POOL_REPORT_REVIEWERS"),
+			"comma-separated reviewer accounts: "+what+" (env POOL_REPORT_REVIEWERS; default: any account the forge marks official, but the author)"),
+		allowUnofficial: fs.Bool("allow-unofficial", false, "with --reviewers: their reviews count without write access"),
+	}
+}
+
+func (f ruleFlags) rule() lifecycle.ReviewRule {
+	return lifecycle.ReviewRule{Reviewers: splitAccounts(*f.reviewers), AllowUnofficial: *f.allowUnofficial}
 }
 
 func splitAccounts(s string) []string {

@@ -15,23 +15,26 @@ import (
 
 	"pool/forgejo"
 	"pool/internal/sandbox"
+	"pool/lifecycle"
 )
 
 // forgeFixture is a real forge with one open PR: alice's feature-1 into
-// main, reviewable by review-bot, answerable by pool-bot.
+// main, reviewable by review-bot, answerable by pool-bot (the pool's
+// account, which runs report and tick); mallory is a registered account
+// without access to the repository.
 type forgeFixture struct {
 	ctx    context.Context
 	t      *testing.T // the running subtest
 	f      *sandbox.Forge
-	client *forgejo.Client // alice's
+	client *forgejo.Client // pool-bot's
 
-	alice, reviewer, fixer  string // tokens
-	reviewerName, fixerName string
-	owner, repo             string
-	n                       int
-	head                    string
-	target                  string // OWNER/REPO#N
-	lastStderr              string
+	alice, reviewer, fixer, mallory string // tokens
+	reviewerName, fixerName         string
+	owner, repo                     string
+	n                               int
+	head                            string
+	target                          string // OWNER/REPO#N
+	lastStderr                      string
 }
 
 func newForgeFixture(t *testing.T, ctx context.Context, f *sandbox.Forge, repo string) *forgeFixture {
@@ -41,6 +44,7 @@ func newForgeFixture(t *testing.T, ctx context.Context, f *sandbox.Forge, repo s
 	fx.alice = fx.user("alice")
 	fx.reviewer = fx.user(fx.reviewerName)
 	fx.fixer = fx.user(fx.fixerName)
+	fx.mallory = fx.user("mallory")
 	must(t, f.CreateRepo(ctx, fx.alice, repo))
 	for _, u := range []string{fx.reviewerName, fx.fixerName} {
 		must(t, f.AddCollaborator(ctx, fx.alice, fx.owner, repo, u, "write"))
@@ -50,7 +54,7 @@ func newForgeFixture(t *testing.T, ctx context.Context, f *sandbox.Forge, repo s
 	var err error
 	fx.n, fx.head, err = f.CreatePR(ctx, fx.alice, fx.owner, repo, "feature-1", "main", "Add main", "")
 	must(t, err)
-	fx.client, err = forgejo.New(ctx, f.URL, fx.alice, nil)
+	fx.client, err = forgejo.New(ctx, f.URL, fx.fixer, nil)
 	must(t, err)
 	fx.target = fmt.Sprintf("%s/%s#%d", fx.owner, repo, fx.n)
 	fx.waitMergeable()
@@ -122,7 +126,7 @@ func (fx *forgeFixture) review(token, event, body string, comments ...inline) {
 // report runs `pool report` against url and returns its stdout.
 func (fx *forgeFixture) report(forgeURL string, extra ...string) string {
 	fx.t.Helper()
-	fx.t.Setenv("POOL_FORGEJO_TOKEN", fx.alice)
+	fx.t.Setenv("POOL_FORGEJO_TOKEN", fx.fixer)
 	args := append([]string{fx.target, "--forgejo-url", forgeURL, "--reviewers", fx.reviewerName}, extra...)
 	var stdout, stderr bytes.Buffer
 	code := MainReport(fx.ctx, args, &stdout, &stderr)
@@ -244,20 +248,41 @@ func testReviewAndReplies(fx *forgeFixture) {
 	fx.review(fx.fixer, "COMMENT", "", inline{"main.go", ReplyMarker(printThread.Answers) + "\nRemoved.", 4})
 	// an answer to an inline comment written on the conversation does not count
 	fx.comment(fx.fixer, ReplyMarker(docThread.Answers)+"\nWill do.")
+	// nor does a marker typed by an account whose reviews do not count,
+	// even in the right place; its comment becomes an unofficial item
+	fx.review(fx.mallory, "COMMENT", "", inline{"main.go", ReplyMarker(docThread.Answers) + "\nDone, trust me.", 3})
+	fx.comment(fx.mallory, ReplyMarker(fx.aliceComment(before).Answers)+"\nAnswered.")
 
 	after := fx.tick(TickOptions{})
-	want = []string{"failing-check", "unresolved-thread main.go:3", "new-comment alice"}
+	want = []string{"failing-check", "unresolved-thread main.go:3", "unresolved-thread main.go:3", "new-comment alice", "new-comment mallory"}
 	if got := itemSummary(after); strings.Join(got, "|") != strings.Join(want, "|") {
 		fx.t.Errorf("items after the replies %q, want %q", got, want)
 	}
 	if after.Fingerprint == before.Fingerprint {
 		fx.t.Error("the fingerprint did not change when items were answered")
 	}
+	for _, it := range after.Items {
+		if it.Unofficial != (it.Author == "mallory") {
+			fx.t.Errorf("item %s by %q marked unofficial=%v", it.Reason, it.Author, it.Unofficial)
+		}
+	}
 	gone, remaining, added := Diff(before, after)
-	if len(gone) != 3 || len(remaining) != 3 || len(added) != 0 {
+	if len(gone) != 3 || len(remaining) != 3 || len(added) != 2 {
 		fx.t.Errorf("Diff: gone %d remaining %d added %d", len(gone), len(remaining), len(added))
 	}
 	fx.t.Logf("tick prompt section:\n%s", after.PromptSection())
+}
+
+// aliceComment is the digest's item for alice's conversation comment.
+func (fx *forgeFixture) aliceComment(d Digest) Item {
+	fx.t.Helper()
+	for _, it := range d.Items {
+		if it.Reason == ReasonNewComment && it.Author == "alice" {
+			return it
+		}
+	}
+	fx.t.Fatalf("no comment item by alice: %q", itemSummary(d))
+	return Item{}
 }
 
 func itemSummary(d Digest) []string {
@@ -328,12 +353,12 @@ func testToGreen(fx *forgeFixture) {
 	wantLines(fx.t, fx.report(fx.f.URL, "--wait"), "ci_passed: 3", "ci_pending: none",
 		"unresolved_review_threads: 1", "recommendation: "+RecommendThreads)
 
-	d := fx.tick(TickOptions{AutoMerge: true, Reviewers: []string{fx.reviewerName}})
-	want := []string{"unresolved-thread main.go:3", "new-comment alice", "auto-merge-not-armed"}
+	d := fx.tick(TickOptions{AutoMerge: true, Rule: lifecycle.ReviewRule{Reviewers: []string{fx.reviewerName}}})
+	want := []string{"unresolved-thread main.go:3", "unresolved-thread main.go:3", "new-comment alice", "new-comment mallory", "auto-merge-not-armed"}
 	if got := itemSummary(d); strings.Join(got, "|") != strings.Join(want, "|") {
 		fx.t.Errorf("items %q, want %q", got, want)
 	}
-	fx.review(fx.fixer, "COMMENT", "", inline{"main.go", ReplyMarker(d.Items[0].Answers) + "\nAdded.", 3})
+	fx.review(fx.fixer, "COMMENT", "", inline{"main.go", ReplyMarker(d.Items[0].Answers) + "\n" + ReplyMarker(d.Items[1].Answers) + "\nAdded.", 3})
 	wantLines(fx.t, fx.report(fx.f.URL), "unresolved_review_threads: 0", "recommendation: "+RecommendGreen)
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"pool/forgejo"
+	"pool/lifecycle"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -50,7 +51,8 @@ func snapshotFixture() Snapshot {
 		Target: Target{Owner: "acme", Repo: "widgets", Number: 7},
 		PR: forgejo.PRDetail{PR: forgejo.PR{Number: 7, Title: "Add widgets", Author: "alice", State: "open",
 			Mergeable: true, HeadSHA: headA, HeadRef: "feature-1", BaseRef: "main", Updated: t0,
-			URL: "http://forge.test/acme/widgets/pulls/7"}, BaseSHA: baseA, MergeBase: baseA},
+			URL: "http://forge.test/acme/widgets/pulls/7", BaseSHA: baseA, MergeBase: baseA}},
+		Self: "pool-bot",
 		Statuses: []forgejo.Status{
 			{ID: 1, Context: "ci / test (pull_request)", State: "failure", Description: "Has been cancelled", TargetURL: "http://ci.test/run/1", Created: t0},
 			{ID: 2, Context: "lint / vet (pull_request)", State: "failure", Description: "go vet found 2 problems", TargetURL: "http://ci.test/run/2", Created: t0},
@@ -58,7 +60,7 @@ func snapshotFixture() Snapshot {
 			{ID: 4, Context: "ci/woodpecker/pr/build", State: "pending", TargetURL: "http://ci.test/wp/4", Created: t0.Add(time.Minute)},
 		},
 		Reviews: []forgejo.ReviewDetail{
-			{Review: forgejo.Review{ID: 10, Author: "review-bot", State: forgejo.ReviewRequestChanges, CommitID: headA, Submitted: t0},
+			{Review: forgejo.Review{ID: 10, Author: "review-bot", State: forgejo.ReviewRequestChanges, CommitID: headA, Official: true, Submitted: t0},
 				Body: "Please handle the error.", CommentsCount: 1, Updated: t0},
 		},
 		Inline: []forgejo.InlineComment{
@@ -76,6 +78,10 @@ var errStatuses500 = &forgejo.Error{Op: "list status history of acme/widgets@111
 
 func boolp(b bool) *bool { return &b }
 
+func rule(reviewers ...string) lifecycle.ReviewRule {
+	return lifecycle.ReviewRule{Reviewers: reviewers}
+}
+
 func jsonIndent(v any) (string, error) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	return string(b) + "\n", err
@@ -83,29 +89,29 @@ func jsonIndent(v any) (string, error) {
 
 func TestReportGolden(t *testing.T) {
 	green := Report{Number: 7, Branch: "feature-1", HeadSHA: headA, State: "open", Mergeable: boolp(true),
-		CIKnown: true, Passed: 3, Reviewers: []Reviewer{{"review-bot", reviewerApproved, Count{2, true}}},
+		CIKnown: true, Passed: 3, Reviewers: []Reviewer{{"review-bot", reviewerApproved, Count{2, true}, true}},
 		Threads: Count{0, true}, BotComments: Count{1, true}}
 	unknownCI := Build(func() Snapshot {
 		s := snapshotFixture()
 		s.Statuses, s.StatusesErr = nil, errStatuses500
 		return s
-	}(), []string{"review-bot"})
+	}(), rule("review-bot"))
 	timedOut := Build(func() Snapshot {
 		s := snapshotFixture()
 		s.Statuses = s.Statuses[2:] // only the success and the pending run
 		s.Reviews, s.Inline = nil, nil
 		return s
-	}(), []string{"review-bot", "other-bot"})
+	}(), rule("review-bot", "other-bot"))
 	timedOut.timeOut()
 	tests := []struct {
 		name string
 		r    Report
 	}{
 		{"report_green", withRecommendation(green)},
-		{"report_ci_failed", Build(snapshotFixture(), []string{"review-bot", "other-bot"})},
+		{"report_ci_failed", Build(snapshotFixture(), rule("review-bot", "other-bot"))},
 		{"report_statuses_unknown", unknownCI},
 		{"report_timeout", timedOut},
-		{"report_no_reviewers", Build(snapshotFixture(), nil)},
+		{"report_no_reviewers", Build(snapshotFixture(), rule())},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { golden(t, tt.name, tt.r.Render()) })
@@ -127,7 +133,7 @@ func TestReportJSONGolden(t *testing.T) {
 		}(),
 	} {
 		t.Run(name, func(t *testing.T) {
-			b, err := Build(s, []string{"review-bot"}).JSON()
+			b, err := Build(s, rule("review-bot")).JSON()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,5 +149,5 @@ func TestDigestGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "tick.json", b)
-	golden(t, "tick_prompt", d.PromptSection())
+	golden(t, "tick_prompt", d.promptSection("golden-tag"))
 }

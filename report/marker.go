@@ -32,9 +32,14 @@ func AnswerTokens(body string) []string {
 	return out
 }
 
-// isPoolMark reports whether a comment is one the pool writes for itself
-// (claims, retries, replies): it is never feedback to act on.
-func isPoolMark(body string) bool { return strings.Contains(body, "<!-- pool-") }
+// isPoolMark reports whether a comment is one the pool's side writes for
+// itself (claims, retries, replies): never feedback to act on. Anyone else's
+// comment that imitates a mark is feedback like any other.
+func isPoolMark(body, author string, voices map[string]bool) bool {
+	return voices[strings.ToLower(author)] && hasMark(body)
+}
+
+func hasMark(body string) bool { return strings.Contains(body, "<!-- pool-") }
 
 // token names one version of one item: the same feedback keeps its token
 // from tick to tick, and an edit (a new update time) makes a new one, so a

@@ -17,6 +17,7 @@ import (
 // Forge is the read-only part of the forge an observation uses;
 // *forgejo.Client has it.
 type Forge interface {
+	Me(ctx context.Context) (string, error)
 	PRDetail(ctx context.Context, owner, repo string, n int) (forgejo.PRDetail, error)
 	StatusHistory(ctx context.Context, owner, repo, sha string) ([]forgejo.Status, error)
 	ReviewDetails(ctx context.Context, owner, repo string, n int) ([]forgejo.ReviewDetail, error)
@@ -55,6 +56,10 @@ type Snapshot struct {
 	Target
 	PR forgejo.PRDetail
 
+	// Self is the token's account: its reply markers answer items.
+	Self    string
+	SelfErr error
+
 	Statuses    []forgejo.Status // full history on the head commit, oldest first
 	StatusesErr error
 
@@ -86,6 +91,7 @@ func observe(ctx context.Context, f Forge, t Target, autoMerge bool) (Snapshot, 
 		return s, err
 	}
 	s.PR = pr
+	s.Self, s.SelfErr = f.Me(ctx)
 	if pr.HeadSHA == "" {
 		s.StatusesErr = errNoHead
 	} else {
@@ -130,7 +136,7 @@ func (s *Snapshot) readAutoMerge(ctx context.Context, f Forge) {
 // Errors lists the reads that failed, for the operator, each cause once.
 func (s Snapshot) Errors() []error {
 	var out []error
-	for _, err := range []error{s.StatusesErr, s.ReviewsErr, s.InlineErr, s.CommentsErr, s.AutoMergeErr} {
+	for _, err := range []error{s.SelfErr, s.StatusesErr, s.ReviewsErr, s.InlineErr, s.CommentsErr, s.AutoMergeErr} {
 		if err != nil && !wrapsAny(err, out) {
 			out = append(out, err)
 		}

@@ -53,7 +53,11 @@ func (r Report) renderReviewers(b *strings.Builder) {
 	}
 	b.WriteString("reviewers:\n")
 	for _, rv := range r.Reviewers {
-		fmt.Fprintf(b, "  %s: %s  reviews=%s\n", rv.Account, rv.Status, rv.Reviews)
+		note := ""
+		if (rv.Status == reviewerApproved || rv.Status == reviewerChanges) && !rv.Counted {
+			note = "  (does not count: not official)"
+		}
+		fmt.Fprintf(b, "  %s: %s  reviews=%s%s\n", rv.Account, rv.Status, rv.Reviews, note)
 	}
 }
 
@@ -70,9 +74,6 @@ func orNone(s string) string {
 	}
 	return oneLine(s)
 }
-
-// oneLine keeps a forge-supplied value from breaking the block's lines.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func boolWord(b *bool) string {
 	if b == nil {

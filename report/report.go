@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"pool/forgejo"
+	"pool/lifecycle"
 )
 
 // Count is a number that was observed, or unknown.
@@ -47,6 +48,8 @@ type Reviewer struct {
 	Account string `json:"account"`
 	Status  string `json:"status"`
 	Reviews Count  `json:"reviews"`
+	// Counted: the account's review on the head counts (lifecycle.ReviewRule).
+	Counted bool `json:"counted"`
 }
 
 // Report is what `pool report` shows. Empty strings and a nil Mergeable are
@@ -73,14 +76,16 @@ type Report struct {
 	Errors           []string // reads that failed
 }
 
-// Build turns a snapshot into the report, for the given reviewer accounts.
-func Build(s Snapshot, reviewers []string) Report {
+// Build turns a snapshot into the report. The rule's reviewers are the
+// accounts the report lists; the rule says whose reviews count.
+func Build(s Snapshot, rule lifecycle.ReviewRule) Report {
+	reviewers := rule.Reviewers
 	r := Report{Number: s.Number, Branch: s.PR.HeadRef, HeadSHA: headSHA(s.PR.HeadSHA), State: prState(s.PR)}
 	mergeable := s.PR.Mergeable
 	r.Mergeable = &mergeable
 	r.addChecks(s.Statuses, s.StatusesErr)
-	r.addReviewers(s, reviewers)
-	r.Threads = countOf(len(openThreads(s.Inline)), s.InlineErr)
+	r.addReviewers(s, rule)
+	r.Threads = countOf(len(openThreads(s.Inline, s.voices(rule))), s.InlineErr)
 	r.BotComments = countOf(commentsBy(s.Comments, reviewers), s.CommentsErr)
 	for _, err := range s.Errors() {
 		r.Errors = append(r.Errors, err.Error())
@@ -118,17 +123,31 @@ func (r *Report) addChecks(history []forgejo.Status, err error) {
 	}
 }
 
-func (r *Report) addReviewers(s Snapshot, accounts []string) {
-	for _, a := range accounts {
+func (r *Report) addReviewers(s Snapshot, rule lifecycle.ReviewRule) {
+	for _, a := range rule.Reviewers {
 		rv := Reviewer{Account: a, Status: unknown}
 		if s.ReviewsErr == nil {
 			rv.Status, rv.Reviews = reviewerStatus(a, s.Reviews, s.PR.HeadSHA)
+			rv.Counted = counted(rule, s, a)
 		}
 		r.Reviewers = append(r.Reviewers, rv)
 	}
 	if s.ReviewsErr == nil {
-		r.ChangesRequested = changesRequestedAt(s.Reviews, s.PR.HeadSHA)
+		r.ChangesRequested = headVerdict(s, rule).State == forgejo.ReviewRequestChanges
 	}
+}
+
+// counted reports whether the account's latest review on the head counts
+// under the rule (false when it has none).
+func counted(rule lifecycle.ReviewRule, s Snapshot, account string) bool {
+	var latest *forgejo.ReviewDetail
+	for i, rv := range s.Reviews {
+		if strings.EqualFold(rv.Author, account) && rv.CommitID == s.PR.HeadSHA && submitted(rv.State) &&
+			(latest == nil || rv.ID > latest.ID) {
+			latest = &s.Reviews[i]
+		}
+	}
+	return latest != nil && rule.Counts(s.PR.Author, s.PR.HeadSHA, latest.Review)
 }
 
 // reviewerStatus is the account's latest submitted review on the head
@@ -158,34 +177,12 @@ func reviewerWord(state string) string {
 	return reviewerCommented
 }
 
-// changesRequestedAt reports whether any account's latest verdict (approval
-// or request for changes) on the head commit asks for changes.
-func changesRequestedAt(reviews []forgejo.ReviewDetail, head string) bool {
-	latest := map[string]forgejo.ReviewDetail{}
-	for _, rv := range reviews {
-		verdict := rv.State == forgejo.ReviewApproved || rv.State == forgejo.ReviewRequestChanges
-		if rv.CommitID != head || rv.Dismissed || !verdict {
-			continue
-		}
-		who := strings.ToLower(rv.Author)
-		if cur, ok := latest[who]; !ok || rv.ID > cur.ID {
-			latest[who] = rv
-		}
-	}
-	for _, rv := range latest {
-		if rv.State == forgejo.ReviewRequestChanges {
-			return true
-		}
-	}
-	return false
-}
-
 // commentsBy counts the PR comments the accounts wrote, leaving out the
 // pool's own marked comments (claims, retries, replies).
 func commentsBy(comments []forgejo.Comment, accounts []string) int {
 	n := 0
 	for _, c := range comments {
-		if hasAccount(accounts, c.Author) && !isPoolMark(c.Body) {
+		if hasAccount(accounts, c.Author) && !hasMark(c.Body) {
 			n++
 		}
 	}

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"pool/forgejo"
 )
@@ -11,6 +12,7 @@ import (
 // them as one conversation, and a reply to one of them goes on the same line.
 type thread struct {
 	comments []forgejo.InlineComment // by id
+	voices   map[string]bool         // accounts whose reply markers answer
 }
 
 // groupThreads groups inline comments by file and line, in the order the
@@ -54,13 +56,16 @@ func (t thread) items() []Item {
 	}
 	answered := map[string]bool{}
 	for _, c := range t.comments {
+		if !t.voices[strings.ToLower(c.Author)] {
+			continue
+		}
 		for _, tok := range AnswerTokens(c.Body) {
 			answered[tok] = true
 		}
 	}
 	var out []Item
 	for _, c := range t.comments {
-		if isPoolMark(c.Body) {
+		if isPoolMark(c.Body, c.Author, t.voices) {
 			continue
 		}
 		tok := token(SourceInline, c.ID, timeVersion(c.Updated))
@@ -78,10 +83,12 @@ func (t thread) items() []Item {
 	return out
 }
 
-// openThreads are the unresolved threads that still hold unanswered comments.
-func openThreads(inline []forgejo.InlineComment) []thread {
+// openThreads are the unresolved threads that still hold comments no voice
+// has answered.
+func openThreads(inline []forgejo.InlineComment, voices map[string]bool) []thread {
 	var out []thread
 	for _, t := range groupThreads(inline) {
+		t.voices = voices
 		if len(t.items()) > 0 {
 			out = append(out, t)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"pool/forgejo"
+	"pool/lifecycle"
 )
 
 // Item reasons: why an item needs someone to act.
@@ -54,6 +55,9 @@ type Item struct {
 	Line      int       `json:"line,omitempty"`
 	URL       string    `json:"url,omitempty"`
 	Answers   string    `json:"answers"`
+	// Unofficial marks an item written by an account whose reviews do not
+	// count (lifecycle.ReviewRule): shown, but it blocks and merges nothing.
+	Unofficial bool `json:"unofficial,omitempty"`
 }
 
 // Digest is one read-only observation of a PR and the items it shows.
@@ -83,9 +87,8 @@ type TickOptions struct {
 	// AutoMerge reports an approved, green PR into the default branch that
 	// has no auto-merge scheduled.
 	AutoMerge bool
-	// Reviewers are the accounts whose approval counts for AutoMerge; empty
-	// means any account but the PR's author.
-	Reviewers []string
+	// Rule says whose reviews count, as the supervisor's does.
+	Rule lifecycle.ReviewRule
 }
 
 // Tick observes the PR once, read-only, and returns its digest. Only an
@@ -136,13 +139,17 @@ func items(s Snapshot, d Digest, opt TickOptions) []Item {
 	out = append(out, checkItems(d.Checks)...)
 	// Answers to conversation items may be in either comments or review
 	// bodies: without both, whether an item was answered is unknown.
+	voices := s.voices(opt.Rule)
 	if s.CommentsErr == nil && s.ReviewsErr == nil {
-		answered := conversationAnswers(s)
-		out = append(out, reviewItems(s.Reviews, answered)...)
-		out = append(out, commentItems(s.Comments, answered)...)
+		answered := conversationAnswers(s, voices)
+		out = append(out, reviewItems(s.Reviews, answered, voices)...)
+		out = append(out, commentItems(s.Comments, answered, voices)...)
 	}
-	for _, th := range openThreads(s.Inline) {
+	for _, th := range openThreads(s.Inline, voices) {
 		out = append(out, th.items()...)
+	}
+	for i := range out {
+		out[i].Unofficial = out[i].Author != "" && !voices[strings.ToLower(out[i].Author)]
 	}
 	out = append(out, prItems(s, d, opt)...)
 	sort.SliceStable(out, func(i, j int) bool {
@@ -171,16 +178,33 @@ func checkItems(checks []Check) []Item {
 	return out
 }
 
-// conversationAnswers collects the tokens answered on the PR's conversation:
-// in PR comments and in review bodies.
-func conversationAnswers(s Snapshot) map[string]bool {
+// voices are the accounts whose reply markers answer items: the pool's own
+// account and every account whose reviews count on this PR.
+func (s Snapshot) voices(rule lifecycle.ReviewRule) map[string]bool {
+	reviews := make([]forgejo.Review, len(s.Reviews))
+	for i, r := range s.Reviews {
+		reviews[i] = r.Review
+	}
+	return rule.Voices(s.Self, s.PR.Author, reviews)
+}
+
+// conversationAnswers collects the tokens answered on the PR's conversation,
+// in PR comments and review bodies written by the voices. A marker typed by
+// anyone else answers nothing.
+func conversationAnswers(s Snapshot, voices map[string]bool) map[string]bool {
 	answered := map[string]bool{}
 	for _, c := range s.Comments {
+		if !voices[strings.ToLower(c.Author)] {
+			continue
+		}
 		for _, tok := range AnswerTokens(c.Body) {
 			answered[tok] = true
 		}
 	}
 	for _, r := range s.Reviews {
+		if !voices[strings.ToLower(r.Author)] {
+			continue
+		}
 		for _, tok := range AnswerTokens(r.Body) {
 			answered[tok] = true
 		}
@@ -190,7 +214,7 @@ func conversationAnswers(s Snapshot) map[string]bool {
 
 // reviewItems: every request for changes that no later approval by the same
 // account replaced, and every commenting review with a body, unless answered.
-func reviewItems(reviews []forgejo.ReviewDetail, answered map[string]bool) []Item {
+func reviewItems(reviews []forgejo.ReviewDetail, answered, voices map[string]bool) []Item {
 	var out []Item
 	for _, r := range reviews {
 		if !submitted(r.State) || r.Dismissed {
@@ -200,7 +224,7 @@ func reviewItems(reviews []forgejo.ReviewDetail, answered map[string]bool) []Ite
 		switch {
 		case r.State == forgejo.ReviewRequestChanges && !approvedLater(r, reviews):
 			reason = ReasonChangesRequested
-		case r.State == forgejo.ReviewComment && strings.TrimSpace(r.Body) != "" && !isPoolMark(r.Body):
+		case r.State == forgejo.ReviewComment && strings.TrimSpace(r.Body) != "" && !isPoolMark(r.Body, r.Author, voices):
 			reason = ReasonNewReview
 		default:
 			continue
@@ -228,10 +252,10 @@ func approvedLater(r forgejo.ReviewDetail, reviews []forgejo.ReviewDetail) bool 
 	return false
 }
 
-func commentItems(comments []forgejo.Comment, answered map[string]bool) []Item {
+func commentItems(comments []forgejo.Comment, answered, voices map[string]bool) []Item {
 	var out []Item
 	for _, c := range comments {
-		if isPoolMark(c.Body) {
+		if isPoolMark(c.Body, c.Author, voices) {
 			continue
 		}
 		tok := token(SourceComment, c.ID, timeVersion(c.Updated))
@@ -283,7 +307,7 @@ func autoMergeDue(s Snapshot, d Digest, opt TickOptions) bool {
 		s.PR.BaseRef != s.DefaultBranch || !s.PR.Mergeable || s.PR.Draft {
 		return false
 	}
-	return checksGreen(d.Checks) && approvedAt(s.Reviews, s.PR, opt.Reviewers)
+	return checksGreen(d.Checks) && headVerdict(s, opt.Rule).State == forgejo.ReviewApproved
 }
 
 func checksGreen(checks []Check) bool {
@@ -298,20 +322,13 @@ func checksGreen(checks []Check) bool {
 	return true
 }
 
-// approvedAt reports whether a counted account approved the head and no
-// account's latest verdict on the head asks for changes.
-func approvedAt(reviews []forgejo.ReviewDetail, pr forgejo.PRDetail, accounts []string) bool {
-	if changesRequestedAt(reviews, pr.HeadSHA) {
-		return false
+// headVerdict is where the counted reviews on the head stand.
+func headVerdict(s Snapshot, rule lifecycle.ReviewRule) lifecycle.Verdict {
+	reviews := make([]forgejo.Review, len(s.Reviews))
+	for i, r := range s.Reviews {
+		reviews[i] = r.Review
 	}
-	for _, r := range reviews {
-		counted := hasAccount(accounts, r.Author) ||
-			(len(accounts) == 0 && !strings.EqualFold(r.Author, pr.Author))
-		if counted && r.State == forgejo.ReviewApproved && r.CommitID == pr.HeadSHA && !r.Dismissed {
-			return true
-		}
-	}
-	return false
+	return rule.HeadVerdict(s.PR.Author, s.PR.HeadSHA, reviews)
 }
 
 func short(sha string) string {

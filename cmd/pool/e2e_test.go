@@ -53,6 +53,8 @@ func poolEnv(t *testing.T, sb *sandbox.Sandbox, tmp string, extra ...string) []s
 		"POOL_REPO=" + sb.Owner + "/" + sb.Repo, "POOL_AGENT_URL=" + sb.Agent.URL,
 		"POOL_STATE_DIR=" + filepath.Join(tmp, "state"),
 		"POOL_POLL_INTERVAL=1s", "POOL_STATUS_INTERVAL=200ms", "POOL_IDLE_EXIT=3",
+		// a head with no statuses (a push in a test) waits this long for a CI
+		"POOL_CHECKS_GRACE=3s",
 	}
 	return append(env, extra...)
 }

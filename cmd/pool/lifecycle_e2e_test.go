@@ -321,11 +321,11 @@ func TestForgeOutageAndAgentRestart(t *testing.T) {
 	assertNoSessions(t, ctx, sb)
 }
 
-// TestAutoMergeArmedThenCompleted: with --auto-merge, an approved PR whose
-// checks are pending gets the forge's merge-when-checks-succeed; when the
-// checks pass the forge merges it, and the pool announces the completed
-// scheduled merge on the issue the PR closes.
-func TestAutoMergeArmedThenCompleted(t *testing.T) {
+// TestMergeAfterPendingChecksIsAnnounced: an approved PR whose checks are
+// pending is merged by the pool itself, pinned to the reviewed head, once
+// they pass (the forge's scheduled merge is never armed), and the merge is
+// announced on the issue the PR closes.
+func TestMergeAfterPendingChecksIsAnnounced(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 0, approveOnly(""))
@@ -340,7 +340,7 @@ func TestAutoMergeArmedThenCompleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	n, head, err := sb.Forge.CreatePR(ctx, sb.OwnerToken, sb.Owner, sb.Repo, "feature-9", "main", "Add feature 9",
-		fmt.Sprintf("Closes #%d", issue.Number))
+		fmt.Sprintf("Closes #%d. Also fixes other/repo#1.", issue.Number))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,10 +348,9 @@ func TestAutoMergeArmedThenCompleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := buildPool(t)
-	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir()), "--workers", "1", "--auto-merge")
-	eventually(t, ctx, "the auto-merge scheduled", func() bool {
-		return strings.Contains(pool.stderr.String(), "outcome=scheduled")
-	}, pool)
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir()), "--workers", "1")
+	eventually(t, ctx, "the approval", func() bool { return approvedAt(t, ctx, sb, n, head) }, pool)
+	time.Sleep(3 * time.Second)
 	if getPR(t, ctx, sb, n).Merged {
 		t.Fatal("merged while checks were pending")
 	}
@@ -360,6 +359,9 @@ func TestAutoMergeArmedThenCompleted(t *testing.T) {
 	}
 	pool.wait(t, ctx)
 	assertMerged(t, ctx, sb, n)
+	if strings.Contains(pool.stderr.String(), "outcome=scheduled") {
+		t.Errorf("the forge's scheduled merge was armed:\n%s", pool.stderr.String())
+	}
 	want := fmt.Sprintf("PR #%d has been merged (scheduled merge completed).", n)
 	found := false
 	for _, c := range prComments(t, ctx, sb, issue.Number) {

@@ -691,3 +691,40 @@ func contentsPath(owner, repo, file string) string {
 	}
 	return repoPath(owner, repo) + "/contents/" + strings.Join(segs, "/")
 }
+
+// ProtectBranch sets the branch protection rule named after branch, with
+// the given settings (the forge's BranchProtection fields, e.g.
+// "required_approvals": 2): it creates the rule, or edits it if it exists.
+func (f *Forge) ProtectBranch(ctx context.Context, token, owner, repo, branch string, settings map[string]any) error {
+	rule := repoPath(owner, repo) + "/branch_protections/" + url.PathEscape(branch)
+	status, err := f.Do(ctx, token, http.MethodGet, rule, nil, nil)
+	switch {
+	case status == http.StatusNotFound:
+		body := map[string]any{"rule_name": branch}
+		for k, v := range settings {
+			body[k] = v
+		}
+		_, err = f.Do(ctx, token, http.MethodPost, repoPath(owner, repo)+"/branch_protections", body, nil)
+	case err == nil:
+		_, err = f.Do(ctx, token, http.MethodPatch, rule, settings, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("sandbox: protect %s of %s/%s: %w", branch, owner, repo, err)
+	}
+	return nil
+}
+
+// Review submits a review (event APPROVED, REQUEST_CHANGES or COMMENT) on
+// PR n at head, as the token's account, and returns the review's official
+// flag as the forge set it.
+func (f *Forge) Review(ctx context.Context, token, owner, repo string, n int, head, event, body string) (official bool, err error) {
+	var r struct {
+		Official bool `json:"official"`
+	}
+	req := map[string]any{"event": event, "body": body, "commit_id": head}
+	path := fmt.Sprintf("%s/pulls/%d/reviews", repoPath(owner, repo), n)
+	if _, err := f.Do(ctx, token, http.MethodPost, path, req, &r); err != nil {
+		return false, fmt.Errorf("sandbox: review %s/%s#%d: %w", owner, repo, n, err)
+	}
+	return r.Official, nil
+}

@@ -32,13 +32,12 @@ func PromptTarget(prompt string) (pr string, repo string, head string, ok bool) 
 // Verdict is what a scripted reviewer does with a PR.
 type Verdict struct {
 	Event string // APPROVED, REQUEST_CHANGES or COMMENT; "" posts no review
-	Merge bool   // try to merge after approving
 	// Report overrides the REVIEW-RESULT line; "" reports what happened.
 	Report string
 }
 
-// Reviewer returns a Script for a reviewer that reviews as decide says,
-// merges when asked, and ends with a REVIEW-RESULT line.
+// Reviewer returns a Script for a reviewer that reviews as decide says and
+// ends with a REVIEW-RESULT line. It never merges: the pool does.
 func Reviewer(decide func(pr string) Verdict) Script {
 	return func(prompt string, outputs []string) Turn {
 		pr, repo, head, ok := PromptTarget(prompt)
@@ -46,18 +45,15 @@ func Reviewer(decide func(pr string) Verdict) Script {
 			return Turn{Text: "I cannot tell which PR to review."}
 		}
 		v := decide(pr)
-		switch {
-		case len(outputs) == 0 && v.Event != "":
+		if len(outputs) == 0 && v.Event != "" {
 			return Turn{Bash: reviewCommand(repo, pr, head, v.Event)}
-		case len(outputs) == 1 && v.Event == "APPROVED" && v.Merge:
-			return Turn{Bash: mergeCommand(repo, pr, head)}
 		}
-		return Turn{Text: finalText(v, outputs)}
+		return Turn{Text: finalText(v)}
 	}
 }
 
-// ApproveAndMerge is the plain happy reviewer.
-func ApproveAndMerge(string) Verdict { return Verdict{Event: "APPROVED", Merge: true} }
+// Approve is the plain happy reviewer.
+func Approve(string) Verdict { return Verdict{Event: "APPROVED"} }
 
 func reviewCommand(repo, pr, head, event string) string {
 	body := "Scripted review: " + strings.ToLower(event) + `.\n\n---\n**Automated by CleverAgents Bot**\nSupervisor: PR Review | Agent: ca-continuous-pr-reviewer`
@@ -66,24 +62,13 @@ func reviewCommand(repo, pr, head, event string) string {
 		EnvReviewerToken, EnvForgeURL, repo, pr, payload)
 }
 
-// mergeCommand merges pinned to the head, retrying while the forge is still
-// checking mergeability (405 "try again later").
-func mergeCommand(repo, pr, head string) string {
-	return fmt.Sprintf(`for i in 1 2 3 4 5 6 7 8 9 10; do code=$(curl -s -o /dev/null -w '%%{http_code}' -X POST -H "Authorization: token $%s" -H 'Content-Type: application/json' "$%s/api/v1/repos/%s/pulls/%s/merge" -d '{"Do":"merge","head_commit_id":"%s"}'); [ "$code" = 405 ] || break; sleep 1; done; echo "merge=$code"`,
-		EnvReviewerToken, EnvForgeURL, repo, pr, head)
-}
-
-func finalText(v Verdict, outputs []string) string {
+func finalText(v Verdict) string {
 	decision := map[string]string{"APPROVED": "approved", "REQUEST_CHANGES": "changes_requested"}[v.Event]
 	if decision == "" {
 		decision = "commented"
 	}
-	status := "none"
-	if len(outputs) > 1 {
-		status = map[bool]string{true: "merged", false: "merge_failed"}[strings.Contains(outputs[1], "merge=200")]
-	}
 	if v.Report != "" {
 		return v.Report
 	}
-	return fmt.Sprintf("Review done.\nREVIEW-RESULT: {\"decision\": %q, \"merge_status\": %q}", decision, status)
+	return fmt.Sprintf("Review done.\nREVIEW-RESULT: {\"decision\": %q, \"merge_status\": \"none\"}", decision)
 }

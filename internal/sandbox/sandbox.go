@@ -14,7 +14,7 @@ type Options struct {
 	Dir       string // where the servers keep their data; made if missing
 	PRs       int    // open PRs to seed
 	AgentName string // the agent the pool prompts; default ca-pr-self-reviewer
-	Script    Script // the scripted model; default: approve and merge
+	Script    Script // the scripted model; default: approve
 	Log       io.Writer
 }
 
@@ -43,7 +43,7 @@ func Start(ctx context.Context, opts Options) (sb *Sandbox, err error) {
 		opts.AgentName = "ca-pr-self-reviewer"
 	}
 	if opts.Script == nil {
-		opts.Script = Reviewer(ApproveAndMerge)
+		opts.Script = Reviewer(Approve)
 	}
 	if opts.Log == nil {
 		opts.Log = io.Discard
@@ -97,20 +97,34 @@ func (sb *Sandbox) seedAccounts(ctx context.Context) error {
 	return sb.Forge.AddCollaborator(ctx, sb.OwnerToken, sb.Owner, sb.Repo, sb.ReviewerUser, "write")
 }
 
-// AddPR opens PR number i's change: a branch adding one file, and its PR.
+// CIContext is the status context the sandbox's stand-in CI reports.
+const CIContext = "sandbox/ci"
+
+// AddPR opens PR number i's change: a branch adding one file, and its PR,
+// whose head the sandbox's stand-in CI reports green.
 func (sb *Sandbox) AddPR(ctx context.Context, i int) (int, error) {
-	branch := fmt.Sprintf("feature-%d", i)
-	path := fmt.Sprintf("features/feature-%d.txt", i)
-	if err := sb.Forge.CreateBranchWithFile(ctx, sb.OwnerToken, sb.Owner, sb.Repo, branch, path, fmt.Sprintf("feature %d\n", i)); err != nil {
-		return 0, err
-	}
-	n, _, err := sb.Forge.CreatePR(ctx, sb.OwnerToken, sb.Owner, sb.Repo, branch, "main",
-		fmt.Sprintf("Add feature %d", i), fmt.Sprintf("Adds feature %d.", i))
+	n, head, err := sb.AddPRWithoutCI(ctx, i)
 	if err != nil {
 		return 0, err
 	}
+	return n, sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, head, CIContext, "success", "", "passed")
+}
+
+// AddPRWithoutCI opens PR number i's change, with no status reported on
+// its head, and returns its number and head.
+func (sb *Sandbox) AddPRWithoutCI(ctx context.Context, i int) (int, string, error) {
+	branch := fmt.Sprintf("feature-%d", i)
+	path := fmt.Sprintf("features/feature-%d.txt", i)
+	if err := sb.Forge.CreateBranchWithFile(ctx, sb.OwnerToken, sb.Owner, sb.Repo, branch, path, fmt.Sprintf("feature %d\n", i)); err != nil {
+		return 0, "", err
+	}
+	n, head, err := sb.Forge.CreatePR(ctx, sb.OwnerToken, sb.Owner, sb.Repo, branch, "main",
+		fmt.Sprintf("Add feature %d", i), fmt.Sprintf("Adds feature %d.", i))
+	if err != nil {
+		return 0, "", err
+	}
 	sb.PRs = append(sb.PRs, n)
-	return n, nil
+	return n, head, nil
 }
 
 // WriteTokenFile writes the pool's token to a 0600 file and returns its path.

@@ -1,0 +1,173 @@
+package pool
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"pool/claims"
+	"pool/configs"
+	"pool/forgejo"
+	"pool/lifecycle"
+)
+
+func effectsWith(f *fakeForge, prefix string) []string {
+	var out []string
+	for _, e := range f.Effects() {
+		if strings.HasPrefix(e, prefix) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestOutsiderApprovalStartsAReviewNotAMerge: an approval by an account
+// without write access on a fresh PR is no review. The pool starts its
+// reviewer, who requests changes, and nothing merges.
+func TestOutsiderApprovalStartsAReviewNotAMerge(t *testing.T) {
+	f := newFakeForge(1)
+	f.outsiderReview(1, "mallory", forgejo.ReviewApproved)
+	a := newFakeAgent(func(pr int) (time.Duration, func(), string) {
+		return time.Millisecond, func() { f.review(pr, "reviewer", forgejo.ReviewRequestChanges) },
+			"REVIEW-RESULT: {\"decision\": \"changes_requested\", \"merge_status\": \"none\"}"
+	})
+	runPool(t, testConfig(1), f, a)
+	if _, prompts, _ := a.count(); prompts != 1 {
+		t.Errorf("reviewer sessions = %d, want 1", prompts)
+	}
+	if merges := effectsWith(f, "#1: merge"); len(merges) != 0 || f.prs[1].Merged {
+		t.Errorf("merged on an outsider's approval: %v", merges)
+	}
+}
+
+// TestOutsiderRequestForChangesBlocksNothing: a passer-by's request for
+// changes neither stops the review nor the merge.
+func TestOutsiderRequestForChangesBlocksNothing(t *testing.T) {
+	f := newFakeForge(1)
+	f.outsiderReview(1, "mallory", forgejo.ReviewRequestChanges)
+	runPool(t, testConfig(1), f, newFakeAgent(approver(f, time.Millisecond)))
+	if !f.prs[1].Merged {
+		t.Errorf("not merged: %v", f.Effects())
+	}
+}
+
+// TestProtectionTheFloor: two approvals required, the pool's reviewer
+// gives one: one explanatory comment, no merge call, and the pool goes idle.
+// When the rule changes to one approval, the PR merges.
+func TestProtectionIsTheFloor(t *testing.T) {
+	f := newFakeForge(1)
+	f.protection = forgejo.Protection{Protected: true, UserCanMerge: true, RequiredApprovals: 2}
+	a := newFakeAgent(approver(f, time.Millisecond))
+	cfg := testConfig(1)
+	cfg.IdleExit = 0
+	runUntil(t, cfg, f, a, func(ctx context.Context, p *Pool) {
+		waitFor(ctx, func() bool { return p.track(1).State == lifecycle.AwaitingHuman })
+		time.Sleep(20 * cfg.PollInterval) // many cycles: no retries, no second note
+		if n := len(effectsWith(f, "#1: comment Merging is on hold: needs 2 approvals; has 1")); n != 1 {
+			t.Errorf("hold notes = %d, want 1: %v", n, f.Effects())
+		}
+		if m := effectsWith(f, "#1: merge"); len(m) != 0 {
+			t.Errorf("merge called while the protection refuses it: %v", m)
+		}
+		f.mu.Lock()
+		f.protection.RequiredApprovals = 1
+		f.mu.Unlock()
+	}, func() bool { return f.isMerged(1) }) // read again with the next full listing
+	if _, prompts, _ := a.count(); prompts != 1 {
+		t.Errorf("sessions = %d, want 1", prompts)
+	}
+}
+
+// TestRequiredContextWithoutStatusesIsNotMerged: the protection names a
+// required context and nothing reported: the approved PR waits; when the
+// context reports success, it merges.
+func TestRequiredContextWithoutStatusesIsNotMerged(t *testing.T) {
+	f := newFakeForge(1)
+	f.protection = forgejo.Protection{Protected: true, UserCanMerge: true, StatusCheck: true, StatusContexts: []string{"ci/*"}}
+	head := f.prs[1].HeadSHA
+	cfg := testConfig(1)
+	cfg.IdleExit = 0
+	runUntil(t, cfg, f, newFakeAgent(approver(f, time.Millisecond)), func(ctx context.Context, p *Pool) {
+		waitFor(ctx, func() bool { return p.track(1).State == lifecycle.CIPending })
+		time.Sleep(10 * cfg.PollInterval)
+		if f.isMerged(1) {
+			t.Errorf("merged with a required context unreported")
+		}
+		f.mu.Lock()
+		f.statuses[head] = []forgejo.Status{{ID: 1, Context: "ci/test", State: "success"}}
+		f.mu.Unlock()
+	}, func() bool { return f.isMerged(1) })
+}
+
+// TestNoStatusesWaitForTheGrace: with nothing required and nothing
+// reported, an approved head waits checks_grace before it merges.
+func TestNoStatusesWaitForTheGrace(t *testing.T) {
+	f := newFakeForge(1)
+	cfg := testConfig(1)
+	cfg.ChecksGrace = 300 * time.Millisecond
+	start := time.Now()
+	runPool(t, cfg, f, newFakeAgent(approver(f, time.Millisecond)))
+	if !f.prs[1].Merged {
+		t.Fatal("not merged after the grace period")
+	}
+	if merged := f.mergedAt(1); merged.Sub(start) < cfg.ChecksGrace {
+		t.Errorf("merged %s after start, before the %s grace period", merged.Sub(start), cfg.ChecksGrace)
+	}
+}
+
+// TestUnofficialReviewDoesNotKeepAClaimAlive: a dead pool's claim is
+// stale; reviews by passers-by after it do not revive it.
+func TestUnofficialReviewDoesNotKeepAClaimAlive(t *testing.T) {
+	f := newFakeForge(1)
+	old := time.Now().Add(-time.Hour)
+	f.comments[1] = []forgejo.Comment{{ID: 100, Author: "pool-bot", Created: old,
+		Body: claims.Body(claims.Claim{Instance: "dead-pool", SHA: f.prs[1].HeadSHA, At: old})}}
+	f.nextID = 200
+	f.outsiderReview(1, "mallory", forgejo.ReviewComment)
+	runPool(t, testConfig(1), f, newFakeAgent(approver(f, time.Millisecond)))
+	if !f.prs[1].Merged {
+		t.Errorf("a stale claim kept alive by a passer-by's review blocked the PR: %v", f.Effects())
+	}
+}
+
+// TestReviewerWithoutWriteAccessIsNotedNotRetried: the pool's own reviewer
+// approves, but its account's review is not official: the pool says so once
+// and starts no second session.
+func TestReviewerWithoutWriteAccessIsNotedNotRetried(t *testing.T) {
+	f := newFakeForge(1)
+	a := newFakeAgent(func(pr int) (time.Duration, func(), string) {
+		return time.Millisecond, func() { f.outsiderReview(pr, "reviewer", forgejo.ReviewApproved) }, approvedReply
+	})
+	runPool(t, testConfig(1), f, a)
+	if _, prompts, _ := a.count(); prompts != 1 {
+		t.Errorf("sessions = %d, want 1", prompts)
+	}
+	if n := effectsWith(f, "#1: comment Merging is on hold: the approval by reviewer does not count"); len(n) != 1 || f.prs[1].Merged {
+		t.Errorf("want one hold note and no merge; effects %v", f.Effects())
+	}
+}
+
+// runUntil runs a pool until stop says so (checked every few ms), with
+// during beside it.
+func runUntil(t *testing.T, cfg configs.Config, f *fakeForge, a *fakeAgent, during func(context.Context, *Pool), stop func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := New(ctx, cfg, Deps{Forge: f, Agent: a, Now: f.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stopRun := context.WithCancel(ctx)
+	go func() {
+		during(ctx, p)
+		waitFor(ctx, stop)
+		stopRun()
+	}()
+	if _, err := p.Run(runCtx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the pool did not get there in time")
+	}
+}
