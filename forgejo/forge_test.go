@@ -45,8 +45,8 @@ func TestAgainstTheRealForge(t *testing.T) {
 	if err != nil || len(changes) != 1 || changes[0].Number != n || served.IsZero() {
 		t.Fatalf("ChangedPRs = %+v at %v, %v", changes, served, err)
 	}
-	if st, err := c.Statuses(ctx, "alice", "demo", head); err != nil || len(st) != 0 {
-		t.Errorf("Statuses with nothing reported = %+v, %v; want none (unknown, not green)", st, err)
+	if st, err := c.StatusHistory(ctx, "alice", "demo", head); err != nil || len(st) != 0 {
+		t.Errorf("StatusHistory with nothing reported = %+v, %v; want none (unknown, not green)", st, err)
 	}
 
 	if res := mergeWhenReady(t, ctx, c, n, "0000000000000000000000000000000000000000"); res.Outcome != MergeHeadMoved {
@@ -97,5 +97,74 @@ func TestRejectedTokenIsPermanent(t *testing.T) {
 	_, err = c.Me(ctx)
 	if !errors.Is(err, ErrUnauthorized) || IsRetryable(err) {
 		t.Errorf("Me with a bad token = %v; want a permanent ErrUnauthorized", err)
+	}
+}
+
+// TestProtectionAndOfficialReviews reads the branch protection as the
+// repository's admin (the whole rule), as a write collaborator (the branch
+// summary) and as an outsider (who may not merge), and checks the forge's
+// official flag on reviews by a collaborator and by an outsider.
+func TestProtectionAndOfficialReviews(t *testing.T) {
+	forge := sandbox.ForgeForTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	tokens := map[string]string{}
+	for _, u := range []string{"alice", "bob", "mallory"} {
+		tok, err := forge.CreateUser(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[u] = tok
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(forge.CreateRepo(ctx, tokens["alice"], "demo"))
+	must(forge.AddCollaborator(ctx, tokens["alice"], "alice", "demo", "bob", "write"))
+	client := func(user string) *Client {
+		c, err := New(ctx, forge.URL, tokens[user], nil)
+		must(err)
+		return c
+	}
+	if p, err := client("alice").Protection(ctx, "alice", "demo", "main"); err != nil || p.Protected || !p.UserCanMerge {
+		t.Errorf("unprotected main = %+v, %v; want not protected, and the owner may merge", p, err)
+	}
+	must(forge.ProtectBranch(ctx, tokens["alice"], "alice", "demo", "main", map[string]any{
+		"required_approvals": 2, "enable_status_check": true, "status_check_contexts": []string{"ci/*"},
+		"block_on_rejected_reviews": true, "block_on_outdated_branch": true,
+		"enable_approvals_whitelist": true, "approvals_whitelist_username": []string{"bob"}}))
+
+	admin, err := client("alice").Protection(ctx, "alice", "demo", "main")
+	if err != nil || !admin.Protected || !admin.Full || admin.Rule != "main" || admin.RequiredApprovals != 2 ||
+		!admin.StatusCheck || len(admin.StatusContexts) != 1 || !admin.BlockOnRejected || !admin.BlockOnOutdated ||
+		!admin.ApprovalsWhitelist || len(admin.ApprovalsWhitelistUsers) != 1 || !admin.UserCanMerge {
+		t.Errorf("as admin: %+v, %v", admin, err)
+	}
+	writer, err := client("bob").Protection(ctx, "alice", "demo", "main")
+	if err != nil || !writer.Protected || writer.Full || writer.RequiredApprovals != 2 || len(writer.StatusContexts) != 1 || !writer.UserCanMerge {
+		t.Errorf("as a write collaborator: %+v, %v; want the summary only", writer, err)
+	}
+	if outsider, err := client("mallory").Protection(ctx, "alice", "demo", "main"); err != nil || outsider.UserCanMerge {
+		t.Errorf("as an outsider: %+v, %v; want may not merge", outsider, err)
+	}
+
+	must(forge.CreateBranchWithFile(ctx, tokens["alice"], "alice", "demo", "f1", "a.txt", "a\n"))
+	n, head, err := forge.CreatePR(ctx, tokens["alice"], "alice", "demo", "f1", "main", "Add a", "")
+	must(err)
+	for _, u := range []string{"bob", "mallory"} {
+		_, err := forge.Review(ctx, tokens[u], "alice", "demo", n, head, "APPROVED", "ok")
+		must(err)
+	}
+	reviews, err := client("alice").Reviews(ctx, "alice", "demo", n)
+	must(err)
+	official := map[string]bool{}
+	for _, r := range reviews {
+		official[r.Author] = r.Official
+	}
+	if !official["bob"] || official["mallory"] || len(official) != 2 {
+		t.Errorf("official flags = %v; want bob (whitelisted writer) only", official)
 	}
 }

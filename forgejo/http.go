@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
 	"strings"
 )
 
@@ -75,28 +74,6 @@ type apiStatus struct {
 	TargetURL   string `json:"target_url"`
 	Description string `json:"description"`
 	Created     string `json:"created_at"`
-}
-
-// Statuses returns the newest status per context for a commit, read from the
-// full paged history (the combined endpoint covers one page only). An empty
-// slice means nothing was reported: unknown, not green.
-func (c *Client) Statuses(ctx context.Context, owner, repo, sha string) ([]Status, error) {
-	history, err := c.StatusHistory(ctx, owner, repo, sha)
-	if err != nil {
-		return nil, err
-	}
-	newest := map[string]Status{}
-	for _, s := range history {
-		if cur, ok := newest[s.Context]; !ok || s.ID > cur.ID {
-			newest[s.Context] = s
-		}
-	}
-	out := make([]Status, 0, len(newest))
-	for _, s := range newest {
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Context < out[j].Context })
-	return out, nil
 }
 
 func short(sha string) string {
