@@ -12,7 +12,7 @@ import (
 func Decide(p Policy, t Track, o Observation) (Track, Action) {
 	if o.Merged {
 		// A merge that waited for checks is announced on the issue it closes.
-		announce := t.State == MergeScheduled || t.State == CIPending
+		announce := t.WaitedForChecks || t.State == MergeScheduled
 		t.State = Merged
 		return t, Action{Kind: Drop, Reason: "merged", Announce: announce}
 	}
@@ -53,6 +53,7 @@ func (t Track) atHead(head string, now time.Time) Track {
 		t.Attempts, t.Failures = 0, 0
 		t.NotBefore = time.Time{}
 		t.FixerSHA, t.LastStatus, t.Blocked, t.UncountedSHA = "", "", "", ""
+		t.WaitedForChecks = false
 	}
 	t.HeadSHA, t.HeadSeen = head, now
 	return t
@@ -106,14 +107,17 @@ func approved(p Policy, t Track, o Observation) (Track, Action) {
 		return t, Action{Kind: Wait, Reason: "checks failing; a fixer was started for this head", Diagnostic: diag}
 	case ChecksPending:
 		t, diag := t.retry(p, CIPending, string(ChecksPending))
+		t.WaitedForChecks = true
 		return t, Action{Kind: Wait, Reason: "checks pending", Diagnostic: diag}
 	case ChecksNone:
 		if wait := t.HeadSeen.Add(p.ChecksGrace).Sub(o.Now); wait > 0 {
 			t.State, t.LastStatus = CIPending, "no checks reported yet"
 			return t, Action{Kind: Wait, Reason: fmt.Sprintf("no checks reported yet; merging without them in %s", wait.Round(time.Second))}
 		}
+		t.State = MergeQueued
 		return t, Action{Kind: Merge, Reason: "approved at head; no checks reported within the grace period"}
 	}
+	t.State = MergeQueued
 	return t, Action{Kind: Merge, Reason: "approved at head, checks green"}
 }
 
@@ -139,11 +143,15 @@ func (t Track) retry(p Policy, s State, status string) (Track, bool) {
 
 // AfterMerge folds the forge's answer to a merge call into the Track. A merge
 // the forge reports done is confirmed by re-reading the PR and deciding
-// again, not here.
+// again, not here. "Try again later" is the forge still checking the PR
+// against its base: a wait, not a failed attempt.
 func AfterMerge(p Policy, t Track, head string, res forgejo.MergeResult) (Track, Action) {
 	switch res.Outcome {
 	case forgejo.MergeDone, forgejo.MergeAlready, forgejo.MergeClosed:
 		return t, Action{Kind: Wait, Reason: "re-read the PR to confirm"}
+	case forgejo.MergeNotReady:
+		t.State, t.LastStatus = MergeQueued, fmt.Sprintf("%s (HTTP %d: %s)", res.Outcome, res.Status, res.Message)
+		return t, Action{Kind: Wait, Reason: "the forge is still checking the PR; waiting for it"}
 	case forgejo.MergeScheduled:
 		// Only an older pool asks the forge to schedule; cancel it.
 		t.State, t.ArmedSHA = MergeScheduled, head

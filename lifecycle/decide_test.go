@@ -46,7 +46,7 @@ func TestDecide(t *testing.T) {
 			wantKind: Skip, wantState: AwaitingHuman},
 		{name: "merged drops", obs: func(o Observation) Observation { o.Merged, o.Open = true, false; return o },
 			wantKind: Drop, wantState: Merged},
-		{name: "a merge that waited for checks is announced", track: Track{State: CIPending, HeadSHA: "h1"},
+		{name: "a merge that waited for checks is announced", track: Track{State: MergeQueued, HeadSHA: "h1", WaitedForChecks: true},
 			obs:      func(o Observation) Observation { o.Merged, o.Open = true, false; return o },
 			wantKind: Drop, wantState: Merged, announce: true},
 		{name: "closed unmerged drops", obs: func(o Observation) Observation { o.Open = false; return o },
@@ -55,7 +55,10 @@ func TestDecide(t *testing.T) {
 			obs: approvedWith(), wantKind: Wait, wantState: CIPending},
 		{name: "no checks after the grace period merges", policy: withGrace(2 * time.Minute),
 			track: Track{HeadSHA: "h1", HeadSeen: now.Add(-3 * time.Minute)}, obs: approvedWith(), wantKind: Merge},
-		{name: "approved and green merges", obs: approvedWith(status("ci", "success")), wantKind: Merge},
+		{name: "approved and green is queued to merge", obs: approvedWith(status("ci", "success")), wantKind: Merge, wantState: MergeQueued},
+		{name: "a merge straight away is not announced", track: Track{State: MergeQueued, HeadSHA: "h1"},
+			obs:      func(o Observation) Observation { o.Merged, o.Open = true, false; return o },
+			wantKind: Drop, wantState: Merged},
 		{name: "approved and pending waits", obs: approvedWith(status("ci", "pending")), wantKind: Wait, wantState: CIPending},
 		{name: "an auto-merge left armed is cancelled", track: Track{HeadSHA: "h1", ArmedSHA: "h1"},
 			obs: approvedWith(status("ci", "pending")), wantKind: Disarm},
@@ -216,7 +219,7 @@ func TestAfterMerge(t *testing.T) {
 	}{
 		{forgejo.MergeDone, Wait, ""},
 		{forgejo.MergeScheduled, Wait, MergeScheduled}, // an older pool's schedule: cancelled next
-		{forgejo.MergeNotReady, Wait, MergeFailed},
+		{forgejo.MergeNotReady, Wait, MergeQueued}, // the forge is checking: a wait, not an attempt
 		{forgejo.MergeBlocked, Wait, MergeFailed},
 		{forgejo.MergeConflict, NoteConflict, Conflict},
 		{forgejo.MergeHeadMoved, Wait, ""},
@@ -227,6 +230,9 @@ func TestAfterMerge(t *testing.T) {
 			got, act := AfterMerge(policy, Track{HeadSHA: "h1"}, "h1", forgejo.MergeResult{Outcome: tt.outcome, Status: 405})
 			if act.Kind != tt.wantKind || got.State != tt.wantState {
 				t.Errorf("got %s/%s, want %s/%s", act.Kind, got.State, tt.wantKind, tt.wantState)
+			}
+			if wantAttempt := got.State == MergeFailed; (got.Attempts == 1) != wantAttempt {
+				t.Errorf("attempts = %d; only a failed merge is an attempt", got.Attempts)
 			}
 		})
 	}

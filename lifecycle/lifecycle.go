@@ -21,6 +21,7 @@ const (
 	Unreviewed       State = "unreviewed"
 	Merged           State = "merged"
 	MergeScheduled   State = "merge_scheduled"
+	MergeQueued      State = "merge_queued" // approved and green: in the pool's merge queue
 	CIPending        State = "ci_pending"
 	CIFailing        State = "ci_failing"
 	MergeFailed      State = "merge_failed"
@@ -33,7 +34,7 @@ const (
 
 // Retrying reports whether the state is an approved PR the pool keeps trying to merge.
 func (s State) Retrying() bool {
-	return s == CIPending || s == CIFailing || s == MergeFailed || s == MergeScheduled
+	return s == CIPending || s == CIFailing || s == MergeFailed || s == MergeScheduled || s == MergeQueued
 }
 
 // Track is the pool's memory of one PR. It is persisted, and everything in it
@@ -59,6 +60,9 @@ type Track struct {
 	// UncountedSHA is the head at which a session of the pool's left an
 	// approval the rule does not count: no more sessions for that head.
 	UncountedSHA string `json:"uncounted_sha"`
+	// WaitedForChecks: the approved head waited for pending checks; its
+	// merge is announced on the issues the PR closes.
+	WaitedForChecks bool `json:"waited_for_checks"`
 }
 
 // Observation is what the forge shows about a PR now, plus the claim verdict
@@ -90,7 +94,7 @@ const (
 	Wait         Kind = "wait"     // nothing now
 	Review       Kind = "review"   // start a reviewer session
 	Fix          Kind = "fix"      // start a fixer session for failing checks
-	Merge        Kind = "merge"    // merge, pinned to the head
+	Merge        Kind = "merge"    // queue the merge, pinned to the head
 	Disarm       Kind = "disarm"   // cancel an auto-merge an older pool armed
 	Drop         Kind = "drop"     // stop tracking (merged or closed)
 	Skip         Kind = "skip"     // a human owns it

@@ -18,7 +18,11 @@ func (p *Pool) act(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a life
 	}
 	switch a.Kind {
 	case lifecycle.Merge:
-		return p.merge(ctx, pr)
+		if p.cfg.DryRun {
+			p.log.Info("dry run: would merge", "pr", pr.Number, "head", pr.HeadSHA)
+			return nil
+		}
+		p.queue.add(pr.Number, pr.HeadSHA, p.now())
 	case lifecycle.Disarm:
 		if p.cfg.DryRun {
 			return nil
@@ -42,22 +46,19 @@ func (p *Pool) act(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a life
 	return nil
 }
 
-// merge asks the forge to merge at the head the decision saw. Only the
-// forge's word that it merged counts: step reads the PR again.
-func (p *Pool) merge(ctx context.Context, pr forgejo.PR) error {
-	if p.cfg.DryRun {
-		p.log.Info("dry run: would merge", "pr", pr.Number, "head", pr.HeadSHA)
-		return nil
-	}
+// merge asks the forge to merge at the head the decision saw and folds the
+// answer into the track. Only the forge's word that it merged counts: the
+// caller reads the PR again.
+func (p *Pool) merge(ctx context.Context, pr forgejo.PR) (forgejo.MergeResult, error) {
 	res, err := p.forge.Merge(ctx, p.cfg.Owner, p.cfg.Name, pr.Number, forgejo.MergeOptions{
 		Style: p.cfg.MergeStyle, HeadSHA: pr.HeadSHA})
 	if err != nil && res.Status == 0 {
-		return err
+		return res, err
 	}
 	p.log.Info("merge answered", "pr", pr.Number, "outcome", res.Outcome, "status", res.Status, "message", res.Message)
 	next, act := lifecycle.AfterMerge(p.policy, p.track(pr.Number), pr.HeadSHA, res)
 	p.setTrack(pr.Number, next)
-	return p.act(ctx, pr, next, act)
+	return res, p.act(ctx, pr, next, act)
 }
 
 // noteBlocked posts, once per head and reason, why the forge's rules keep

@@ -16,11 +16,12 @@ type cycleResult struct {
 	acted      int // mechanical actions taken (merge, comment, ...)
 	running    int // PRs held by a slot
 	retrying   int // approved PRs waiting to merge, or PRs backing off
+	queued     int // PRs in the merge queue
 }
 
 // quiet is a cycle with nothing to do.
 func (r cycleResult) quiet() bool {
-	return r.dispatched == 0 && r.acted == 0 && r.running == 0 && r.retrying == 0
+	return r.dispatched == 0 && r.acted == 0 && r.running == 0 && r.retrying == 0 && r.queued == 0
 }
 
 // candidate is a PR that needs a session.
@@ -48,6 +49,10 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 		open[pr.Number] = true
 		if p.isBusy(pr.Number) {
 			res.running++
+			continue
+		}
+		if p.queue.has(pr.Number) {
+			res.queued++ // the merge queue holds it
 			continue
 		}
 		if act, ok := p.index.unchanged(pr, p.track(pr.Number), p.rules, p.now()); ok {
@@ -114,19 +119,10 @@ func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) int {
 }
 
 // step observes one PR, decides, and performs the decision unless it needs a
-// session, which the caller arranges. hint is a just-finished session's
-// merge_status. After a merge call the forge is asked again whether the PR
-// merged, and a merged PR is settled at once.
+// session, which the caller arranges: a merge goes to the merge queue. hint
+// is a just-finished session's merge_status.
 func (p *Pool) step(ctx context.Context, pr forgejo.PR, hint string) (lifecycle.Action, error) {
-	act, err := p.decideAndAct(ctx, pr, hint)
-	if err != nil || act.Kind != lifecycle.Merge || p.cfg.DryRun {
-		return act, err
-	}
-	fresh, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
-	if err != nil || !fresh.Merged {
-		return act, err
-	}
-	return p.decideAndAct(ctx, fresh, "")
+	return p.decideAndAct(ctx, pr, hint)
 }
 
 func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (lifecycle.Action, error) {
@@ -220,7 +216,7 @@ func (p *Pool) view(pr forgejo.PR, comments []forgejo.Comment, reviews []forgejo
 // forgetGone settles tracked PRs that are no longer open: merged or closed.
 func (p *Pool) forgetGone(ctx context.Context, open map[int]bool) error {
 	for _, n := range p.trackedNumbers() {
-		if open[n] || p.isBusy(n) {
+		if open[n] || p.isBusy(n) || p.queue.has(n) {
 			continue
 		}
 		pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, n)

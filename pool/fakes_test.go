@@ -28,6 +28,15 @@ type fakeForge struct {
 	mergeAnswer map[int]forgejo.MergeResult
 	protection  forgejo.Protection
 	merged      map[int]time.Time // when each PR merged
+	// recheck, when set, is how long the forge takes to test the other open
+	// PRs against the base after a merge: they read not mergeable, and a
+	// merge call answers 405 "try again later", until then.
+	recheck     time.Duration
+	checkedAt   time.Time
+	mergeDelay  time.Duration // how long a merge call takes
+	mergeGate   chan struct{} // when set, a merge call waits until it is closed
+	mergesInAir int
+	peakInAir   int
 	now         func() time.Time
 	calls       map[string]int // requests by kind, for cost tests
 }
@@ -123,8 +132,14 @@ func (f *fakeForge) PR(_ context.Context, _, _ string, n int) (forgejo.PR, error
 	if !ok {
 		return forgejo.PR{}, &forgejo.Error{Op: "get", Status: 404, Err: forgejo.ErrNotFound}
 	}
-	return *pr, f.fail("pr")
+	out := *pr
+	out.Mergeable = out.Mergeable && !f.checking()
+	return out, f.fail("pr")
 }
+
+// checking reports whether the forge is still testing PRs against a base
+// that a merge just moved. Callers hold mu.
+func (f *fakeForge) checking() bool { return f.now().Before(f.checkedAt) }
 
 func (f *fakeForge) Comments(_ context.Context, _, _ string, n int) ([]forgejo.Comment, error) {
 	f.mu.Lock()
@@ -190,11 +205,23 @@ func (f *fakeForge) Protection(context.Context, string, string, string) (forgejo
 
 func (f *fakeForge) Merge(_ context.Context, _, _ string, n int, opt forgejo.MergeOptions) (forgejo.MergeResult, error) {
 	f.mu.Lock()
+	f.mergesInAir++
+	f.peakInAir = max(f.peakInAir, f.mergesInAir)
+	f.mu.Unlock()
+	time.Sleep(f.mergeDelay)
+	if f.mergeGate != nil {
+		<-f.mergeGate
+	}
+	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.mergesInAir--
 	f.calls["merge"]++
 	f.record("#%d: merge at %s", n, opt.HeadSHA)
 	if res, ok := f.mergeAnswer[n]; ok {
 		return res, nil
+	}
+	if f.checking() {
+		return forgejo.MergeResult{Outcome: forgejo.MergeNotReady, Status: 405, Message: "Please try again later"}, nil
 	}
 	pr := f.prs[n]
 	if opt.HeadSHA != pr.HeadSHA {
@@ -203,6 +230,7 @@ func (f *fakeForge) Merge(_ context.Context, _, _ string, n int, opt forgejo.Mer
 	pr.Merged, pr.State = true, "closed"
 	f.touch(n)
 	f.merged[n] = f.now()
+	f.checkedAt = f.now().Add(f.recheck)
 	return forgejo.MergeResult{Outcome: forgejo.MergeDone, Status: 200}, nil
 }
 

@@ -63,6 +63,7 @@ type Pool struct {
 	freed     chan struct{} // a slot was released; buffered 1
 	wakeups   chan struct{} // a webhook said something changed; buffered 1
 	workers   sync.WaitGroup
+	queue     *mergeQueue
 
 	mu       sync.Mutex // guards tracks, busy, sessions, stats, protection
 	tracks   map[int]lifecycle.Track
@@ -75,7 +76,8 @@ type Pool struct {
 // state and the instance identity. It starts nothing.
 func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	p := &Pool{cfg: cfg, forge: d.Forge, agent: d.Agent, clone: d.Clone, digests: d.Digests, store: d.Store, log: d.Log, now: d.Now,
-		freed: make(chan struct{}, 1), wakeups: make(chan struct{}, 1), busy: map[int]bool{}, sessions: map[int]*session{}, tracks: map[int]lifecycle.Track{}}
+		freed: make(chan struct{}, 1), wakeups: make(chan struct{}, 1), busy: map[int]bool{}, sessions: map[int]*session{}, tracks: map[int]lifecycle.Track{},
+		queue: newMergeQueue(cfg.PollInterval)}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -140,14 +142,19 @@ func (p *Pool) Run(ctx context.Context) (Report, error) {
 	if err := p.adopt(ctx, work); err != nil {
 		p.log.Warn("adopting sessions failed; continuing", "err", err)
 	}
-	watchDone := make(chan struct{})
+	watchDone, queueDone := make(chan struct{}), make(chan struct{})
+	queueCtx, stopQueue := context.WithCancel(ctx)
+	defer stopQueue()
 	go func() { defer close(watchDone); p.watch(work) }()
+	go func() { defer close(queueDone); p.runQueue(queueCtx, work) }()
 
 	err := p.loop(ctx, work)
 
+	stopQueue() // no merge starts after the loop has ended
 	p.shutdown(work)
 	stopWork()
 	<-watchDone
+	<-queueDone
 	return p.report(), err
 }
 
@@ -186,7 +193,7 @@ func (p *Pool) loop(ctx context.Context, work context.Context) error {
 		case err != nil && ctx.Err() == nil:
 			failures++
 			p.logFailure(failures, err)
-			if !sleep(ctx, forgeBackoff(failures, p.cfg.PollInterval)) {
+			if !sleep(ctx, backoff(failures, p.cfg.PollInterval, 10*time.Minute)) {
 				return nil
 			}
 			continue
@@ -232,17 +239,23 @@ func (p *Pool) waitForWork(ctx context.Context) {
 // changed. The cycle reads the change itself; n is for the log.
 func (p *Pool) Wake(n int) {
 	p.log.Debug("woken by the forge", "pr", n)
+	p.queue.restart() // the PR or its base changed: the queue reads again now
+	p.wakeLoop()
+}
+
+// wakeLoop asks the discovery loop for a cycle now.
+func (p *Pool) wakeLoop() {
 	select {
 	case p.wakeups <- struct{}{}:
 	default:
 	}
 }
 
-// settled: nothing running, for --once.
+// settled: nothing running, and every PR queued to merge tried once, for --once.
 func (p *Pool) settled() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.busy) == 0
+	return len(p.busy) == 0 && p.queue.untried() == 0
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
@@ -256,10 +269,10 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// forgeBackoff is the wait after n consecutive failed cycles: the poll
-// interval doubled per failure, capped at 10 minutes, with up to 25% jitter.
-func forgeBackoff(n int, base time.Duration) time.Duration {
-	d := lifecycle.Backoff(n, base, 10*time.Minute)
+// backoff is the wait after n consecutive failures: base doubled per
+// failure, capped, less up to 25% jitter.
+func backoff(n int, base, max time.Duration) time.Duration {
+	d := lifecycle.Backoff(n, base, max)
 	return d - time.Duration(rand.Int64N(int64(d)/4+1))
 }
 

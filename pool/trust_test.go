@@ -171,3 +171,57 @@ func runUntil(t *testing.T, cfg configs.Config, f *fakeForge, a *fakeAgent, duri
 		t.Fatalf("the pool did not get there in time")
 	}
 }
+
+// TestMergeQueueWaitsForTheForge: ten approved PRs, a forge that tests
+// every other PR against the base for a while after each merge. One merge
+// call in flight at a time, about one call per merged PR, no diagnostic
+// comment for waiting on the forge, and every PR merged.
+func TestMergeQueueWaitsForTheForge(t *testing.T) {
+	prs := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	f := newFakeForge(prs...)
+	f.recheck, f.mergeDelay = 30*time.Millisecond, 5*time.Millisecond
+	for _, n := range prs {
+		f.review(n, "reviewer", forgejo.ReviewApproved)
+		f.statuses[f.prs[n].HeadSHA] = []forgejo.Status{{Context: "ci", State: "success"}}
+	}
+	cfg := testConfig(4)
+	cfg.DiagnosticEvery = 2
+	runPool(t, cfg, f, newFakeAgent(approver(f, time.Millisecond)))
+	for _, n := range prs {
+		if !f.prs[n].Merged {
+			t.Errorf("PR #%d not merged", n)
+		}
+	}
+	if f.peakInAir != 1 {
+		t.Errorf("merge calls in flight at once = %d, want 1", f.peakInAir)
+	}
+	if calls := f.calls["merge"]; calls > 2*len(prs) {
+		t.Errorf("merge calls = %d for %d PRs, want at most 2 per PR", calls, len(prs))
+	}
+	if diag := effectsWith(f, "#"); len(diag) > 0 {
+		for _, e := range diag {
+			if strings.Contains(e, "Merge retry attempt") {
+				t.Errorf("a wait for the forge's check counted as a failed attempt: %s", e)
+			}
+		}
+	}
+	t.Logf("merge calls: %d for %d PRs", f.calls["merge"], len(prs))
+}
+
+// TestSlotsRefillWhileTheQueueWaits: a merge call that does not come back
+// holds neither the discovery loop nor a slot: the other PRs get their
+// reviews meanwhile.
+func TestSlotsRefillWhileTheQueueWaits(t *testing.T) {
+	f := newFakeForge(1, 2, 3)
+	f.review(1, "reviewer", forgejo.ReviewApproved)
+	f.mergeGate = make(chan struct{})
+	a := newFakeAgent(func(pr int) (time.Duration, func(), string) {
+		return time.Millisecond, func() { f.review(pr, "reviewer", forgejo.ReviewRequestChanges) }, ""
+	})
+	cfg := testConfig(1)
+	cfg.IdleExit = 0
+	runUntil(t, cfg, f, a, func(ctx context.Context, p *Pool) {
+		waitFor(ctx, func() bool { _, prompts, _ := a.count(); return prompts == 2 })
+		close(f.mergeGate) // both reviews ran while the merge call hung
+	}, func() bool { return f.isMerged(1) })
+}

@@ -1,0 +1,251 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"pool/forgejo"
+	"pool/lifecycle"
+)
+
+// Waits of the merge queue for the forge: a PR the forge is still checking
+// against its base is read again after a second (or the poll interval, if
+// shorter), doubling to queueWaitMax, jittered; a merge or a webhook starts
+// the waits over.
+const (
+	queueWaitBase = time.Second
+	queueWaitMax  = 30 * time.Second
+)
+
+// mergeQueue holds the PRs of the base branch that are approved, green and
+// allowed to merge. One goroutine works it, so at most one merge call is in
+// flight: each merge makes the forge test every other open PR against the
+// new base again, refusing merges ("try again later") until it has, and a
+// merge made meanwhile only adds to that work. The oldest entry that the
+// forge reports mergeable goes first; an entry the forge is still checking
+// holds no other.
+type mergeQueue struct {
+	mu      sync.Mutex
+	entries map[int]*queued // guarded by mu
+	wake    chan struct{}   // buffered 1
+	base    time.Duration   // first wait for the forge
+}
+
+// queued is one PR in the merge queue.
+type queued struct {
+	n         int
+	head      string    // the head the decision approved
+	since     time.Time // when it entered: oldest first
+	notBefore time.Time // not read again before this
+	waits     int       // reads in a row that found it not mergeable
+	tried     bool      // read at least once
+}
+
+func newMergeQueue(poll time.Duration) *mergeQueue {
+	return &mergeQueue{entries: map[int]*queued{}, wake: make(chan struct{}, 1), base: min(queueWaitBase, poll)}
+}
+
+// add queues PR n at head, unless it is queued already, and wakes the worker.
+func (q *mergeQueue) add(n int, head string, now time.Time) {
+	q.mu.Lock()
+	if e, ok := q.entries[n]; !ok || e.head != head {
+		q.entries[n] = &queued{n: n, head: head, since: now}
+	}
+	q.mu.Unlock()
+	q.kick()
+}
+
+func (q *mergeQueue) remove(n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.entries, n)
+}
+
+func (q *mergeQueue) has(n int) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.entries[n]
+	return ok
+}
+
+func (q *mergeQueue) size() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.entries)
+}
+
+// untried counts the entries not read yet, for --once: one pass over the
+// queue is its share of the one cycle.
+func (q *mergeQueue) untried() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for _, e := range q.entries {
+		if !e.tried {
+			n++
+		}
+	}
+	return n
+}
+
+// due returns the entries that may be read now, oldest first, and when the
+// next one will be due otherwise.
+func (q *mergeQueue) due(now time.Time) ([]queued, time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []queued
+	next := time.Time{}
+	for _, e := range q.entries {
+		if !now.Before(e.notBefore) {
+			out = append(out, *e)
+		} else if next.IsZero() || e.notBefore.Before(next) {
+			next = e.notBefore
+		}
+	}
+	slices.SortFunc(out, func(a, b queued) int {
+		if c := a.since.Compare(b.since); c != 0 {
+			return c
+		}
+		return a.n - b.n
+	})
+	return out, next
+}
+
+// notReady backs an entry off: the forge has not finished checking it.
+func (q *mergeQueue) notReady(n int, now time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if e, ok := q.entries[n]; ok {
+		e.waits++
+		e.tried = true
+		e.notBefore = now.Add(backoff(e.waits, q.base, queueWaitMax))
+	}
+}
+
+// restart makes every entry due now: the base moved, or the forge said
+// something changed, so every PR is checked again.
+func (q *mergeQueue) restart() {
+	q.mu.Lock()
+	for _, e := range q.entries {
+		e.waits, e.notBefore = 0, time.Time{}
+	}
+	q.mu.Unlock()
+	q.kick()
+}
+
+func (q *mergeQueue) kick() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// runQueue works the merge queue until ctx ends (no merge starts after
+// that); a merge in flight runs on work, which outlives ctx by the shutdown
+// timeout.
+func (p *Pool) runQueue(ctx, work context.Context) {
+	for ctx.Err() == nil {
+		wait := p.workQueue(work)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-p.queue.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// workQueue reads the due entries, oldest first, until one reads
+// mergeable, and merges that one. It returns how long to wait for the next
+// turn.
+func (p *Pool) workQueue(ctx context.Context) time.Duration {
+	entries, _ := p.queue.due(p.now())
+	for _, e := range entries {
+		pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, e.n)
+		switch {
+		case errors.Is(err, forgejo.ErrUnauthorized) || ctx.Err() != nil:
+			return time.Minute
+		case err != nil:
+			p.log.Warn("merge queue: reading the PR failed; waiting", "pr", e.n, "err", err)
+			p.queue.notReady(e.n, p.now())
+			continue
+		case pr.State != "open" || pr.Merged || pr.HeadSHA != e.head || pr.BaseRef != p.base:
+			p.leaveQueue(ctx, pr)
+			continue
+		case !pr.Mergeable:
+			p.queue.notReady(e.n, p.now())
+			continue
+		}
+		p.mergeQueued(ctx, pr)
+		return 0
+	}
+	dueNow, next := p.queue.due(p.now())
+	switch {
+	case len(dueNow) > 0:
+		return 0
+	case next.IsZero():
+		return time.Hour // nothing queued: an add wakes the worker
+	}
+	return max(next.Sub(p.now()), 0)
+}
+
+// mergeQueued decides once more on fresh reads and, if the decision still
+// is to merge, makes the merge call. A PR the decision no longer merges, or
+// whose merge the forge refused for good, leaves the queue; the discovery
+// loop decides it again.
+func (p *Pool) mergeQueued(ctx context.Context, pr forgejo.PR) {
+	act, err := p.decideAndAct(ctx, pr, "")
+	if err != nil {
+		p.log.Warn("merge queue: deciding failed; waiting", "pr", pr.Number, "err", err)
+		p.queue.notReady(pr.Number, p.now())
+		return
+	}
+	if act.Kind != lifecycle.Merge {
+		p.queue.remove(pr.Number)
+		p.wakeLoop() // the discovery loop takes the PR back
+		return
+	}
+	res, err := p.merge(ctx, pr)
+	switch {
+	case err != nil:
+		p.log.Warn("merge queue: the merge call failed; waiting", "pr", pr.Number, "err", err)
+		p.queue.notReady(pr.Number, p.now())
+	case res.Outcome == forgejo.MergeNotReady:
+		p.queue.notReady(pr.Number, p.now())
+	case res.Outcome == forgejo.MergeDone || res.Outcome == forgejo.MergeAlready:
+		p.queue.remove(pr.Number)
+		p.queue.restart() // the base moved: every other PR is checked again
+		p.settleMerged(ctx, pr.Number)
+	default:
+		p.queue.remove(pr.Number)
+	}
+}
+
+// leaveQueue takes a PR out of the queue because it changed under it; a
+// merged or closed one is settled now.
+func (p *Pool) leaveQueue(ctx context.Context, pr forgejo.PR) {
+	p.queue.remove(pr.Number)
+	if pr.Merged || pr.State != "open" {
+		p.settleMerged(ctx, pr.Number)
+	}
+	p.wakeLoop()
+}
+
+// settleMerged reads a PR the forge says is merged (or closed) and lets the
+// lifecycle drop it: only the forge's word counts.
+func (p *Pool) settleMerged(ctx context.Context, n int) {
+	fresh, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, n)
+	if err != nil {
+		p.log.Warn("re-reading a merged PR failed; the next cycle will", "pr", n, "err", err)
+		return
+	}
+	if _, err := p.decideAndAct(ctx, fresh, ""); err != nil {
+		p.log.Warn("settling a merged PR failed; the next cycle will", "pr", n, "err", err)
+	}
+}
