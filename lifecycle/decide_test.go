@@ -219,7 +219,7 @@ func TestAfterMerge(t *testing.T) {
 	}{
 		{forgejo.MergeDone, Wait, ""},
 		{forgejo.MergeScheduled, Wait, MergeScheduled}, // an older pool's schedule: cancelled next
-		{forgejo.MergeNotReady, Wait, MergeQueued}, // the forge is checking: a wait, not an attempt
+		{forgejo.MergeNotReady, Wait, MergeQueued},     // the forge is checking: a wait, not an attempt
 		{forgejo.MergeBlocked, Wait, MergeFailed},
 		{forgejo.MergeConflict, NoteConflict, Conflict},
 		{forgejo.MergeHeadMoved, Wait, ""},
