@@ -14,6 +14,7 @@
 //	go run ./cmd/poolbench                                 the full run (about 10 minutes on 2 cores)
 //	go run ./cmd/poolbench -samples 3 -prs3 50 -prs4 100    a quick trial
 //	go run ./cmd/poolbench -out figures.md                 also write the table to a file
+//	go run ./cmd/poolbench -mode merge -k 50               issue 11: merging a backlog (merge.go)
 //
 // The table goes to stdout, progress to stderr. The bench asserts nothing:
 // it prints what it measured next to the targets. Each pool process logs to
@@ -21,6 +22,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -45,7 +47,17 @@ type options struct {
 	seed     string        // how quiet PRs are made: seedAGit or seedAPI
 	out      string
 	keep     bool
+
+	mode         string // modeFigures or modeMerge
+	mergeK       int    // approved PRs per strategy in the merge mode
+	mergeWorkers int
 }
+
+// The bench's modes.
+const (
+	modeFigures = "figures"
+	modeMerge   = "merge"
+)
 
 func parseFlags() options {
 	var o options
@@ -58,6 +70,9 @@ func parseFlags() options {
 	flag.StringVar(&o.seed, "seed", seedAGit, "how the quiet PRs are opened: agit (git pushes to refs/for/main/*, then labels) or api (branches, then the create-PR API)")
 	flag.StringVar(&o.out, "out", "", "also write the table to this file")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work dir (servers' data and the pool logs)")
+	flag.StringVar(&o.mode, "mode", modeFigures, "figures (issue 6's four figures) or merge (a backlog of approved PRs: serial limit against the pool)")
+	flag.IntVar(&o.mergeK, "k", 50, "with -mode merge: approved PRs merged by each strategy")
+	flag.IntVar(&o.mergeWorkers, "merge-workers", 4, "with -mode merge: the pool's workers")
 	flag.Parse()
 	return o
 }
@@ -87,6 +102,10 @@ func (o options) check() error {
 		return fmt.Errorf("-poll, -cycles3 and -parallel must be positive")
 	case o.seed != seedAGit && o.seed != seedAPI:
 		return fmt.Errorf("-seed must be %s or %s, got %q", seedAGit, seedAPI, o.seed)
+	case o.mode != modeFigures && o.mode != modeMerge:
+		return fmt.Errorf("-mode must be %s or %s, got %q", modeFigures, modeMerge, o.mode)
+	case o.mergeK < 1 || o.mergeWorkers < 1:
+		return fmt.Errorf("-k and -merge-workers must be positive")
 	}
 	return nil
 }
@@ -128,6 +147,9 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer b.sb.Stop()
+	if o.mode == modeMerge {
+		return b.runMerge(ctx, stdout)
+	}
 	tbl, err := b.measure(ctx)
 	if err != nil {
 		return err
@@ -188,4 +210,23 @@ func (b *bench) measure(ctx context.Context) (*table, error) {
 		return nil, err
 	}
 	return tbl, nil
+}
+
+// runMerge is the merge mode: measure, then print (and with -out write)
+// the table.
+func (b *bench) runMerge(ctx context.Context, stdout io.Writer) error {
+	t, err := b.mergeBacklog(ctx)
+	if err != nil {
+		return err
+	}
+	t.total = time.Since(b.started)
+	var buf bytes.Buffer
+	t.render(&buf)
+	if _, err := stdout.Write(buf.Bytes()); err != nil {
+		return err
+	}
+	if b.opts.out != "" {
+		return os.WriteFile(b.opts.out, buf.Bytes(), 0o644)
+	}
+	return nil
 }

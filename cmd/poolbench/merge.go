@@ -1,0 +1,283 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"pool/internal/sandbox"
+)
+
+// The merge mode (-mode merge) measures issue 11: how fast a backlog of
+// approved, green PRs merges. It first merges K of them with the plain
+// serial strategy (one at a time, each as soon as the forge reads it
+// mergeable: the forge's limit on this machine), then lets the pool merge K
+// fresh ones, and prints both times, their ratio, and merge calls per PR.
+
+// serialPoll is how often the serial strategy reads a PR while the forge
+// checks it.
+const serialPoll = 200 * time.Millisecond
+
+// mergeRun is one strategy's figures.
+type mergeRun struct {
+	took     time.Duration
+	calls    map[int]int // merge calls per PR
+	requests int         // forge requests in all
+	merged   int
+}
+
+type mergeTable struct {
+	k              int
+	seed           time.Duration
+	serial, pooled mergeRun
+	workers        int
+	total          time.Duration
+}
+
+// mergeBacklog seeds 2K approved, green PRs and measures both strategies.
+func (b *bench) mergeBacklog(ctx context.Context) (*mergeTable, error) {
+	k := b.opts.mergeK
+	t := &mergeTable{k: k, workers: b.opts.mergeWorkers}
+	start := time.Now()
+	b.progress("opening %d PRs (AGit pushes), then approving them and reporting them green, %d at a time", 2*k, b.opts.parallel)
+	numbers, err := b.bulk.OpenAGitPRs(ctx, names("backlog", 2*k))
+	if err != nil {
+		return nil, err
+	}
+	if err := b.sb.ApprovePRs(ctx, numbers, b.opts.parallel); err != nil {
+		return nil, err
+	}
+	t.seed = time.Since(start)
+	b.progress("%d approved PRs in %s", len(numbers), round(t.seed))
+	if t.serial, err = b.mergeSerially(ctx, numbers[:k]); err != nil {
+		return nil, err
+	}
+	if t.pooled, err = b.mergeWithPool(ctx, numbers[k:]); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// mergeSerially merges the PRs one after another: each is read until the
+// forge reports it mergeable, then merged, pinned to its head.
+func (b *bench) mergeSerially(ctx context.Context, numbers []int) (mergeRun, error) {
+	b.progress("serial: merging %d PRs one at a time", len(numbers))
+	run := mergeRun{calls: map[int]int{}}
+	start := time.Now()
+	for _, n := range numbers {
+		for {
+			pr, err := b.readPR(ctx, n)
+			run.requests++
+			if err != nil {
+				return run, err
+			}
+			if pr.Merged {
+				break
+			}
+			if pr.Mergeable {
+				run.calls[n]++
+				run.requests++
+				if b.mergeOnce(ctx, n, pr.Head.SHA) == http.StatusOK {
+					continue // read again: only the forge's word counts
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return run, ctx.Err()
+			case <-time.After(serialPoll):
+			}
+		}
+		run.merged++
+	}
+	run.took = time.Since(start)
+	b.progress("serial: %d merged in %s, %d merge calls", run.merged, round(run.took), sum(run.calls))
+	return run, nil
+}
+
+type benchPR struct {
+	Merged    bool `json:"merged"`
+	Mergeable bool `json:"mergeable"`
+	Head      struct {
+		SHA string `json:"sha"`
+	} `json:"head"`
+}
+
+func (b *bench) readPR(ctx context.Context, n int) (benchPR, error) {
+	var pr benchPR
+	path := fmt.Sprintf("/repos/%s/%s/pulls/%d", b.sb.Owner, b.sb.Repo, n)
+	_, err := b.sb.Forge.Do(ctx, b.sb.PoolToken, http.MethodGet, path, nil, &pr)
+	return pr, err
+}
+
+// mergeOnce asks for one merge and returns the forge's status code.
+func (b *bench) mergeOnce(ctx context.Context, n int, head string) int {
+	path := fmt.Sprintf("/repos/%s/%s/pulls/%d/merge", b.sb.Owner, b.sb.Repo, n)
+	status, _ := b.sb.Forge.Do(ctx, b.sb.PoolToken, http.MethodPost, path, map[string]any{"Do": "merge", "head_commit_id": head}, nil)
+	return status
+}
+
+// mergeWithPool runs the pool binary, through a proxy that counts its forge
+// requests, until every PR is merged, and reads its merge calls from its
+// log.
+func (b *bench) mergeWithPool(ctx context.Context, numbers []int) (mergeRun, error) {
+	b.progress("pool: merging %d PRs with %d workers", len(numbers), b.opts.mergeWorkers)
+	counter, err := newCountingProxy(b.sb.Forge.URL)
+	if err != nil {
+		return mergeRun{}, err
+	}
+	defer counter.Close()
+	name := "merge-pool"
+	env, err := poolEnv(b.sb, filepath.Join(b.dir, name), "POOL_FORGEJO_URL="+counter.URL, "POOL_IDLE_EXIT=0", "POOL_POLL_INTERVAL=5s")
+	if err != nil {
+		return mergeRun{}, err
+	}
+	logPath := filepath.Join(b.dir, name+".log")
+	start := time.Now()
+	p, err := startPool(b.bin, env, logPath, "--workers", strconv.Itoa(b.opts.mergeWorkers))
+	if err != nil {
+		return mergeRun{}, err
+	}
+	run := mergeRun{}
+	err = b.awaitMerged(ctx, numbers, 20*time.Minute)
+	run.took = time.Since(start)
+	run.requests = counter.count()
+	if serr := p.stop(stopGrace); serr != nil && err == nil {
+		err = serr
+	}
+	if err != nil {
+		return run, fmt.Errorf("pool: %w (log in %s)", err, logPath)
+	}
+	run.merged = len(numbers)
+	if run.calls, err = mergeCallsInLog(logPath); err != nil {
+		return run, err
+	}
+	b.progress("pool: %d merged in %s, %d merge calls, %d forge requests", run.merged, round(run.took), sum(run.calls), run.requests)
+	return run, nil
+}
+
+// awaitMerged reads the PRs (not through the pool's proxy) until all are
+// merged.
+func (b *bench) awaitMerged(ctx context.Context, numbers []int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	left := append([]int(nil), numbers...)
+	for len(left) > 0 {
+		pr, err := b.readPR(ctx, left[0])
+		if err != nil {
+			return err
+		}
+		if pr.Merged {
+			left = left[1:]
+			continue
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d PRs not merged after %s", len(left), limit)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// mergeCallsInLog counts the pool's "merge answered" lines per PR.
+func mergeCallsInLog(path string) (map[int]int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the pool log: %w", err)
+	}
+	defer f.Close()
+	calls := map[int]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		l, ok := parseLogLine(sc.Text())
+		if !ok || l.msg != "merge answered" {
+			continue
+		}
+		if n, err := strconv.Atoi(l.attrs["pr"]); err == nil {
+			calls[n]++
+		}
+	}
+	return calls, sc.Err()
+}
+
+// countingProxy is a loopback reverse proxy to the forge that counts the
+// requests it carries.
+type countingProxy struct {
+	*httptest.Server
+	mu sync.Mutex
+	n  int
+}
+
+func newCountingProxy(target string) (*countingProxy, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, fmt.Errorf("counting proxy: %w", err)
+	}
+	c := &countingProxy{}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		c.n++
+		c.mu.Unlock()
+		rp.ServeHTTP(w, r)
+	}))
+	return c, nil
+}
+
+func (c *countingProxy) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+func sum(m map[int]int) int {
+	total := 0
+	for _, v := range m {
+		total += v
+	}
+	return total
+}
+
+func values(m map[int]int) []int {
+	out := make([]int, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+// render writes the merge table.
+func (t *mergeTable) render(w io.Writer) {
+	fmt.Fprintf(w, "#### merge backlog figures, %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(w, "Machine: %s, %s, %d CPUs; %s. Forge: Gitea %s (SQLite), on loopback. %d approved, green PRs per strategy (each adds its own file: no conflicts).\n\n",
+		machine(), cpuModel(), runtime.NumCPU(), runtime.Version(), sandbox.GiteaVersion, t.k)
+	fmt.Fprintln(w, "| strategy | PRs | time | per merge | merge calls per PR: median | max | forge requests |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	for _, r := range []struct {
+		name string
+		run  mergeRun
+	}{{"serial, one at a time as soon as mergeable (the forge's limit)", t.serial}, {fmt.Sprintf("pool, %d workers", t.workers), t.pooled}} {
+		calls := values(r.run.calls)
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %.1f | %d | %d |\n", r.name, r.run.merged, round(r.run.took),
+			fmtDuration(float64(r.run.took)/float64(max(r.run.merged, 1))), median(calls), maxOf(calls), r.run.requests)
+	}
+	ratio := float64(t.pooled.took) / float64(t.serial.took)
+	fmt.Fprintf(w, "\nPool time / serial limit: %.2f (target ≤ 1.15). Merge calls per merged PR: median %.1f (target ≤ 2), max %d (target ≤ 5).\n",
+		ratio, median(values(t.pooled.calls)), maxOf(values(t.pooled.calls)))
+	fmt.Fprintf(w, "The serial strategy reads the PR every %s until the forge reports it mergeable. Seeding (AGit pushes, statuses, approvals): %s. Whole run: %s.\n",
+		serialPoll, round(t.seed), round(t.total))
+}
