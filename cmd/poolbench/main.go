@@ -14,7 +14,8 @@
 //	go run ./cmd/poolbench                                 the full run (about 10 minutes on 2 cores)
 //	go run ./cmd/poolbench -samples 3 -prs3 50 -prs4 100    a quick trial
 //	go run ./cmd/poolbench -out figures.md                 also write the table to a file
-//	go run ./cmd/poolbench -mode merge -k 50               issue 11: merging a backlog (merge.go)
+//	go run ./cmd/poolbench -mode merge -k 50               issue 11: merging approved PRs (merge.go)
+//	go run ./cmd/poolbench -mode backlog -backlog 55       issue 11: reviewing and merging a backlog (backlog.go)
 //
 // The table goes to stdout, progress to stderr. The bench asserts nothing:
 // it prints what it measured next to the targets. Each pool process logs to
@@ -48,15 +49,17 @@ type options struct {
 	out      string
 	keep     bool
 
-	mode         string // modeFigures or modeMerge
+	mode         string // modeFigures, modeMerge or modeBacklog
 	mergeK       int    // approved PRs per strategy in the merge mode
 	mergeWorkers int
+	backlogPRs   int // unreviewed PRs in the backlog mode
 }
 
 // The bench's modes.
 const (
 	modeFigures = "figures"
 	modeMerge   = "merge"
+	modeBacklog = "backlog"
 )
 
 func parseFlags() options {
@@ -72,7 +75,8 @@ func parseFlags() options {
 	flag.BoolVar(&o.keep, "keep", false, "keep the work dir (servers' data and the pool logs)")
 	flag.StringVar(&o.mode, "mode", modeFigures, "figures (issue 6's four figures) or merge (a backlog of approved PRs: serial limit against the pool)")
 	flag.IntVar(&o.mergeK, "k", 50, "with -mode merge: approved PRs merged by each strategy")
-	flag.IntVar(&o.mergeWorkers, "merge-workers", 4, "with -mode merge: the pool's workers")
+	flag.IntVar(&o.mergeWorkers, "merge-workers", 4, "with -mode merge or backlog: the pool's workers")
+	flag.IntVar(&o.backlogPRs, "backlog", 55, "with -mode backlog: unreviewed PRs")
 	flag.Parse()
 	return o
 }
@@ -102,10 +106,10 @@ func (o options) check() error {
 		return fmt.Errorf("-poll, -cycles3 and -parallel must be positive")
 	case o.seed != seedAGit && o.seed != seedAPI:
 		return fmt.Errorf("-seed must be %s or %s, got %q", seedAGit, seedAPI, o.seed)
-	case o.mode != modeFigures && o.mode != modeMerge:
-		return fmt.Errorf("-mode must be %s or %s, got %q", modeFigures, modeMerge, o.mode)
-	case o.mergeK < 1 || o.mergeWorkers < 1:
-		return fmt.Errorf("-k and -merge-workers must be positive")
+	case o.mode != modeFigures && o.mode != modeMerge && o.mode != modeBacklog:
+		return fmt.Errorf("-mode must be %s, %s or %s, got %q", modeFigures, modeMerge, modeBacklog, o.mode)
+	case o.mergeK < 1 || o.mergeWorkers < 1 || o.backlogPRs < 1:
+		return fmt.Errorf("-k, -merge-workers and -backlog must be positive")
 	}
 	return nil
 }
@@ -147,8 +151,11 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer b.sb.Stop()
-	if o.mode == modeMerge {
-		return b.runMerge(ctx, stdout)
+	switch o.mode {
+	case modeMerge:
+		return b.runMode(stdout, func() (renderer, error) { return b.mergeBacklog(ctx) })
+	case modeBacklog:
+		return b.runMode(stdout, func() (renderer, error) { return b.backlog(ctx) })
 	}
 	tbl, err := b.measure(ctx)
 	if err != nil {
@@ -212,14 +219,19 @@ func (b *bench) measure(ctx context.Context) (*table, error) {
 	return tbl, nil
 }
 
-// runMerge is the merge mode: measure, then print (and with -out write)
-// the table.
-func (b *bench) runMerge(ctx context.Context, stdout io.Writer) error {
-	t, err := b.mergeBacklog(ctx)
+// renderer is a mode's result.
+type renderer interface {
+	render(w io.Writer)
+	finish(total time.Duration)
+}
+
+// runMode measures one mode, then prints (and with -out writes) its table.
+func (b *bench) runMode(stdout io.Writer, measure func() (renderer, error)) error {
+	t, err := measure()
 	if err != nil {
 		return err
 	}
-	t.total = time.Since(b.started)
+	t.finish(time.Since(b.started))
 	var buf bytes.Buffer
 	t.render(&buf)
 	if _, err := stdout.Write(buf.Bytes()); err != nil {

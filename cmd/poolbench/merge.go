@@ -215,11 +215,11 @@ func mergeCallsInLog(path string) (map[int]int, error) {
 }
 
 // countingProxy is a loopback reverse proxy to the forge that counts the
-// requests it carries.
+// requests it carries, and when.
 type countingProxy struct {
 	*httptest.Server
-	mu sync.Mutex
-	n  int
+	mu    sync.Mutex
+	times []time.Time
 }
 
 func newCountingProxy(target string) (*countingProxy, error) {
@@ -231,17 +231,26 @@ func newCountingProxy(target string) (*countingProxy, error) {
 	rp := httputil.NewSingleHostReverseProxy(u)
 	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
-		c.n++
+		c.times = append(c.times, time.Now())
 		c.mu.Unlock()
 		rp.ServeHTTP(w, r)
 	}))
 	return c, nil
 }
 
-func (c *countingProxy) count() int {
+func (c *countingProxy) count() int { return c.countSince(time.Time{}) }
+
+// countSince counts the requests made at or after from.
+func (c *countingProxy) countSince(from time.Time) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.n
+	n := 0
+	for _, t := range c.times {
+		if !t.Before(from) {
+			n++
+		}
+	}
+	return n
 }
 
 func sum(m map[int]int) int {
@@ -281,3 +290,5 @@ func (t *mergeTable) render(w io.Writer) {
 	fmt.Fprintf(w, "The serial strategy reads the PR every %s until the forge reports it mergeable. Seeding (AGit pushes, statuses, approvals): %s. Whole run: %s.\n",
 		serialPoll, round(t.seed), round(t.total))
 }
+
+func (t *mergeTable) finish(total time.Duration) { t.total = total }

@@ -296,19 +296,34 @@ func (sb *Sandbox) createLabelledPR(ctx context.Context, branch string, labels [
 // collaborator, so the forge marks the review official) approves it.
 func (sb *Sandbox) ApprovePRs(ctx context.Context, numbers []int, parallel int) error {
 	return inParallel(ctx, len(numbers), parallel, func(ctx context.Context, i int) error {
-		var pr struct {
-			Head struct {
-				SHA string `json:"sha"`
-			} `json:"head"`
-		}
-		path := fmt.Sprintf("%s/pulls/%d", repoPath(sb.Owner, sb.Repo), numbers[i])
-		if _, err := sb.Forge.Do(ctx, sb.OwnerToken, http.MethodGet, path, nil, &pr); err != nil {
-			return fmt.Errorf("sandbox: approve PR #%d: %w", numbers[i], err)
-		}
-		if err := sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, pr.Head.SHA, CIContext, "success", "", "passed"); err != nil {
-			return err
-		}
-		_, err := sb.Forge.Review(ctx, sb.ReviewerToken, sb.Owner, sb.Repo, numbers[i], pr.Head.SHA, "APPROVED", "Approved for the bench.")
-		return err
+		return sb.ready(ctx, numbers[i], true)
 	})
+}
+
+// ReportGreen has the stand-in CI report each PR's head green, parallel at
+// a time.
+func (sb *Sandbox) ReportGreen(ctx context.Context, numbers []int, parallel int) error {
+	return inParallel(ctx, len(numbers), parallel, func(ctx context.Context, i int) error {
+		return sb.ready(ctx, numbers[i], false)
+	})
+}
+
+func (sb *Sandbox) ready(ctx context.Context, n int, approve bool) error {
+	var pr struct {
+		Head struct {
+			SHA string `json:"sha"`
+		} `json:"head"`
+	}
+	path := fmt.Sprintf("%s/pulls/%d", repoPath(sb.Owner, sb.Repo), n)
+	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, http.MethodGet, path, nil, &pr); err != nil {
+		return fmt.Errorf("sandbox: read PR #%d: %w", n, err)
+	}
+	if err := sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, pr.Head.SHA, CIContext, "success", "", "passed"); err != nil {
+		return err
+	}
+	if !approve {
+		return nil
+	}
+	_, err := sb.Forge.Review(ctx, sb.ReviewerToken, sb.Owner, sb.Repo, n, pr.Head.SHA, "APPROVED", "Approved for the bench.")
+	return err
 }
