@@ -27,6 +27,10 @@ type standing struct {
 	skipLabel  string
 }
 
+// noChecksYet is the lifecycle's LastStatus for an approved head no CI has
+// reported on yet (it merges without checks after the grace period).
+const noChecksYet = "no checks reported yet"
+
 // maxDescription bounds a commit status description.
 const maxDescription = 140
 
@@ -54,9 +58,16 @@ func describeRaw(s standing) string {
 		return "checks failing; queued for a fixer" + ahead(s.ahead)
 	case s.queued:
 		return "queued for review" + ahead(s.ahead)
+	case s.act.Kind == lifecycle.Merge:
+		return "approved; merging"
+	case s.act.Kind == lifecycle.Disarm:
+		return "cancelling the forge's scheduled merge: the pool merges itself, pinned to the reviewed head"
 	}
 	switch t.State {
 	case lifecycle.AwaitingHuman:
+		if t.Blocked != "" {
+			return t.Blocked // e.g. "needs 2 approvals; has 1"
+		}
 		return fmt.Sprintf("labelled %s: humans only", s.skipLabel)
 	case lifecycle.Conflict:
 		return fmt.Sprintf("conflict with %s; rebase needed", s.base)
@@ -65,17 +76,21 @@ func describeRaw(s standing) string {
 	case lifecycle.Commented:
 		return "reviewed without a verdict; waiting for a new push"
 	case lifecycle.CIPending:
+		if len(s.waitingFor) == 0 && t.LastStatus == noChecksYet {
+			return "approved; " + noChecksYet
+		}
 		return "approved; waiting for " + checkNames(s.waitingFor)
 	case lifecycle.MergeScheduled:
 		return "approved; auto-merge scheduled, waiting for " + checkNames(s.waitingFor)
 	case lifecycle.CIFailing:
-		return "approved; checks failing: " + checkNames(s.failing) + "; fixer started"
+		if t.FixerSHA != "" && t.FixerSHA == t.HeadSHA {
+			return "approved; checks failing: " + checkNames(s.failing) + "; fixer started"
+		}
+		return "approved; checks failing: " + checkNames(s.failing)
 	case lifecycle.MergeFailed:
 		return fmt.Sprintf("merge retry %d: %s", t.Attempts, answer(s.merge))
 	}
 	switch {
-	case s.act.Kind == lifecycle.Merge:
-		return "approved; merging"
 	case s.act.Reason == "claimed by another pool":
 		return "claimed by another pool"
 	case t.State == lifecycle.Unreviewed && !t.NotBefore.IsZero() && s.act.Kind == lifecycle.Wait:

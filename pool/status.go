@@ -95,7 +95,9 @@ func (b *book) decided(pr forgejo.PR, t lifecycle.Track, act lifecycle.Action, n
 		}
 	}
 	b.mu.Unlock()
-	b.signal()
+	if act.Kind != lifecycle.Review && act.Kind != lifecycle.Fix {
+		b.signal() // a PR that needs a session shows once the cycle has queued it
+	}
 }
 
 // checks notes, for a PR's head, the checks that run or that the
