@@ -20,7 +20,7 @@ type fakeForge struct {
 	failPost error
 }
 
-func (f *fakeForge) Statuses(_ context.Context, _, _, sha string) ([]forgejo.Status, error) {
+func (f *fakeForge) StatusHistory(_ context.Context, _, _, sha string) ([]forgejo.Status, error) {
 	f.reads++
 	return f.existing[sha], nil
 }
@@ -67,8 +67,9 @@ func TestWritesOnlyWhenTheTextChanges(t *testing.T) {
 
 func TestAStatusAlreadyOnTheForgeIsNotWrittenAgain(t *testing.T) {
 	f := &fakeForge{existing: map[string][]forgejo.Status{"h1": {
-		{Context: "ci/test", State: "pending"},
-		{Context: "pool", State: "pending", Description: "approved; waiting for ci/test", TargetURL: "https://pool.example/#pr-3"},
+		{ID: 1, Context: "pool", State: "pending", Description: "reviewing since 10:40 UTC", TargetURL: "https://pool.example/#pr-3"},
+		{ID: 2, Context: "ci/test", State: "pending"},
+		{ID: 3, Context: "pool", State: "pending", Description: "approved; waiting for ci/test", TargetURL: "https://pool.example/#pr-3"},
 	}}}
 	newPublisher(f).Sync(context.Background(), status(ops.PR{Number: 3, Head: "h1", Next: "approved; waiting for ci/test"}))
 	if len(f.writes) != 0 {

@@ -81,7 +81,7 @@ func TestStatusPageAndMetrics(t *testing.T) {
 	defer cancel()
 	g := newGate()
 	defer g.open()
-	sb := startSandbox(t, ctx, 3, g.script(sandbox.Reviewer(sandbox.ApproveAndMerge)))
+	sb := startSandbox(t, ctx, 3, g.script(sandbox.Reviewer(sandbox.Approve)))
 	bin := buildPool(t)
 	addr := freeAddr(t)
 	base := "http://" + addr
