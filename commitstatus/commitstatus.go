@@ -30,7 +30,11 @@ type Publisher struct {
 	// PageURL is the status page's public URL; each status links to the
 	// PR's row there. Empty: no link.
 	PageURL string
-	Log     *slog.Logger
+	// Required reports whether the branch protection waits for the pool's
+	// context; then the status is success from the start, so that it never
+	// holds a merge. May be nil.
+	Required func() bool
+	Log      *slog.Logger
 
 	written map[key]forgejo.NewStatus // what the forge shows now, as far as we know
 	failed  map[key]bool              // the last write failed: logged once
@@ -63,8 +67,9 @@ func (p *Publisher) Sync(ctx context.Context, st ops.Status) {
 		p.written, p.failed = map[key]forgejo.NewStatus{}, map[key]bool{}
 	}
 	live := map[key]bool{}
+	required := p.Required != nil && p.Required()
 	for _, pr := range st.PRs {
-		want, ok := p.want(pr)
+		want, ok := p.want(pr, required)
 		if !ok || ctx.Err() != nil {
 			continue
 		}
@@ -87,13 +92,14 @@ func (p *Publisher) Sync(ctx context.Context, st ops.Status) {
 }
 
 // want is the status a PR should show: none for a PR closed unmerged (the
-// pool has nothing more to say) or without a head.
-func (p *Publisher) want(pr ops.PR) (forgejo.NewStatus, bool) {
+// pool has nothing more to say) or without a head; pending while open
+// unless the protection requires the pool's context.
+func (p *Publisher) want(pr ops.PR, required bool) (forgejo.NewStatus, bool) {
 	if pr.Head == "" || (pr.Done && !pr.Merged) {
 		return forgejo.NewStatus{}, false
 	}
 	s := forgejo.NewStatus{Context: p.Context, State: "pending", Description: pr.Next}
-	if pr.Merged {
+	if pr.Merged || required {
 		s.State = "success"
 	}
 	if p.PageURL != "" {

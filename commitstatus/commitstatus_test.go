@@ -137,3 +137,16 @@ func stateOf(write string) string {
 	_, state, _ := strings.Cut(ctxState, "=")
 	return state
 }
+
+// When the branch protection waits for a context the pool's matches, a
+// pending pool status would hold the merge: it is success from the start.
+func TestSuccessWhenTheProtectionRequiresTheContext(t *testing.T) {
+	f := &fakeForge{}
+	p := newPublisher(f)
+	p.Required = func() bool { return true }
+	p.Sync(context.Background(), status(ops.PR{Number: 6, Head: "h6", Next: "queued for review (next)"}))
+	want := []string{`o/r@h6 pool=success "queued for review (next)" https://pool.example/#pr-6`}
+	if !slices.Equal(f.writes, want) {
+		t.Errorf("writes = %q, want %q", f.writes, want)
+	}
+}

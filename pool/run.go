@@ -80,7 +80,7 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, err
 		return p.Run(ctx)
 	}
 	return runPublishing(ctx, cfg, p, &commitstatus.Publisher{Forge: fc, Owner: cfg.Owner, Repo: cfg.Name,
-		Context: cfg.StatusContext, PageURL: cfg.OpsURL, Log: log.With("component", "commitstatus")})
+		Context: cfg.StatusContext, PageURL: cfg.OpsURL, Required: p.OwnStatusRequired, Log: log.With("component", "commitstatus")})
 }
 
 // runPublishing runs the pool with its commit statuses kept up to date, and

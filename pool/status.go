@@ -205,6 +205,19 @@ func (p *Pool) Status() ops.Status {
 	return st
 }
 
+// OwnStatusRequired reports whether the base branch's protection waits for
+// a status context that the pool's own matches (status checks on with no
+// context named, or a pattern such as "*"): a pending pool status would then
+// hold the forge's merge.
+func (p *Pool) OwnStatusRequired() bool {
+	if p.cfg.StatusContext == "" {
+		return false
+	}
+	required := lifecycle.RequiredContexts(p.currentProtection())
+	own := []lifecycle.Check{{Context: p.cfg.StatusContext, State: "success"}}
+	return len(lifecycle.MissingRequired(own, required)) < len(required)
+}
+
 // Changed is signalled whenever something the status shows may have changed.
 func (p *Pool) Changed() <-chan struct{} { return p.book.changed }
 

@@ -169,3 +169,26 @@ func TestThePoolsOwnStatusIsNoCheck(t *testing.T) {
 		t.Errorf("a pending status of another context did not hold the merge: merged=%v state=%s", f.prs[1].Merged, p.track(1).State)
 	}
 }
+
+func TestOwnStatusRequired(t *testing.T) {
+	tests := []struct {
+		name string
+		prot forgejo.Protection
+		ctx  string
+		want bool
+	}{
+		{"no protection", forgejo.Protection{}, "pool", false},
+		{"status checks, no context named", forgejo.Protection{StatusCheck: true}, "pool", true},
+		{"a glob matching it", forgejo.Protection{StatusCheck: true, StatusContexts: []string{"p*"}}, "pool", true},
+		{"other contexts", forgejo.Protection{StatusCheck: true, StatusContexts: []string{"ci/*"}}, "pool", false},
+		{"no commit status", forgejo.Protection{StatusCheck: true}, "", false},
+	}
+	for _, tt := range tests {
+		cfg := testConfig(1)
+		cfg.StatusContext = tt.ctx
+		p := &Pool{cfg: cfg, protection: tt.prot}
+		if got := p.OwnStatusRequired(); got != tt.want {
+			t.Errorf("%s: OwnStatusRequired = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
