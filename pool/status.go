@@ -92,6 +92,7 @@ func (b *book) decided(pr forgejo.PR, t lifecycle.Track, act lifecycle.Action, n
 	for n, x := range b.prs { // forget what has been done long enough
 		if x.done() && now.Sub(x.seen) > keepDone {
 			delete(b.prs, n)
+			delete(b.dispatched, n)
 		}
 	}
 	b.mu.Unlock()
