@@ -20,6 +20,8 @@ type standing struct {
 	kind       lifecycle.Kind // the session's kind
 	queued     bool           // waiting for a slot
 	ahead      int            // PRs before it in the queue
+	merging    bool           // in the merge queue
+	mergeAhead int            // PRs before it in the merge queue
 	waitingFor []string       // checks that run, or required contexts not passed yet
 	failing    []string       // checks that failed at the head
 	merge      forgejo.MergeResult
@@ -58,8 +60,8 @@ func describeRaw(s standing) string {
 		return "checks failing; queued for a fixer" + ahead(s.ahead)
 	case s.queued:
 		return "queued for review" + ahead(s.ahead)
-	case s.act.Kind == lifecycle.Merge:
-		return "approved; merging"
+	case s.act.Kind == lifecycle.Merge, t.State == lifecycle.MergeQueued:
+		return mergeText(s)
 	case s.act.Kind == lifecycle.Disarm:
 		return "cancelling the forge's scheduled merge: the pool merges itself, pinned to the reviewed head"
 	}
@@ -99,6 +101,17 @@ func describeRaw(s standing) string {
 		return "waiting for a review slot"
 	}
 	return s.act.Reason
+}
+
+// mergeText says where an approved, green PR stands in the merge queue.
+func mergeText(s standing) string {
+	switch {
+	case s.merging && s.mergeAhead > 0:
+		return fmt.Sprintf("approved; queued to merge (%d ahead)", s.mergeAhead)
+	case strings.HasPrefix(s.track.LastStatus, string(forgejo.MergeNotReady)):
+		return "approved; merging once the forge has checked it against " + s.base
+	}
+	return "approved; merging"
 }
 
 func ahead(n int) string {

@@ -190,7 +190,8 @@ func (p *Pool) Status() ops.Status {
 			continue // forgotten without a decision (gone, retargeted)
 		}
 		ahead, queued := b.ahead[n]
-		in := standing{track: e.track, act: e.act, queued: queued, ahead: ahead, waitingFor: e.waitingFor,
+		mergeAhead, merging := p.queue.ahead(n)
+		in := standing{merging: merging, mergeAhead: mergeAhead, track: e.track, act: e.act, queued: queued, ahead: ahead, waitingFor: e.waitingFor,
 			failing: e.failing, merge: e.merge, base: p.base, skipLabel: p.cfg.SkipLabel}
 		if s, ok := busy[n]; ok {
 			in.busy = true
@@ -204,6 +205,24 @@ func (p *Pool) Status() ops.Status {
 	}
 	sort.Slice(st.PRs, func(i, j int) bool { return st.PRs[i].Number < st.PRs[j].Number })
 	return st
+}
+
+// ahead says how many PRs the merge queue holds before PR n, oldest first,
+// and whether it holds n at all.
+func (q *mergeQueue) ahead(n int) (int, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e, ok := q.entries[n]
+	if !ok {
+		return 0, false
+	}
+	before := 0
+	for _, o := range q.entries {
+		if o.since.Before(e.since) || (o.since.Equal(e.since) && o.n < e.n) {
+			before++
+		}
+	}
+	return before, true
 }
 
 // OwnStatusRequired reports whether the base branch's protection waits for

@@ -192,3 +192,19 @@ func TestOwnStatusRequired(t *testing.T) {
 		}
 	}
 }
+
+func TestMergeQueuePosition(t *testing.T) {
+	q := newMergeQueue(time.Second)
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	q.add(7, "h7", t0.Add(time.Second))
+	q.add(3, "h3", t0.Add(time.Second))
+	q.add(9, "h9", t0)
+	for n, want := range map[int]int{9: 0, 3: 1, 7: 2} {
+		if got, ok := q.ahead(n); !ok || got != want {
+			t.Errorf("PR %d: %d ahead (queued %v), want %d", n, got, ok, want)
+		}
+	}
+	if _, ok := q.ahead(4); ok {
+		t.Error("a PR not in the merge queue has a place in it")
+	}
+}
