@@ -74,6 +74,18 @@ type Config struct {
 	// HookURL is where the forge delivers webhooks, for `pool hook install`.
 	HookURL string
 
+	// OpsListen is the address of the ops listener (health, metrics, status
+	// page); "" = off. A bare port binds loopback.
+	OpsListen string
+	// OpsURL is where people reach the ops listener, for the links in
+	// commit statuses; "" = no links.
+	OpsURL string
+	// StatusContext names the pool's own commit status on each PR's head;
+	// "" = no commit status.
+	StatusContext string
+	// LogFormat is text or json.
+	LogFormat string
+
 	DryRun bool
 	Once   bool
 }
@@ -152,6 +164,10 @@ var settings = []setting{
 	{"webhook.secret_file", "webhook-secret-file", []string{"POOL_WEBHOOK_SECRET_FILE"}, "", "`file` holding the webhook secret"},
 	{"webhook.url", "hook-url", []string{"POOL_HOOK_URL"}, "", "`URL` the forge delivers webhooks to (for pool hook install)"},
 	{"merge.auto", "auto-merge", []string{"POOL_AUTO_MERGE"}, "false", "refused: the forge's scheduled merge is not pinned to the reviewed head (a `bool`)"},
+	{"ops.listen", "ops-listen", []string{"POOL_OPS_LISTEN"}, "", "serve health, metrics and the status page on this `address` (a bare port binds loopback; off when empty)"},
+	{"ops.url", "ops-url", []string{"POOL_OPS_URL"}, "", "`URL` people reach the ops listener at, for links in commit statuses"},
+	{"commit_status.context", "commit-status-context", []string{"POOL_COMMIT_STATUS_CONTEXT"}, "pool", "`context` of the pool's own commit status on each PR (empty: none)"},
+	{"log_format", "log-format", []string{"POOL_LOG_FORMAT"}, "text", "log `format`: text or json"},
 }
 
 // Load reads the configuration from args (without the program and command
@@ -248,6 +264,10 @@ func decode(v *viper.Viper) (Config, error) {
 		AutoMerge:       d.boolean("merge.auto"),
 		Listen:          d.str("webhook.listen"),
 		HookURL:         d.str("webhook.url"),
+		OpsListen:       loopbackDefault(d.str("ops.listen")),
+		OpsURL:          strings.TrimRight(d.str("ops.url"), "/"),
+		StatusContext:   d.str("commit_status.context"),
+		LogFormat:       strings.ToLower(d.str("log_format")),
 	}
 	cfg.Reviewers, cfg.AllowUnofficial = d.reviewers()
 	cfg.Owner, cfg.Name = splitRepo(d.str("repo"))
@@ -339,6 +359,21 @@ func trimmed(parts []string) []string {
 		}
 	}
 	return out
+}
+
+// loopbackDefault binds a bare port (":9090" or "9090") to loopback: the ops
+// listener is exposed further only when asked for by name.
+func loopbackDefault(addr string) string {
+	if addr == "" {
+		return ""
+	}
+	if _, err := strconv.Atoi(addr); err == nil {
+		return "127.0.0.1:" + addr
+	}
+	if strings.HasPrefix(addr, ":") {
+		return "127.0.0.1" + addr
+	}
+	return addr
 }
 
 func splitRepo(s string) (owner, name string) {

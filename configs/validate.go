@@ -2,6 +2,7 @@ package configs
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -32,6 +33,7 @@ func (c Config) Validate() error {
 		c.checkReviewers,
 		c.checkWebhook,
 		c.checkPublicForge,
+		c.checkOps,
 	}
 	for _, check := range checks {
 		if err := check(); err != nil {
@@ -128,6 +130,26 @@ func (c Config) checkWebhook() *Error {
 		if err := checkURL("webhook.url", c.HookURL); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+func (c Config) checkOps() *Error {
+	if c.OpsListen != "" {
+		if _, port, err := net.SplitHostPort(c.OpsListen); err != nil || port == "" {
+			return &Error{Key: "ops.listen", Reason: fmt.Sprintf("want host:port or a port, got %q", c.OpsListen)}
+		}
+	}
+	if c.OpsURL != "" {
+		if err := checkURL("ops.url", c.OpsURL); err != nil {
+			return err
+		}
+	}
+	if len(c.StatusContext) > 100 {
+		return &Error{Key: "commit_status.context", Reason: "at most 100 characters"}
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return &Error{Key: "log_format", Reason: fmt.Sprintf("want text or json, got %q", c.LogFormat)}
 	}
 	return nil
 }

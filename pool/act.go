@@ -56,6 +56,8 @@ func (p *Pool) merge(ctx context.Context, pr forgejo.PR) (forgejo.MergeResult, e
 		return res, err
 	}
 	p.log.Info("merge answered", "pr", pr.Number, "outcome", res.Outcome, "status", res.Status, "message", res.Message)
+	p.metrics.MergeCalled(string(res.Outcome))
+	p.book.mergeAnswered(pr.Number, res)
 	next, act := lifecycle.AfterMerge(p.policy, p.track(pr.Number), pr.HeadSHA, res)
 	p.setTrack(pr.Number, next)
 	return res, p.act(ctx, pr, next, act)

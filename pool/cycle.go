@@ -82,6 +82,7 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 		return cycleResult{running: res.running}, nil
 	}
 	res.dispatched = p.dispatchAll(ctx, work, todo)
+	p.book.queued(todo, res.dispatched, p.now())
 	return res, nil
 }
 
@@ -149,6 +150,7 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (li
 	}
 	p.setTrack(pr.Number, next)
 	p.logDecision(pr.Number, next, act)
+	p.book.decided(pr, next, act, p.now())
 	return act, p.act(ctx, pr, next, act)
 }
 
@@ -173,7 +175,9 @@ func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observatio
 	if err != nil {
 		return obs, err
 	}
+	history = forgejo.WithoutContext(history, p.cfg.StatusContext) // the pool's own status is no check
 	obs.Checks = lifecycle.Checks(history)
+	p.book.checks(pr.Number, obs.Checks, lifecycle.RequiredContexts(obs.Protection))
 	return obs, nil
 }
 

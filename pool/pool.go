@@ -31,6 +31,7 @@ type Deps struct {
 	Store   *Store // may be nil: memory only
 	Log     *slog.Logger
 	Now     func() time.Time
+	Metrics Metrics // may be nil
 }
 
 // Pool is one running supervisor.
@@ -44,6 +45,8 @@ type Pool struct {
 	log     *slog.Logger
 	now     func() time.Time
 	policy  lifecycle.Policy
+	metrics Metrics
+	book    *book // what the status page and commit statuses show
 
 	me       string // the token's account
 	base     string // the default branch
@@ -83,6 +86,10 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	}
 	if p.now == nil {
 		p.now = time.Now
+	}
+	p.metrics, p.book = d.Metrics, newBook(p.now())
+	if p.metrics == nil {
+		p.metrics = noMetrics{}
 	}
 	p.policy = lifecycle.Policy{DiagnosticEvery: cfg.DiagnosticEvery, ChecksGrace: cfg.ChecksGrace,
 		Rule:      lifecycle.ReviewRule{Reviewers: cfg.Reviewers, AllowUnofficial: cfg.AllowUnofficial},
@@ -186,6 +193,7 @@ func (p *Pool) loop(ctx context.Context, work context.Context) error {
 	idle := 0
 	failures := 0
 	for ctx.Err() == nil {
+		began := p.now()
 		res, err := p.cycle(ctx, work)
 		switch {
 		case errors.Is(err, forgejo.ErrUnauthorized):
@@ -200,6 +208,8 @@ func (p *Pool) loop(ctx context.Context, work context.Context) error {
 		}
 		failures = 0
 		p.countCycle()
+		p.metrics.CycleDone(p.now().Sub(began))
+		p.book.cycled(p.now())
 		if res.quiet() {
 			idle++
 		} else {

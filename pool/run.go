@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -9,19 +10,28 @@ import (
 
 	"pool/agent"
 	"pool/clone"
+	"pool/commitstatus"
 	"pool/configs"
 	"pool/forgejo"
 	"pool/lifecycle"
+	"pool/metrics"
+	"pool/ops"
 	"pool/report"
 	"pool/webhook"
 )
+
+// keepWarnings is how many warnings the status page shows.
+const keepWarnings = 20
 
 // Run wires the real forge, agent server, state store and clone, supervises
 // until ctx ends or the pool goes idle, and cleans up on every way out. The
 // clone is removed and the store closed before it returns.
 func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, error) {
-	hc := &http.Client{Timeout: 60 * time.Second}
-	fc, err := forgejo.New(ctx, cfg.ForgejoURL, cfg.Token, hc)
+	warnings := ops.NewWarnings(keepWarnings)
+	log = slog.New(warnings.Wrap(log.Handler()))
+	var p *Pool // read by the gauges only once the ops listener runs, after p is set
+	m := metrics.New(func() metrics.Gauges { return gauges(p.Status()) })
+	fc, err := forgejo.New(ctx, cfg.ForgejoURL, cfg.Token, &http.Client{Timeout: 60 * time.Second, Transport: m.ForgeTransport(nil)})
 	if err != nil {
 		return Report{}, fmt.Errorf("pool: connect to the forge: %w", err)
 	}
@@ -30,10 +40,10 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, err
 		return Report{}, err
 	}
 	defer store.Close()
-	d := Deps{Forge: fc, Agent: agent.New(cfg.AgentURL, cfg.AgentPassword, hc), Store: store, Log: log,
+	ac := agent.New(cfg.AgentURL, cfg.AgentPassword, &http.Client{Timeout: 60 * time.Second, Transport: m.AgentTransport(nil)})
+	d := Deps{Forge: fc, Agent: ac, Store: store, Log: log, Metrics: m,
 		Digests: tickDigester{c: fc, cfg: cfg}}
-	p, err := New(ctx, cfg, d)
-	if err != nil {
+	if p, err = New(ctx, cfg, d); err != nil {
 		return Report{}, err
 	}
 	cl, err := clone.New(ctx, clone.Options{URL: fmt.Sprintf("%s/%s/%s.git", cfg.ForgejoURL, cfg.Owner, cfg.Name),
@@ -49,9 +59,72 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, err
 	log.Info("clone ready", "dir", cl.Dir)
 	p.clone = cl
 	if cfg.Listen != "" {
-		go serveWebhooks(ctx, cfg, p, log)
+		go serveWebhooks(ctx, cfg, p, m, log)
 	}
-	return p.Run(ctx)
+	status := func() ops.Status {
+		st := p.Status()
+		st.Warnings = warnings.List()
+		return st
+	}
+	if cfg.OpsListen != "" {
+		checks := []ops.Check{
+			{Name: "forge", Probe: func(ctx context.Context) error { _, err := fc.Me(ctx); return err }},
+			{Name: "agent", Probe: func(ctx context.Context) error { _, err := ac.Statuses(ctx); return err }},
+			{Name: "store", Probe: func(context.Context) error { return store.Check() }},
+			{Name: "events", Probe: func(context.Context) error { return streamConnected(m) }},
+			ops.CycleFresh(status, 3*cfg.PollInterval),
+		}
+		go serveOps(ctx, cfg, &ops.Server{Status: status, Metrics: m.Handler(), Checks: checks}, log)
+	}
+	if cfg.StatusContext == "" || cfg.DryRun {
+		return p.Run(ctx)
+	}
+	return runPublishing(ctx, cfg, p, &commitstatus.Publisher{Forge: fc, Owner: cfg.Owner, Repo: cfg.Name,
+		Context: cfg.StatusContext, PageURL: cfg.OpsURL, Required: p.OwnStatusRequired, Log: log.With("component", "commitstatus")})
+}
+
+// runPublishing runs the pool with its commit statuses kept up to date, and
+// publishes once more after it stops, so a merge in the last cycle shows.
+func runPublishing(ctx context.Context, cfg configs.Config, p *Pool, pub *commitstatus.Publisher) (Report, error) {
+	pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); pub.Run(pctx, p.Status, p.Changed(), cfg.PollInterval) }()
+	rep, err := p.Run(ctx)
+	stop()
+	<-done
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	pub.Sync(fctx, p.Status())
+	return rep, err
+}
+
+func streamConnected(m *metrics.Metrics) error {
+	if !m.EventStreamConnected() {
+		return errors.New("the agent server's event stream is not connected")
+	}
+	return nil
+}
+
+// gauges are the metrics read from the status at each scrape.
+func gauges(st ops.Status) metrics.Gauges {
+	g := metrics.Gauges{SlotsBusy: st.Busy(), SlotsTotal: st.Workers, PRsByState: map[string]int{}}
+	for _, s := range []lifecycle.State{lifecycle.Unreviewed, lifecycle.CIPending, lifecycle.CIFailing, lifecycle.MergeFailed,
+		lifecycle.MergeScheduled, lifecycle.Conflict, lifecycle.ChangesRequested, lifecycle.Commented, lifecycle.AwaitingHuman} {
+		g.PRsByState[string(s)] = 0 // every state shows, even at zero
+	}
+	for _, pr := range st.PRs {
+		if !pr.Done {
+			g.PRsByState[pr.State]++
+		}
+	}
+	return g
+}
+
+func serveOps(ctx context.Context, cfg configs.Config, srv *ops.Server, log *slog.Logger) {
+	log = log.With("component", "ops")
+	if err := ops.Serve(ctx, cfg.OpsListen, srv.Handler(), log); err != nil {
+		log.Error("ops listener stopped", "err", err)
+	}
 }
 
 // tickDigester reads digests with the same code as `pool tick`.
@@ -62,16 +135,16 @@ type tickDigester struct {
 
 func (t tickDigester) Digest(ctx context.Context, n int) (report.Digest, error) {
 	rule := lifecycle.ReviewRule{Reviewers: t.cfg.Reviewers, AllowUnofficial: t.cfg.AllowUnofficial}
-	return report.Tick(ctx, t.c, t.cfg.Owner, t.cfg.Name, n, report.TickOptions{Rule: rule})
+	return report.Tick(ctx, t.c, t.cfg.Owner, t.cfg.Name, n, report.TickOptions{Rule: rule, OwnContext: t.cfg.StatusContext})
 }
 
 // serveWebhooks wakes the pool on verified forge deliveries until ctx ends.
 // If it cannot serve, polling carries on alone.
-func serveWebhooks(ctx context.Context, cfg configs.Config, p *Pool, log *slog.Logger) {
+func serveWebhooks(ctx context.Context, cfg configs.Config, p *Pool, m *metrics.Metrics, log *slog.Logger) {
 	log = log.With("component", "webhook")
 	h := webhook.Handler([]byte(cfg.WebhookSecret), cfg.Owner, cfg.Name, log, p.Wake)
 	log.Info("serving forge webhooks", "addr", cfg.Listen)
-	if err := webhook.Serve(ctx, cfg.Listen, h, log); err != nil {
+	if err := webhook.Serve(ctx, cfg.Listen, m.WebhookHandler(h), log); err != nil {
 		log.Error("webhook receiver stopped; polling continues", "err", err)
 	}
 }

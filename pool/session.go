@@ -94,6 +94,7 @@ func (p *Pool) claim(ctx context.Context, pr forgejo.PR) (bool, error) {
 		return false, err
 	}
 	verdict, winner := claims.Judge(v, p.instance)
+	p.metrics.ClaimRace(verdict == claims.Ours)
 	if verdict != claims.Ours {
 		p.log.Info("lost the claim; yielding", "pr", pr.Number, "winner", winner.Instance)
 		// no hot loop of claim and retreat
@@ -142,6 +143,8 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind)
 	}
 	s := p.register(created.ID, pr.Number, kind)
 	s.items = items
+	p.metrics.SessionStarted(string(kind))
+	p.book.signal()
 	if in.Fix {
 		p.setTrack(pr.Number, lifecycle.FixerStarted(p.track(pr.Number), pr.HeadSHA))
 		p.mu.Lock()
@@ -200,6 +203,7 @@ func (p *Pool) collect(ctx context.Context, s *session) {
 		p.log.Warn("deleting a finished session failed", "session", s.id, "err", err)
 	}
 	p.count(s.pr, &p.stats.reviewed)
+	p.metrics.SessionFinished(s.outcome)
 	log := p.log.With("pr", s.pr, "session", s.id)
 	if res == Unknown {
 		log.Warn("session gave no usable result; the forge decides", "outcome", s.outcome, "tail", tail(text, 200))

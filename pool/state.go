@@ -22,6 +22,9 @@ func (p *Pool) setTrack(n int, t lifecycle.Track) {
 	if had && old == t {
 		return
 	}
+	if t.HeadSHA == old.HeadSHA && t.Attempts > old.Attempts {
+		p.metrics.RetryAttempted()
+	}
 	if p.store != nil {
 		if err := p.store.Save(n, t); err != nil {
 			p.log.Error("saving state failed", "pr", n, "err", err)

@@ -67,6 +67,15 @@ func safeName(s string) string {
 // Close releases the store.
 func (s *Store) Close() error { return s.db.Close() }
 
+// Check reports whether the store can still be read: an error once it is
+// closed or broken.
+func (s *Store) Check() error {
+	if err := s.db.View(func(tx *bolt.Tx) error { return nil }); err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	return nil
+}
+
 // InstanceID returns the saved identity, saving want (or generating one)
 // when none is saved. A configured identity always wins and is saved.
 func (s *Store) InstanceID(configured string, generate func() string) (string, error) {

@@ -54,7 +54,7 @@ func MainReport(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *wait {
 		p = &poller{interval: *interval, cap: *capAfter, clock: realClock}
 	}
-	r, err := produceReport(ctx, c, t, rule.rule(), p)
+	r, err := produceReport(ctx, c, t, rule.rule(), *conn.ownContext, p)
 	if err != nil {
 		fmt.Fprintf(stderr, "pool report: %s: %v\n", t, err)
 		return exitNoPR
@@ -66,9 +66,9 @@ func MainReport(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 // produceReport observes once, or with a poller until the PR settles.
-func produceReport(ctx context.Context, f Forge, t Target, rule lifecycle.ReviewRule, p *poller) (Report, error) {
+func produceReport(ctx context.Context, f Forge, t Target, rule lifecycle.ReviewRule, ownContext string, p *poller) (Report, error) {
 	observeOnce := func(ctx context.Context) (Report, error) {
-		s, err := observe(ctx, f, t, false)
+		s, err := observe(ctx, f, t, false, ownContext)
 		if err != nil {
 			return Report{}, err
 		}
@@ -117,8 +117,8 @@ func MainTick(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if code >= 0 {
 		return code
 	}
-	opt := TickOptions{AutoMerge: *autoMerge, Rule: rule.rule()}
-	s, err := observe(ctx, c, t, opt.AutoMerge)
+	opt := TickOptions{AutoMerge: *autoMerge, Rule: rule.rule(), OwnContext: *conn.ownContext}
+	s, err := observe(ctx, c, t, opt.AutoMerge, opt.OwnContext)
 	if err != nil {
 		fmt.Fprintf(stderr, "pool tick: %s: %v\n", t, err)
 		return exitNoPR
@@ -229,12 +229,22 @@ func splitAccounts(s string) []string {
 // from POOL_FORGEJO_TOKEN or a file; it is never printed.
 type connFlags struct {
 	url, tokenFile *string
+	ownContext     *string // the pool's own commit status context: no check
+}
+
+func envOr(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
 }
 
 func addConnFlags(fs *pflag.FlagSet) connFlags {
 	return connFlags{
 		url:       fs.String("forgejo-url", os.Getenv("POOL_FORGEJO_URL"), "base URL of the Forgejo server (env POOL_FORGEJO_URL)"),
 		tokenFile: fs.String("forgejo-token-file", os.Getenv("POOL_FORGEJO_TOKEN_FILE"), "file holding the forge token (env POOL_FORGEJO_TOKEN_FILE, or the token in POOL_FORGEJO_TOKEN)"),
+		ownContext: fs.String("commit-status-context", envOr("POOL_COMMIT_STATUS_CONTEXT", "pool"),
+			"the pool's own commit status context, left out of the checks (env POOL_COMMIT_STATUS_CONTEXT)"),
 	}
 }
 

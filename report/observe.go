@@ -83,8 +83,9 @@ type Snapshot struct {
 var errNoHead = errors.New("statuses: the PR names no head commit")
 
 // observe reads the PR and everything about it. Only an unreadable PR is an
-// error; any other failed read is recorded in the snapshot.
-func observe(ctx context.Context, f Forge, t Target, autoMerge bool) (Snapshot, error) {
+// error; any other failed read is recorded in the snapshot. Statuses under
+// ownContext (the pool's own commit status) are no checks and are left out.
+func observe(ctx context.Context, f Forge, t Target, autoMerge bool, ownContext string) (Snapshot, error) {
 	s := Snapshot{Target: t}
 	pr, err := f.PRDetail(ctx, t.Owner, t.Repo, t.Number)
 	if err != nil {
@@ -96,6 +97,7 @@ func observe(ctx context.Context, f Forge, t Target, autoMerge bool) (Snapshot, 
 		s.StatusesErr = errNoHead
 	} else {
 		s.Statuses, s.StatusesErr = f.StatusHistory(ctx, t.Owner, t.Repo, pr.HeadSHA)
+		s.Statuses = forgejo.WithoutContext(s.Statuses, ownContext)
 	}
 	s.Reviews, s.ReviewsErr = f.ReviewDetails(ctx, t.Owner, t.Repo, t.Number)
 	s.Inline, s.InlineErr = inlineComments(ctx, f, t, s.Reviews, s.ReviewsErr)

@@ -89,6 +89,8 @@ type TickOptions struct {
 	AutoMerge bool
 	// Rule says whose reviews count, as the supervisor's does.
 	Rule lifecycle.ReviewRule
+	// OwnContext is the pool's own commit status context, which is no check.
+	OwnContext string
 }
 
 // Tick observes the PR once, read-only, and returns its digest. Only an
@@ -98,7 +100,7 @@ func Tick(ctx context.Context, c Forge, owner, repo string, n int, opt TickOptio
 }
 
 func tick(ctx context.Context, f Forge, t Target, opt TickOptions) (Digest, error) {
-	s, err := observe(ctx, f, t, opt.AutoMerge)
+	s, err := observe(ctx, f, t, opt.AutoMerge, opt.OwnContext)
 	if err != nil {
 		return Digest{}, fmt.Errorf("report: tick %s: %w", t, err)
 	}

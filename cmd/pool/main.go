@@ -5,6 +5,7 @@
 //	pool report OWNER/REPO#N    one PR's state, observed, never guessed
 //	pool tick OWNER/REPO#N      one PR's actionable items, as JSON
 //	pool hook install           register the pool's webhook on the repository
+//	pool status --ops-url URL   a running pool's slots and PRs, as a table
 //
 // Exit codes: 0 idle exit or signal; 1 fatal at run time; 2 usage or config
 // error (a relaunch hook must not relaunch on 2).
@@ -12,17 +13,21 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"pool/configs"
+	"pool/ops"
 	"pool/pool"
 	"pool/report"
 )
@@ -35,20 +40,21 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel()}))
 	cmd := "run"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
 	case "run":
-		return supervise(ctx, args, stdout, stderr, log)
+		return supervise(ctx, args, stdout, stderr)
 	case "report":
 		return report.MainReport(ctx, args, stdout, stderr)
 	case "tick":
 		return report.MainTick(ctx, args, stdout, stderr)
 	case "hook":
 		return hook(ctx, args, stdout, stderr)
+	case "status":
+		return status(ctx, args, stdout, stderr)
 	case "help":
 		fmt.Fprintln(stdout, usage)
 		return 0
@@ -61,13 +67,15 @@ const usage = `usage:
   pool [run] [flags]            supervise reviewer sessions (see pool run --help)
   pool report OWNER/REPO#N      one PR's CI, reviews and threads, observed, never guessed
   pool tick OWNER/REPO#N        the actionable items on one PR, as JSON
-  pool hook install [flags]     register the pool's webhook (--hook-url, webhook secret) on the repository`
+  pool hook install [flags]     register the pool's webhook (--hook-url, webhook secret) on the repository
+  pool status --ops-url URL     a running pool's slots, PRs and warnings, read from its ops listener`
 
-func supervise(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) int {
+func supervise(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := configs.Load(args)
 	if err != nil {
 		return configFailure(err, stderr)
 	}
+	log := newLogger(stderr, cfg.LogFormat)
 	summary, err := pool.Run(ctx, cfg, log)
 	if summary.InstanceID != "" { // the pool started: report, whatever ended it
 		if werr := summary.Write(stdout); werr != nil {
@@ -110,6 +118,49 @@ func configFailure(err error, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "pool: %v\n", err)
 	return 2
+}
+
+// status prints a running pool's status, read from its ops listener.
+func status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("status", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("ops-url", os.Getenv("POOL_OPS_URL"), "`URL` of the pool's ops listener, e.g. http://127.0.0.1:9090 (env POOL_OPS_URL)")
+	asJSON := fs.Bool("json", false, "print the status as JSON")
+	if err := fs.Parse(args); err != nil {
+		return configFailure(err, stderr)
+	}
+	if *url == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "pool: usage: pool status --ops-url URL [--json]")
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	st, err := ops.Fetch(ctx, &http.Client{}, *url)
+	if err != nil {
+		fmt.Fprintf(stderr, "pool: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(st)
+	} else {
+		err = ops.WriteTable(stdout, st)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "pool: write status: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// newLogger logs to w in the configured format at POOL_LOG_LEVEL.
+func newLogger(w io.Writer, format string) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: logLevel()}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 func logLevel() slog.Level {

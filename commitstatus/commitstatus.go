@@ -1,0 +1,153 @@
+// Package commitstatus keeps the pool's own commit status on the head of
+// every PR it tracks: a description in plain words of where the PR stands
+// and what happens next, pending while the PR is open and success once it
+// is merged, never failure (it must never block a merge). A status is
+// written only when its text changes.
+package commitstatus
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"pool/forgejo"
+	"pool/ops"
+)
+
+// Forge is what the publisher asks of the forge.
+type Forge interface {
+	StatusHistory(ctx context.Context, owner, repo, sha string) ([]forgejo.Status, error)
+	PostStatus(ctx context.Context, owner, repo, sha string, s forgejo.NewStatus) error
+}
+
+// Publisher writes the statuses of one repository.
+type Publisher struct {
+	Forge       Forge
+	Owner, Repo string
+	Context     string // the status context, e.g. "pool"
+	// PageURL is the status page's public URL; each status links to the
+	// PR's row there. Empty: no link.
+	PageURL string
+	// Required reports whether the branch protection waits for the pool's
+	// context; then the status is success from the start, so that it never
+	// holds a merge. May be nil.
+	Required func() bool
+	Log      *slog.Logger
+
+	written map[key]forgejo.NewStatus // what the forge shows now, as far as we know
+	failed  map[key]bool              // the last write failed: logged once
+}
+
+type key struct {
+	pr   int
+	head string
+}
+
+// Run publishes whenever changed signals and every interval, until ctx ends.
+func (p *Publisher) Run(ctx context.Context, status func() ops.Status, changed <-chan struct{}, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		p.Sync(ctx, status())
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-t.C:
+		}
+	}
+}
+
+// Sync brings the forge's statuses in line with st, writing only those whose
+// state or text differ from what the forge shows.
+func (p *Publisher) Sync(ctx context.Context, st ops.Status) {
+	if p.written == nil {
+		p.written, p.failed = map[key]forgejo.NewStatus{}, map[key]bool{}
+	}
+	live := map[key]bool{}
+	required := p.Required != nil && p.Required()
+	for _, pr := range st.PRs {
+		want, ok := p.want(pr, required)
+		if !ok || ctx.Err() != nil {
+			continue
+		}
+		k := key{pr.Number, pr.Head}
+		live[k] = true
+		if err := p.sync(ctx, k, want); err != nil {
+			if !p.failed[k] {
+				p.log().Warn("setting the PR's commit status failed; will retry", "pr", pr.Number, "err", err)
+			}
+			p.failed[k] = true
+			continue
+		}
+		delete(p.failed, k)
+	}
+	for k := range p.written {
+		if !live[k] {
+			delete(p.written, k)
+		}
+	}
+}
+
+// want is the status a PR should show: none for a PR closed unmerged (the
+// pool has nothing more to say) or without a head; pending while open
+// unless the protection requires the pool's context.
+func (p *Publisher) want(pr ops.PR, required bool) (forgejo.NewStatus, bool) {
+	if pr.Head == "" || (pr.Done && !pr.Merged) {
+		return forgejo.NewStatus{}, false
+	}
+	s := forgejo.NewStatus{Context: p.Context, State: "pending", Description: pr.Next}
+	if pr.Merged || required {
+		s.State = "success"
+	}
+	if p.PageURL != "" {
+		s.TargetURL = fmt.Sprintf("%s/#pr-%d", strings.TrimRight(p.PageURL, "/"), pr.Number)
+	}
+	return s, true
+}
+
+func (p *Publisher) sync(ctx context.Context, k key, want forgejo.NewStatus) error {
+	have, known := p.written[k]
+	if !known {
+		// First look at this head since the start: the forge may already
+		// show it from an earlier run.
+		statuses, err := p.Forge.StatusHistory(ctx, p.Owner, p.Repo, k.head)
+		if err != nil {
+			return err
+		}
+		have = own(statuses, p.Context)
+		p.written[k] = have
+	}
+	if have == want {
+		return nil
+	}
+	if err := p.Forge.PostStatus(ctx, p.Owner, p.Repo, k.head, want); err != nil {
+		return err
+	}
+	p.written[k] = want
+	p.log().Debug("commit status set", "pr", k.pr, "state", want.State, "description", want.Description)
+	return nil
+}
+
+// own is the newest status under context, as a NewStatus to compare with.
+func own(history []forgejo.Status, context string) forgejo.NewStatus {
+	var newest forgejo.Status
+	for _, s := range history {
+		if strings.EqualFold(s.Context, context) && s.ID >= newest.ID {
+			newest = s
+		}
+	}
+	if newest.Context == "" {
+		return forgejo.NewStatus{}
+	}
+	return forgejo.NewStatus{Context: context, State: newest.State, Description: newest.Description, TargetURL: newest.TargetURL}
+}
+
+func (p *Publisher) log() *slog.Logger {
+	if p.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return p.Log
+}

@@ -1,0 +1,152 @@
+package commitstatus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"pool/forgejo"
+	"pool/ops"
+)
+
+// fakeForge records status writes as plain strings.
+type fakeForge struct {
+	existing map[string][]forgejo.Status
+	reads    int
+	writes   []string
+	failPost error
+}
+
+func (f *fakeForge) StatusHistory(_ context.Context, _, _, sha string) ([]forgejo.Status, error) {
+	f.reads++
+	return f.existing[sha], nil
+}
+
+func (f *fakeForge) PostStatus(_ context.Context, owner, repo, sha string, s forgejo.NewStatus) error {
+	if f.failPost != nil {
+		return f.failPost
+	}
+	f.writes = append(f.writes, fmt.Sprintf("%s/%s@%s %s=%s %q %s", owner, repo, sha, s.Context, s.State, s.Description, s.TargetURL))
+	return nil
+}
+
+func newPublisher(f *fakeForge) *Publisher {
+	return &Publisher{Forge: f, Owner: "o", Repo: "r", Context: "pool", PageURL: "https://pool.example/"}
+}
+
+func status(prs ...ops.PR) ops.Status { return ops.Status{PRs: prs} }
+
+func TestWritesOnlyWhenTheTextChanges(t *testing.T) {
+	f := &fakeForge{}
+	p := newPublisher(f)
+	ctx := context.Background()
+	queued := ops.PR{Number: 3, Head: "h1", Next: "queued for review (2 ahead)"}
+	p.Sync(ctx, status(queued))
+	p.Sync(ctx, status(queued))
+	queued.Next = "queued for review (next)"
+	p.Sync(ctx, status(queued))
+	p.Sync(ctx, status(queued))
+	merged := ops.PR{Number: 3, Head: "h1", Next: "merged", Done: true, Merged: true}
+	p.Sync(ctx, status(merged))
+	p.Sync(ctx, status(merged))
+	want := []string{
+		`o/r@h1 pool=pending "queued for review (2 ahead)" https://pool.example/#pr-3`,
+		`o/r@h1 pool=pending "queued for review (next)" https://pool.example/#pr-3`,
+		`o/r@h1 pool=success "merged" https://pool.example/#pr-3`,
+	}
+	if !slices.Equal(f.writes, want) {
+		t.Errorf("writes:\n%q\nwant\n%q", f.writes, want)
+	}
+	if f.reads != 1 {
+		t.Errorf("read the forge's statuses %d times, want once per head", f.reads)
+	}
+}
+
+func TestAStatusAlreadyOnTheForgeIsNotWrittenAgain(t *testing.T) {
+	f := &fakeForge{existing: map[string][]forgejo.Status{"h1": {
+		{ID: 1, Context: "pool", State: "pending", Description: "reviewing since 10:40 UTC", TargetURL: "https://pool.example/#pr-3"},
+		{ID: 2, Context: "ci/test", State: "pending"},
+		{ID: 3, Context: "pool", State: "pending", Description: "approved; waiting for ci/test", TargetURL: "https://pool.example/#pr-3"},
+	}}}
+	newPublisher(f).Sync(context.Background(), status(ops.PR{Number: 3, Head: "h1", Next: "approved; waiting for ci/test"}))
+	if len(f.writes) != 0 {
+		t.Errorf("rewrote what the forge already shows: %q", f.writes)
+	}
+}
+
+func TestANewHeadGetsItsOwnStatus(t *testing.T) {
+	f := &fakeForge{}
+	p := newPublisher(f)
+	p.Sync(context.Background(), status(ops.PR{Number: 3, Head: "h1", Next: "changes requested; waiting for a new push"}))
+	p.Sync(context.Background(), status(ops.PR{Number: 3, Head: "h2", Next: "changes requested; waiting for a new push"}))
+	if len(f.writes) != 2 || f.writes[1][:len("o/r@h2")] != "o/r@h2" {
+		t.Errorf("writes = %q, want one per head", f.writes)
+	}
+}
+
+func TestNothingForClosedOrHeadlessPRsAndNoLinkWithoutAPage(t *testing.T) {
+	f := &fakeForge{}
+	p := newPublisher(f)
+	p.PageURL = ""
+	p.Sync(context.Background(), status(
+		ops.PR{Number: 1, Head: "h1", Next: "closed without merge", Done: true},
+		ops.PR{Number: 2, Next: "queued for review (next)"},
+		ops.PR{Number: 4, Head: "h4", Next: "conflict with main; rebase needed"},
+	))
+	want := []string{`o/r@h4 pool=pending "conflict with main; rebase needed" `}
+	if !slices.Equal(f.writes, want) {
+		t.Errorf("writes = %q, want %q", f.writes, want)
+	}
+}
+
+func TestAFailedWriteIsRetried(t *testing.T) {
+	f := &fakeForge{failPost: errors.New("forgejo: HTTP 500")}
+	p := newPublisher(f)
+	pr := ops.PR{Number: 5, Head: "h5", Next: "reviewing since 10:42 UTC"}
+	p.Sync(context.Background(), status(pr))
+	f.failPost = nil
+	p.Sync(context.Background(), status(pr))
+	if len(f.writes) != 1 {
+		t.Errorf("writes after a failure = %q, want the retry", f.writes)
+	}
+}
+
+func TestNeverFailure(t *testing.T) {
+	f := &fakeForge{}
+	p := newPublisher(f)
+	for _, pr := range []ops.PR{
+		{Number: 1, Head: "a", State: "ci_failing", Next: "approved; checks failing: ci/test; fixer started"},
+		{Number: 2, Head: "b", State: "merge_failed", Next: "merge retry 12: 405 try again later"},
+		{Number: 3, Head: "c", State: "conflict", Next: "conflict with main; rebase needed"},
+	} {
+		p.Sync(context.Background(), status(pr))
+	}
+	for _, w := range f.writes {
+		if !slices.Contains([]string{"pending", "success"}, stateOf(w)) {
+			t.Errorf("wrote %s", w)
+		}
+	}
+}
+
+func stateOf(write string) string {
+	var sha, ctxState string
+	fmt.Sscanf(write, "%s %s", &sha, &ctxState)
+	_, state, _ := strings.Cut(ctxState, "=")
+	return state
+}
+
+// When the branch protection waits for a context the pool's matches, a
+// pending pool status would hold the merge: it is success from the start.
+func TestSuccessWhenTheProtectionRequiresTheContext(t *testing.T) {
+	f := &fakeForge{}
+	p := newPublisher(f)
+	p.Required = func() bool { return true }
+	p.Sync(context.Background(), status(ops.PR{Number: 6, Head: "h6", Next: "queued for review (next)"}))
+	want := []string{`o/r@h6 pool=success "queued for review (next)" https://pool.example/#pr-6`}
+	if !slices.Equal(f.writes, want) {
+		t.Errorf("writes = %q, want %q", f.writes, want)
+	}
+}

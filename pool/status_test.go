@@ -1,0 +1,210 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"pool/forgejo"
+	"pool/ops"
+)
+
+// recordingMetrics records the pool's metric calls as plain strings.
+type recordingMetrics struct {
+	mu     sync.Mutex
+	calls  []string
+	cycles int
+}
+
+func (m *recordingMetrics) add(s string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls = append(m.calls, s)
+}
+func (m *recordingMetrics) SessionStarted(kind string)     { m.add("started " + kind) }
+func (m *recordingMetrics) SessionFinished(outcome string) { m.add("finished " + outcome) }
+func (m *recordingMetrics) MergeCalled(outcome string)     { m.add("merge " + outcome) }
+func (m *recordingMetrics) RetryAttempted()                { m.add("retry") }
+func (m *recordingMetrics) ClaimRace(won bool)             { m.add(fmt.Sprint("claim won=", won)) }
+func (m *recordingMetrics) CycleDone(time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cycles++
+}
+
+func (m *recordingMetrics) count(s string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, c := range m.calls {
+		if c == s {
+			n++
+		}
+	}
+	return n
+}
+
+func runWithMetrics(t *testing.T, f *fakeForge, a *fakeAgent, workers int, during func(context.Context, *Pool)) (*Pool, *recordingMetrics) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	m := &recordingMetrics{}
+	p, err := New(ctx, testConfig(workers), Deps{Forge: f, Agent: a, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if during != nil {
+		go during(ctx, p)
+	}
+	if _, err := p.Run(ctx); err != nil || ctx.Err() != nil {
+		t.Fatalf("Run: %v (ctx %v)", err, ctx.Err())
+	}
+	return p, m
+}
+
+func nextTexts(st ops.Status) map[int]string {
+	out := map[int]string{}
+	for _, pr := range st.PRs {
+		out[pr.Number] = pr.Next
+	}
+	return out
+}
+
+func TestStatusShowsSlotsQueueAndMergedPRs(t *testing.T) {
+	f := newFakeForge(1, 2, 3)
+	a := newFakeAgent(approver(f, 300*time.Millisecond))
+	var busy ops.Status
+	p, _ := runWithMetrics(t, f, a, 1, func(ctx context.Context, p *Pool) {
+		waitFor(ctx, func() bool {
+			busy = p.Status()
+			return len(busy.Slots) == 1 && busy.Slots[0].Session != "" && len(busy.PRs) == 3 &&
+				nextTexts(busy)[2] != "" && nextTexts(busy)[2] != "waiting for a review slot"
+		})
+	})
+	if busy.Workers != 1 || busy.Instance != "pool-test" || busy.Repo != "o/r" || busy.ForgeURL != "http://forge.test" {
+		t.Errorf("identity: %+v", busy)
+	}
+	slot := busy.Slots[0]
+	if slot.PR != 1 || slot.Kind != "review" || slot.Since.IsZero() {
+		t.Errorf("slot = %+v, want PR 1 under review", slot)
+	}
+	want := map[int]string{2: "queued for review (next)", 3: "queued for review (1 ahead)"}
+	for n, text := range want {
+		if got := nextTexts(busy)[n]; got != text {
+			t.Errorf("PR #%d says %q, want %q (all: %v)", n, got, text, nextTexts(busy))
+		}
+	}
+	if got := nextTexts(busy)[1]; len(got) < len("reviewing since ") || got[:len("reviewing since ")] != "reviewing since " {
+		t.Errorf("PR #1 says %q, want reviewing since ...", got)
+	}
+
+	done := p.Status()
+	if len(done.Slots) != 0 || done.LastCycle.IsZero() {
+		t.Errorf("after the run: slots %v, last cycle %v", done.Slots, done.LastCycle)
+	}
+	for _, pr := range done.PRs {
+		if !pr.Done || !pr.Merged || pr.Next != "merged" || pr.Head == "" {
+			t.Errorf("after the run PR #%d: %+v, want merged with its head", pr.Number, pr)
+		}
+	}
+	if len(done.PRs) != 3 {
+		t.Errorf("%d PRs shown after the run, want the 3 merged", len(done.PRs))
+	}
+}
+
+func TestMetricsAreCountedWhereThingsHappen(t *testing.T) {
+	f := newFakeForge(1, 2)
+	head := f.prs[2].HeadSHA
+	f.statuses[head] = []forgejo.Status{{ID: 1, Context: "ci", State: "pending"}}
+	a := newFakeAgent(approver(f, 5*time.Millisecond))
+	p, m := runWithMetrics(t, f, a, 2, func(ctx context.Context, p *Pool) {
+		waitFor(ctx, func() bool { return p.track(2).Attempts >= 3 })
+		f.mu.Lock()
+		f.statuses[head] = []forgejo.Status{{ID: 2, Context: "ci", State: "success"}}
+		f.mu.Unlock()
+	})
+	for call, want := range map[string]int{"started review": 2, "finished idle": 2, "claim won=true": 2, "merge merged": 2} {
+		if got := m.count(call); got != want {
+			t.Errorf("%q counted %d times, want %d (calls: %v)", call, got, want, m.calls)
+		}
+	}
+	if got := m.count("retry"); got < 3 {
+		t.Errorf("retry attempts counted %d, want at least 3 (the attempts seen on PR 2)", got)
+	}
+	if m.cycles != int(p.report().Cycles) {
+		t.Errorf("cycle durations observed %d, cycles completed %d", m.cycles, p.report().Cycles)
+	}
+}
+
+// A PR whose only status is the pool's own merges: that status is no check.
+func TestThePoolsOwnStatusIsNoCheck(t *testing.T) {
+	for _, own := range []string{"pending", "success"} {
+		f := newFakeForge(1)
+		f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{ID: 1, Context: "pool", State: own}, {ID: 2, Context: "ci", State: "success"}}
+		a := newFakeAgent(approver(f, time.Millisecond))
+		cfg := testConfig(1)
+		cfg.StatusContext = "pool"
+		runPool(t, cfg, f, a)
+		if !f.prs[1].Merged {
+			t.Errorf("own status %s: the PR did not merge; effects %v", own, f.Effects())
+		}
+	}
+	// Without the filter the pending pool status would hold the merge.
+	f := newFakeForge(1)
+	f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{ID: 1, Context: "pool", State: "pending"}}
+	a := newFakeAgent(approver(f, time.Millisecond))
+	cfg := testConfig(1)
+	cfg.StatusContext = "elsewhere"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	p, err := New(ctx, cfg, Deps{Forge: f, Agent: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = p.Run(ctx)
+	if f.prs[1].Merged || !slices.Contains([]string{"ci_pending"}, string(p.track(1).State)) {
+		t.Errorf("a pending status of another context did not hold the merge: merged=%v state=%s", f.prs[1].Merged, p.track(1).State)
+	}
+}
+
+func TestOwnStatusRequired(t *testing.T) {
+	tests := []struct {
+		name string
+		prot forgejo.Protection
+		ctx  string
+		want bool
+	}{
+		{"no protection", forgejo.Protection{}, "pool", false},
+		{"status checks, no context named", forgejo.Protection{StatusCheck: true}, "pool", true},
+		{"a glob matching it", forgejo.Protection{StatusCheck: true, StatusContexts: []string{"p*"}}, "pool", true},
+		{"other contexts", forgejo.Protection{StatusCheck: true, StatusContexts: []string{"ci/*"}}, "pool", false},
+		{"no commit status", forgejo.Protection{StatusCheck: true}, "", false},
+	}
+	for _, tt := range tests {
+		cfg := testConfig(1)
+		cfg.StatusContext = tt.ctx
+		p := &Pool{cfg: cfg, protection: tt.prot}
+		if got := p.OwnStatusRequired(); got != tt.want {
+			t.Errorf("%s: OwnStatusRequired = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestMergeQueuePosition(t *testing.T) {
+	q := newMergeQueue(time.Second)
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	q.add(7, "h7", t0.Add(time.Second))
+	q.add(3, "h3", t0.Add(time.Second))
+	q.add(9, "h9", t0)
+	for n, want := range map[int]int{9: 0, 3: 1, 7: 2} {
+		if got, ok := q.ahead(n); !ok || got != want {
+			t.Errorf("PR %d: %d ahead (queued %v), want %d", n, got, ok, want)
+		}
+	}
+	if _, ok := q.ahead(4); ok {
+		t.Error("a PR not in the merge queue has a place in it")
+	}
+}
