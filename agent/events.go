@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"pool/internal/backoff"
 )
 
 // Event is one server event the pool cares about.
@@ -54,7 +56,7 @@ func defaultStreamConfig() streamConfig {
 	return streamConfig{
 		buffer:  256,
 		idle:    30 * time.Second,
-		backoff: func(n int) time.Duration { return backoffDelay(n, rand.Float64()) },
+		backoff: func(n int) time.Duration { return reconnectDelay(n, rand.Float64()) },
 		maxLine: 16 << 20, // a message part can carry a whole tool output
 	}
 }
@@ -352,22 +354,15 @@ func decodeEvent(payload string) (Event, error) {
 	return ev, nil
 }
 
-// Backoff between reconnects: exponential from backoffBase, capped at
-// backoffCap.
-const (
-	backoffBase = 250 * time.Millisecond
-	backoffCap  = 5 * time.Second
-)
+// reconnectBackoff is the wait before reconnecting: from 250 ms, doubled per
+// failed attempt in a row, capped at 5 s, less up to half at random so that
+// many clients do not reconnect in step.
+var reconnectBackoff = backoff.Policy{Base: 250 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}
 
-// backoffDelay is the wait before reconnecting after failures failed
-// attempts in a row: the exponential step, jittered down by up to half with
-// jitter in [0, 1) so that many clients do not reconnect in step.
-func backoffDelay(failures int, jitter float64) time.Duration {
-	d := backoffCap
-	if failures < 16 { // beyond that the shift dwarfs the cap anyway
-		d = min(backoffBase<<failures, backoffCap)
-	}
-	return d - time.Duration(jitter*float64(d/2))
+// reconnectDelay is the wait after failures failed reconnects in a row (0
+// after a stream that was up broke), with r in [0, 1) from rand.Float64.
+func reconnectDelay(failures int, r float64) time.Duration {
+	return reconnectBackoff.Delay(failures+1, r)
 }
 
 // clip shortens s for a log line.

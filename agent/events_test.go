@@ -86,7 +86,7 @@ func TestSSEData(t *testing.T) {
 	}
 }
 
-func TestBackoffDelay(t *testing.T) {
+func TestReconnectDelay(t *testing.T) {
 	tests := []struct {
 		name     string
 		failures int
@@ -103,8 +103,8 @@ func TestBackoffDelay(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := backoffDelay(tt.failures, tt.jitter); got != tt.want {
-				t.Errorf("backoffDelay(%d, %v) = %s, want %s", tt.failures, tt.jitter, got, tt.want)
+			if got := reconnectDelay(tt.failures, tt.jitter); got != tt.want {
+				t.Errorf("reconnectDelay(%d, %v) = %s, want %s", tt.failures, tt.jitter, got, tt.want)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 
 	"pool/claims"
 	"pool/forgejo"
+	"pool/internal/backoff"
 )
 
 // Decide returns the PR's next Track and the one action to take now.
@@ -171,7 +172,8 @@ func AfterMerge(p Policy, t Track, head string, res forgejo.MergeResult) (Track,
 // on the head, and backs off before the next one.
 func SessionLeftNoReview(p Policy, t Track, now time.Time) Track {
 	t.Failures++
-	t.NotBefore = now.Add(Backoff(t.Failures, p.RetryBase, p.RetryMax))
+	// No jitter: the decision stays a pure function of its inputs.
+	t.NotBefore = now.Add(backoff.Policy{Base: p.RetryBase, Max: p.RetryMax}.Delay(t.Failures, 0))
 	return t
 }
 
@@ -206,16 +208,4 @@ func LostClaim(t Track, until time.Time) Track {
 // head and the retry count the pool's own diagnostic comments show.
 func Recovered(head string, attempts int) Track {
 	return Track{HeadSHA: head, ReviewedSHA: head, Attempts: attempts}
-}
-
-// Backoff is base doubled for each failure after the first, capped at max.
-func Backoff(failures int, base, max time.Duration) time.Duration {
-	if failures <= 0 || base <= 0 {
-		return 0
-	}
-	d := base
-	for i := 1; i < failures && d < max; i++ {
-		d *= 2
-	}
-	return min(d, max)
 }

@@ -238,14 +238,17 @@ func TestAfterMerge(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
+func TestSessionLeftNoReviewBacksOff(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	p := Policy{RetryBase: time.Minute, RetryMax: time.Hour}
 	tests := []struct {
-		n    int
-		want time.Duration
-	}{{0, 0}, {1, time.Minute}, {2, 2 * time.Minute}, {3, 4 * time.Minute}, {10, time.Hour}}
+		failures int // before the session
+		want     time.Duration
+	}{{0, time.Minute}, {1, 2 * time.Minute}, {2, 4 * time.Minute}, {9, time.Hour}}
 	for _, tt := range tests {
-		if got := Backoff(tt.n, time.Minute, time.Hour); got != tt.want {
-			t.Errorf("Backoff(%d) = %s, want %s", tt.n, got, tt.want)
+		got := SessionLeftNoReview(p, Track{Failures: tt.failures}, now)
+		if got.Failures != tt.failures+1 || got.NotBefore.Sub(now) != tt.want {
+			t.Errorf("after %d failures: failures %d, wait %s; want %d, %s", tt.failures, got.Failures, got.NotBefore.Sub(now), tt.failures+1, tt.want)
 		}
 	}
 }

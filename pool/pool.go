@@ -18,6 +18,7 @@ import (
 
 	"pool/configs"
 	"pool/forgejo"
+	"pool/internal/backoff"
 	"pool/lifecycle"
 )
 
@@ -201,7 +202,7 @@ func (p *Pool) loop(ctx context.Context, work context.Context) error {
 		case err != nil && ctx.Err() == nil:
 			failures++
 			p.logFailure(failures, err)
-			if !sleep(ctx, backoff(failures, p.cfg.PollInterval, 10*time.Minute)) {
+			if !sleep(ctx, jittered(failures, p.cfg.PollInterval, 10*time.Minute)) {
 				return nil
 			}
 			continue
@@ -279,11 +280,10 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// backoff is the wait after n consecutive failures: base doubled per
-// failure, capped, less up to 25% jitter.
-func backoff(n int, base, max time.Duration) time.Duration {
-	d := lifecycle.Backoff(n, base, max)
-	return d - time.Duration(rand.Int64N(int64(d)/4+1))
+// jittered is the wait after n consecutive failures: base doubled per
+// failure, capped at max, less up to 25% jitter.
+func jittered(n int, base, max time.Duration) time.Duration {
+	return backoff.Policy{Base: base, Max: max, Jitter: 0.25}.Delay(n, rand.Float64())
 }
 
 // refreshProtection reads the base branch's protection again, unless it was

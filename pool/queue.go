@@ -121,7 +121,7 @@ func (q *mergeQueue) notReady(n int, now time.Time) {
 	if e, ok := q.entries[n]; ok {
 		e.waits++
 		e.tried = true
-		e.notBefore = now.Add(backoff(e.waits, q.base, queueWaitMax))
+		e.notBefore = now.Add(jittered(e.waits, q.base, queueWaitMax))
 	}
 }
 

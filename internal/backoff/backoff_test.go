@@ -1,0 +1,41 @@
+package backoff
+
+import (
+	"testing"
+	"time"
+)
+
+func TestDelay(t *testing.T) {
+	tests := []struct {
+		name string
+		p    Policy
+		n    int
+		r    float64
+		want time.Duration
+	}{
+		{"no failure", Policy{Base: time.Second, Max: time.Minute}, 0, 0, 0},
+		{"negative count", Policy{Base: time.Second, Max: time.Minute}, -3, 0, 0},
+		{"no base", Policy{Max: time.Minute}, 4, 0, 0},
+		{"first failure waits base", Policy{Base: time.Second, Max: time.Minute}, 1, 0, time.Second},
+		{"doubles per failure", Policy{Base: time.Second, Max: time.Minute}, 4, 0, 8 * time.Second},
+		{"capped", Policy{Base: time.Second, Max: time.Minute}, 7, 0, time.Minute},
+		{"huge count stays capped", Policy{Base: time.Second, Max: time.Minute}, 1 << 30, 0, time.Minute},
+		{"no max: doubles without cap", Policy{Base: time.Second}, 3, 0, 4 * time.Second},
+		{"no max: stops doubling before it overflows", Policy{Base: time.Second}, 1 << 30, 0, time.Second << 33},
+		{"base above max", Policy{Base: time.Hour, Max: time.Minute}, 1, 0, time.Minute},
+		{"jitter off without r", Policy{Base: time.Second, Max: time.Minute, Jitter: 0.5}, 1, 0, time.Second},
+		{"half of the jitter", Policy{Base: 4 * time.Second, Max: time.Minute, Jitter: 0.5}, 1, 0.5, 3 * time.Second},
+		{"jitter on the capped wait", Policy{Base: time.Second, Max: time.Minute, Jitter: 0.25}, 9, 0.5, 52500 * time.Millisecond},
+		{"r near one takes almost all the jitter", Policy{Base: 4 * time.Second, Max: time.Minute, Jitter: 0.25}, 1, 0.999999, 3*time.Second + 1000*time.Nanosecond},
+		{"r out of range is clamped", Policy{Base: 4 * time.Second, Max: time.Minute, Jitter: 0.5}, 1, 7, 2 * time.Second},
+		{"jitter above one is clamped", Policy{Base: 4 * time.Second, Max: time.Minute, Jitter: 3}, 1, 0.5, 2 * time.Second},
+		{"negative jitter is none", Policy{Base: 4 * time.Second, Max: time.Minute, Jitter: -1}, 1, 0.5, 4 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.p.Delay(tt.n, tt.r); got != tt.want {
+				t.Errorf("%+v.Delay(%d, %v) = %s, want %s", tt.p, tt.n, tt.r, got, tt.want)
+			}
+		})
+	}
+}
