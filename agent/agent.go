@@ -1,5 +1,34 @@
 // Package agent is the pool's client for the OpenCode agent server (the 1.x
 // HTTP API of `opencode serve`). It is the only package that knows that API.
+//
+// # A directory per session
+//
+// OpenCode 1.x serves one "instance" per directory: every route takes a
+// `directory` query parameter (or an x-opencode-directory header), and
+// without one the server uses the directory it was started in. A session
+// created with POST /session?directory=D belongs to D's instance and works
+// there: its tools run with D as their working directory (checked on
+// opencode-ai 1.18.33: a bash call of `pwd; git rev-parse HEAD` in a session
+// created in a git work tree printed that work tree and its HEAD). What that
+// means for the other routes, as checked on the same server:
+//
+//   - GET /session/status and GET /permission answer for one directory's
+//     instance only, so Statuses and Permissions take the directory.
+//   - GET /session lists one directory's sessions; GET /experimental/session
+//     lists every directory's, and Sessions uses it.
+//   - GET /event streams one directory's events; GET /global/event streams
+//     all of them, each wrapped with its directory, and Events uses it.
+//   - prompt_async, messages, abort and delete find the session by its id,
+//     whatever directory the request names.
+//   - The instance loads its config for D, not for the server's own
+//     directory: the reviewer agent must be in the server's global config
+//     (or OPENCODE_CONFIG). Run the server with
+//     OPENCODE_DISABLE_PROJECT_CONFIG=1, or a PR's opencode.json,
+//     .opencode/ (agents, plugins) and AGENTS.md configure the reviewer
+//     that reviews it.
+//   - A directory that does not exist is accepted and silently treated as
+//     a project-less one. An instance stays in the server's memory until
+//     POST /instance/dispose?directory=D (Dispose).
 package agent
 
 import (
@@ -45,9 +74,11 @@ func (c *Client) WithLogger(log *slog.Logger) *Client {
 	return &cc
 }
 
-// Session is an agent session.
+// Session is an agent session. Directory is where it works; "" when the
+// listing did not say.
 type Session struct {
 	ID, Title        string
+	Directory        string
 	Created, Updated time.Time
 }
 
@@ -69,11 +100,12 @@ type Permission struct {
 	Patterns      []string // e.g. the command
 }
 
-// CreateSession creates a session. Giving a title also keeps the server from
-// asking the model to invent one.
-func (c *Client) CreateSession(ctx context.Context, title string) (Session, error) {
+// CreateSession creates a session that works in dir ("" for the server's
+// own directory). Giving a title also keeps the server from asking the model
+// to invent one.
+func (c *Client) CreateSession(ctx context.Context, title, dir string) (Session, error) {
 	var s sessionJSON
-	err := c.do(ctx, "create session", http.MethodPost, "/session", map[string]string{"title": title}, &s)
+	err := c.do(ctx, "create session", http.MethodPost, inDir("/session", dir), map[string]string{"title": title}, &s)
 	return s.session(), err
 }
 
@@ -91,13 +123,13 @@ func (c *Client) PromptAsync(ctx context.Context, sessionID, agentName, text str
 	return c.do(ctx, op, http.MethodPost, path, body, nil)
 }
 
-// Statuses returns the status of every session that is not idle. A session
-// is absent both when it finished and in the second or so between an
-// accepted prompt and its first busy, so absence alone does not mean done;
-// see Finished.
-func (c *Client) Statuses(ctx context.Context) (map[string]Status, error) {
+// Statuses returns the status of every session working in dir ("" for the
+// server's own directory) that is not idle. A session is absent both when it
+// finished and in the second or so between an accepted prompt and its first
+// busy, so absence alone does not mean done; see Finished.
+func (c *Client) Statuses(ctx context.Context, dir string) (map[string]Status, error) {
 	var raw map[string]statusJSON
-	if err := c.do(ctx, "statuses", http.MethodGet, "/session/status", nil, &raw); err != nil {
+	if err := c.do(ctx, "statuses", http.MethodGet, inDir("/session/status", dir), nil, &raw); err != nil {
 		return nil, err
 	}
 	out := make(map[string]Status, len(raw))
@@ -126,14 +158,14 @@ func (c *Client) Messages(ctx context.Context, sessionID string) ([]Message, err
 }
 
 // sessionsLimit is the most sessions Sessions asks for. Without a limit the
-// server lists only the 100 most recently updated; it has no cursor.
+// server lists only the 100 most recently updated.
 const sessionsLimit = 100000
 
-// Sessions returns the sessions the server keeps, most recently updated
-// first, child sessions included.
+// Sessions returns the sessions the server keeps in every directory, most
+// recently updated first, child sessions included (archived ones are not).
 func (c *Client) Sessions(ctx context.Context) ([]Session, error) {
 	var raw []sessionJSON
-	path := fmt.Sprintf("/session?limit=%d", sessionsLimit)
+	path := fmt.Sprintf("/experimental/session?limit=%d", sessionsLimit)
 	if err := c.do(ctx, "sessions", http.MethodGet, path, nil, &raw); err != nil {
 		return nil, err
 	}
@@ -171,10 +203,11 @@ func (c *Client) Abort(ctx context.Context, sessionID string) error {
 	return c.do(ctx, op, http.MethodPost, path, nil, nil)
 }
 
-// Permissions returns the pending permission asks of all sessions.
-func (c *Client) Permissions(ctx context.Context) ([]Permission, error) {
+// Permissions returns the pending permission asks of the sessions working
+// in dir ("" for the server's own directory).
+func (c *Client) Permissions(ctx context.Context, dir string) ([]Permission, error) {
 	var raw []permissionJSON
-	if err := c.do(ctx, "permissions", http.MethodGet, "/permission", nil, &raw); err != nil {
+	if err := c.do(ctx, "permissions", http.MethodGet, inDir("/permission", dir), nil, &raw); err != nil {
 		return nil, err
 	}
 	out := make([]Permission, len(raw))
@@ -184,13 +217,14 @@ func (c *Client) Permissions(ctx context.Context) ([]Permission, error) {
 	return out, nil
 }
 
-// Agents returns the names of the agents the server knows, so a caller can
-// check its agent exists before prompting it.
-func (c *Client) Agents(ctx context.Context) ([]string, error) {
+// Agents returns the names of the agents the server knows for sessions in
+// dir ("" for the server's own directory), so a caller can check its agent
+// exists before prompting it.
+func (c *Client) Agents(ctx context.Context, dir string) ([]string, error) {
 	var raw []struct {
 		Name string `json:"name"`
 	}
-	if err := c.do(ctx, "agents", http.MethodGet, "/agent", nil, &raw); err != nil {
+	if err := c.do(ctx, "agents", http.MethodGet, inDir("/agent", dir), nil, &raw); err != nil {
 		return nil, err
 	}
 	names := make([]string, len(raw))
@@ -198,6 +232,27 @@ func (c *Client) Agents(ctx context.Context) ([]string, error) {
 		names[i] = a.Name
 	}
 	return names, nil
+}
+
+// Dispose frees the server's instance for dir, once no session works there
+// any more. Its sessions stay listed.
+func (c *Client) Dispose(ctx context.Context, dir string) error {
+	if dir == "" {
+		return nil // never the server's own instance
+	}
+	return c.do(ctx, "dispose "+dir, http.MethodPost, inDir("/instance/dispose", dir), nil, nil)
+}
+
+// inDir adds the directory a route is for; "" leaves the server's own.
+func inDir(path, dir string) string {
+	if dir == "" {
+		return path
+	}
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	return path + sep + "directory=" + url.QueryEscape(dir)
 }
 
 // sessionPath builds /session/{id}{suffix}. The server answers 500 rather

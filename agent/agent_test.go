@@ -63,19 +63,21 @@ const sid = "ses_dd7113e34ffeSPOTDTMECNXl69"
 
 func TestRequests(t *testing.T) {
 	f, c := newFake(t, map[string]answer{
-		"POST /session": {200, `{"id":"` + sid + `","slug":"cosmic-nebula","title":"review PR 1",` +
+		"POST /session": {200, `{"id":"` + sid + `","slug":"cosmic-nebula","title":"review PR 1","directory":"/w/pr 1",` +
 			`"version":"1.18.33","time":{"created":1795983065547,"updated":1795983065547}}`},
 		"POST /session/" + sid + "/prompt_async": {204, ""},
 		"POST /session/" + sid + "/abort":        {200, "true"},
 		"DELETE /session/" + sid:                 {200, "true"},
-		"GET /session":                           {200, `[{"id":"` + sid + `","title":"review PR 1","time":{"created":1795983065547,"updated":1795983065600}}]`},
+		"GET /experimental/session": {200, `[{"id":"` + sid + `","title":"review PR 1","directory":"/w/pr 1",` +
+			`"time":{"created":1795983065547,"updated":1795983065600},"project":{"id":"global","worktree":"/"}}]`},
+		"POST /instance/dispose": {200, "true"},
 	})
 	ctx := context.Background()
-	s, err := c.CreateSession(ctx, "review PR 1")
+	s, err := c.CreateSession(ctx, "review PR 1", "/w/pr 1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Session{ID: sid, Title: "review PR 1", Created: time.UnixMilli(1795983065547), Updated: time.UnixMilli(1795983065547)}
+	want := Session{ID: sid, Title: "review PR 1", Directory: "/w/pr 1", Created: time.UnixMilli(1795983065547), Updated: time.UnixMilli(1795983065547)}
 	if s != want {
 		t.Errorf("CreateSession = %+v, want %+v", s, want)
 	}
@@ -83,6 +85,8 @@ func TestRequests(t *testing.T) {
 		c.PromptAsync(ctx, sid, "ca-pr-self-reviewer", "Review PR #1"),
 		c.Abort(ctx, sid),
 		c.Delete(ctx, sid),
+		c.Dispose(ctx, "/w/pr 1"),
+		c.Dispose(ctx, ""), // never the server's own instance: no request
 	} {
 		if err != nil {
 			t.Error(err)
@@ -92,16 +96,17 @@ func TestRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 1 || list[0].ID != sid || !list[0].Updated.Equal(time.UnixMilli(1795983065600)) {
+	if len(list) != 1 || list[0].ID != sid || list[0].Directory != "/w/pr 1" || !list[0].Updated.Equal(time.UnixMilli(1795983065600)) {
 		t.Errorf("Sessions = %+v", list)
 	}
 	requests, auth := f.got()
 	wantRequests := []string{
-		`POST /session {"title":"review PR 1"}`,
+		`POST /session?directory=%2Fw%2Fpr+1 {"title":"review PR 1"}`,
 		`POST /session/` + sid + `/prompt_async {"agent":"ca-pr-self-reviewer","parts":[{"type":"text","text":"Review PR #1"}]}`,
 		`POST /session/` + sid + `/abort`,
 		`DELETE /session/` + sid,
-		`GET /session?limit=100000`,
+		`POST /instance/dispose?directory=%2Fw%2Fpr+1`,
+		`GET /experimental/session?limit=100000`,
 	}
 	if !reflect.DeepEqual(requests, wantRequests) {
 		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(requests, "\n"), strings.Join(wantRequests, "\n"))
@@ -163,7 +168,7 @@ func TestErrors(t *testing.T) {
 		},
 		{
 			name:          "429 is retryable",
-			answers:       map[string]answer{"GET /session": {429, ``}},
+			answers:       map[string]answer{"GET /experimental/session": {429, ``}},
 			call:          sessions,
 			wantStatus:    429,
 			wantRetryable: true,
@@ -188,7 +193,7 @@ func TestErrors(t *testing.T) {
 }
 
 func statuses(ctx context.Context, c *Client) error {
-	_, err := c.Statuses(ctx)
+	_, err := c.Statuses(ctx, "")
 	return err
 }
 
@@ -198,12 +203,12 @@ func messages(ctx context.Context, c *Client) error {
 }
 
 func createSession(ctx context.Context, c *Client) error {
-	_, err := c.CreateSession(ctx, "t")
+	_, err := c.CreateSession(ctx, "t", "")
 	return err
 }
 
 func permissions(ctx context.Context, c *Client) error {
-	_, err := c.Permissions(ctx)
+	_, err := c.Permissions(ctx, "")
 	return err
 }
 
@@ -230,7 +235,7 @@ func TestUnreachableServerIsRetryable(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	c := New(srv.URL, "", nil)
 	srv.Close()
-	_, err := c.Statuses(context.Background())
+	_, err := c.Statuses(context.Background(), "")
 	checkError(t, err, 0, true, false)
 }
 
@@ -259,9 +264,9 @@ func TestDeleteGoneSession(t *testing.T) {
 }
 
 func TestStatuses(t *testing.T) {
-	_, c := newFake(t, map[string]answer{"GET /session/status": {200,
+	f, c := newFake(t, map[string]answer{"GET /session/status": {200,
 		`{"ses_a":{"type":"busy"},"ses_b":{"type":"retry","attempt":2,"message":"boom","next":1795983126298}}`}})
-	got, err := c.Statuses(context.Background())
+	got, err := c.Statuses(context.Background(), "/w/pr-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,16 +277,19 @@ func TestStatuses(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Statuses = %+v, want %+v", got, want)
 	}
+	if requests, _ := f.got(); !reflect.DeepEqual(requests, []string{"GET /session/status?directory=%2Fw%2Fpr-1"}) {
+		t.Errorf("requests %q", requests)
+	}
 }
 
 func TestPermissionsAndAgents(t *testing.T) {
-	_, c := newFake(t, map[string]answer{
+	f, c := newFake(t, map[string]answer{
 		"GET /permission": {200, `[{"id":"per_1","sessionID":"ses_a","permission":"bash","patterns":["askme now"],` +
 			`"metadata":{"command":"askme now"},"always":["askme *"],"tool":{"messageID":"msg_1","callID":"call_1"}}]`},
 		"GET /agent": {200, `[{"name":"build","mode":"primary","native":true,"options":{},"permission":[]},` +
 			`{"name":"ca-pr-self-reviewer","mode":"primary","options":{},"permission":[]}]`},
 	})
-	perms, err := c.Permissions(context.Background())
+	perms, err := c.Permissions(context.Background(), "/w/a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,12 +297,15 @@ func TestPermissionsAndAgents(t *testing.T) {
 	if !reflect.DeepEqual(perms, wantPerms) {
 		t.Errorf("Permissions = %+v, want %+v", perms, wantPerms)
 	}
-	agents, err := c.Agents(context.Background())
+	agents, err := c.Agents(context.Background(), "/w")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"build", "ca-pr-self-reviewer"}; !reflect.DeepEqual(agents, want) {
 		t.Errorf("Agents = %q, want %q", agents, want)
+	}
+	if requests, _ := f.got(); !reflect.DeepEqual(requests, []string{"GET /permission?directory=%2Fw%2Fa", "GET /agent?directory=%2Fw"}) {
+		t.Errorf("requests %q", requests)
 	}
 }
 

@@ -61,8 +61,9 @@ func defaultStreamConfig() streamConfig {
 	}
 }
 
-// Events subscribes to GET /event and delivers events on the returned channel
-// until ctx ends, then closes it. It reconnects by itself when the stream
+// Events subscribes to GET /global/event, the events of sessions in every
+// directory, and delivers them on the returned channel until ctx ends, then
+// closes it. It reconnects by itself when the stream
 // breaks or stays silent for 30 s, and sends EventReconnected after every
 // connect. It never waits for the consumer: when the channel's buffer is
 // full it drops the event and sends EventReconnected as soon as there is
@@ -183,10 +184,10 @@ func brokenBy(connCtx context.Context, err error) error {
 	return err
 }
 
-// open sends GET /event and checks that an event stream answers.
+// open sends GET /global/event and checks that an event stream answers.
 func (s *stream) open(ctx context.Context) (*http.Response, error) {
 	const op = "events"
-	req, err := s.c.newRequest(ctx, http.MethodGet, "/event", nil)
+	req, err := s.c.newRequest(ctx, http.MethodGet, "/global/event", nil)
 	if err != nil {
 		return nil, &Error{Op: op, Err: err}
 	}
@@ -317,10 +318,13 @@ func (d *sseData) add(line string) (payload string, complete bool) {
 }
 
 // eventJSON is an event as the server sends it. Properties are decoded only
-// for the types Events delivers: other types have other shapes.
+// for the types Events delivers: other types have other shapes. On
+// /global/event the event is the Payload of a wrapper that names its
+// directory; on /event it comes bare.
 type eventJSON struct {
 	Type       string          `json:"type"`
 	Properties json.RawMessage `json:"properties"`
+	Payload    *eventJSON      `json:"payload"`
 }
 
 type eventPropertiesJSON struct {
@@ -335,6 +339,9 @@ func decodeEvent(payload string) (Event, error) {
 	var raw eventJSON
 	if err := json.Unmarshal([]byte(payload), &raw); err != nil {
 		return Event{}, fmt.Errorf("decode event: %w", err)
+	}
+	if raw.Payload != nil {
+		raw = *raw.Payload
 	}
 	if raw.Type == "" {
 		return Event{}, errors.New("decode event: no type")

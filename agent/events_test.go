@@ -28,6 +28,11 @@ const (
 	pluginLine     = `data: {"id":"evt_2290764f700174svK6e5lV4zEE","type":"plugin.added","properties":{"id":"core/config-reference"}}`
 	errorLine      = `data: {"id":"evt_1","type":"session.error","properties":{"sessionID":"ses_1","error":{"name":"UnknownError","data":{"message":"boom"}}}}`
 	brokenLine     = `data: {"id":"evt_2","type":"session.idle","properties":`
+
+	// As GET /global/event wraps them (opencode 1.18.33).
+	globalConnectedLine = `data: {"payload":{"id":"evt_22c93e56a001BKcFDhXczcgUcx","type":"server.connected","properties":{}}}`
+	globalBusyLine      = `data: {"directory":"/tmp/explore-git/trees/pr-1","project":"1a89a6847325a8ce2b47f8fad670980aa62a0ddf","payload":{"id":"evt_22c93ea77001FyYZa5WyH4RqQ1","type":"session.status","properties":{"sessionID":"ses_dd36c22c0ffeS4e2DXN283h7JN","status":{"type":"busy"}}}}`
+	globalSyncLine      = `data: {"directory":"/tmp/explore-git/trees/pr-1","project":"1a89a6847325a8ce2b47f8fad670980aa62a0ddf","payload":{"type":"sync","syncEvent":{"id":"evt_22c93ea10001HNLTZ69HFEtv0b","type":"session.updated.1","seq":1}}}`
 )
 
 const realSession = "ses_dd6f89e6affeX9Dpderwd48l57"
@@ -49,6 +54,10 @@ func TestDecodeEvent(t *testing.T) {
 		{"error", errorLine, Event{Type: EventSessionError, SessionID: "ses_1"}, false},
 		{"other type, not decoded further", messageLine, Event{Type: "message.updated"}, false},
 		{"plugin", pluginLine, Event{Type: "plugin.added"}, false},
+		{"global: connected", globalConnectedLine, Event{Type: "server.connected"}, false},
+		{"global: busy", globalBusyLine, Event{Type: EventSessionStatus, SessionID: "ses_dd36c22c0ffeS4e2DXN283h7JN", Status: "busy"}, false},
+		{"global: sync copy, not decoded further", globalSyncLine, Event{Type: "sync"}, false},
+		{"global: empty payload", `data: {"directory":"/d","payload":{}}`, Event{}, true},
 		{"truncated JSON", brokenLine, Event{}, true},
 		{"no type", `data: {"properties":{}}`, Event{}, true},
 		{"status without status", `data: {"type":"session.status","properties":{"sessionID":"ses_1"}}`, Event{}, true},
@@ -121,7 +130,7 @@ type sseConn struct {
 	hang   bool
 }
 
-// fakeEvents serves GET /event, answering connection n (from 0) with
+// fakeEvents serves GET /global/event, answering connection n (from 0) with
 // script(n). It sends each connection's number on arrived once it has
 // written that connection's lines.
 type fakeEvents struct {
@@ -129,9 +138,10 @@ type fakeEvents struct {
 	arrived chan int
 	done    chan struct{} // closed at the end of the test, to free hanging handlers
 
-	mu      sync.Mutex // guards conns and headers
+	mu      sync.Mutex // guards conns, headers and paths
 	conns   int
 	headers []http.Header
+	paths   []string
 }
 
 func newFakeEvents(t *testing.T, script func(n int) sseConn) (*fakeEvents, *httptest.Server) {
@@ -148,6 +158,7 @@ func (f *fakeEvents) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := f.conns
 	f.conns++
 	f.headers = append(f.headers, r.Header.Clone())
+	f.paths = append(f.paths, r.URL.RequestURI())
 	f.mu.Unlock()
 	c := f.script(n)
 	if c.status != 0 {
@@ -254,27 +265,31 @@ func TestEventsDeliverAndReconnect(t *testing.T) {
 	f, srv := newFakeEvents(t, func(n int) sseConn {
 		if n == 0 { // the server ends the stream after these
 			return sseConn{lines: sse(connectedLine, heartbeatLine, busyLine, brokenLine, messageLine, pluginLine,
-				idleStatusLine, idleLine, errorLine)}
+				idleStatusLine, idleLine, errorLine, globalSyncLine, globalBusyLine)}
 		}
 		return sseConn{lines: sse(connectedLine), hang: true}
 	})
 	events, _ := subscribe(t, New(srv.URL, "secret", srv.Client()), testStream(time.Minute, 16))
 
-	got := collect(t, events, 6)
+	got := collect(t, events, 7)
 	want := []Event{
 		reconnected,
 		{Type: EventSessionStatus, SessionID: realSession, Status: "busy"},
 		{Type: EventSessionStatus, SessionID: realSession, Status: "idle"},
 		{Type: EventSessionIdle, SessionID: realSession},
 		{Type: EventSessionError, SessionID: "ses_1"},
+		{Type: EventSessionStatus, SessionID: "ses_dd36c22c0ffeS4e2DXN283h7JN", Status: "busy"},
 		reconnected,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("events\n%+v\nwant\n%+v", got, want)
 	}
 	f.mu.Lock()
-	h := f.headers[0]
+	h, path := f.headers[0], f.paths[0]
 	f.mu.Unlock()
+	if path != "/global/event" {
+		t.Errorf("subscribed to %s, want /global/event (every directory's events)", path)
+	}
 	if user, pass, _ := (&http.Request{Header: h}).BasicAuth(); user != "opencode" || pass != "secret" || h.Get("Accept") != "text/event-stream" {
 		t.Errorf("request auth %s:%s, Accept %q", user, pass, h.Get("Accept"))
 	}
@@ -461,7 +476,9 @@ func stopEventsServer(t *testing.T, srv *sandbox.AgentServer) {
 // the idle event came.
 func promptUntilIdle(ctx context.Context, t *testing.T, c *Client, events <-chan Event, name string) {
 	t.Helper()
-	s, err := c.CreateSession(ctx, "events "+name)
+	// In a directory of its own, as the pool's sessions are: the stream
+	// carries every directory's events.
+	s, err := c.CreateSession(ctx, "events "+name, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,16 +6,17 @@ import "time"
 // to the fields the pool reads.
 
 type sessionJSON struct {
-	ID    string `json:"id"`
-	Title string `json:"title"`
-	Time  struct {
+	ID        string `json:"id"`
+	Title     string `json:"title"`
+	Directory string `json:"directory"`
+	Time      struct {
 		Created float64 `json:"created"`
 		Updated float64 `json:"updated"`
 	} `json:"time"`
 }
 
 func (s sessionJSON) session() Session {
-	return Session{ID: s.ID, Title: s.Title, Created: millis(s.Time.Created), Updated: millis(s.Time.Updated)}
+	return Session{ID: s.ID, Title: s.Title, Directory: s.Directory, Created: millis(s.Time.Created), Updated: millis(s.Time.Updated)}
 }
 
 type statusJSON struct {

@@ -1,7 +1,21 @@
-// Package clone keeps the pool's isolated git clone of the repository: made
-// in a fresh temporary directory, refreshed each cycle, removed on every way
-// out. The token authenticates each fetch and is never written into the
-// clone's config or remote URL.
+// Package clone keeps the pool's own git clone of the repository, and a work
+// tree of it for every session.
+//
+// The clone lives in a directory the pool gives it, <state_dir>/<owner>_<name>/clone,
+// which the state store's lock makes this pool's alone:
+//
+//	repo.git/                       a bare clone: the default branch as
+//	                                refs/remotes/origin/<base>, each PR's head
+//	                                as refs/remotes/origin/pr/<N>
+//	trees/pr-<N>-<sha12>-<random>/  one work tree per session, detached at the
+//	                                PR's head
+//
+// go-git clones and fetches, so the token stays in the pool's memory: it is
+// sent with each request and never written to the clone's config, a remote
+// URL, the environment or a command line. go-git v5 can open linked work
+// trees but cannot add them, so the git CLI (a declared requirement) adds and
+// removes them: local operations that need no credentials. Every operation
+// has a deadline.
 package clone
 
 import (
@@ -9,6 +23,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
 
 	git "github.com/go-git/go-git/v5"
 	gitconfig "github.com/go-git/go-git/v5/config"
@@ -16,8 +36,16 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 )
 
-// Options say what to clone and as whom.
+// Deadlines of the git operations.
+const (
+	cloneTimeout = 30 * time.Minute
+	fetchTimeout = 5 * time.Minute
+	treeTimeout  = 5 * time.Minute // add, remove or prune work trees
+)
+
+// Options say where the clone lives, what to clone and as whom.
 type Options struct {
+	Dir      string // the clone's directory; whatever is there is the pool's own
 	URL      string // https URL of the repository, without credentials
 	Token    string
 	Branch   string // the default branch
@@ -25,89 +53,228 @@ type Options struct {
 	GitEmail string
 }
 
-// Clone is one isolated working copy.
+// Clone is the pool's clone. Its methods are safe for concurrent use.
 type Clone struct {
-	Dir    string
+	Dir string
+	// Reused says Open found a clone a killed pool left and kept it, with
+	// its work trees until PruneTrees.
+	Reused bool
+
+	mu     sync.Mutex // serialises git operations on repo
 	repo   *git.Repository
+	url    string
 	auth   *githttp.BasicAuth
 	branch string
 }
 
-// New clones into a fresh temporary directory. On error nothing is left behind.
-func New(ctx context.Context, opt Options) (*Clone, error) {
-	dir, err := os.MkdirTemp("", "pool-clone-")
-	if err != nil {
-		return nil, fmt.Errorf("clone: make temp dir: %w", err)
+// Open makes the clone in opt.Dir. A clone left there by a pool that was
+// killed is reused if it opens and fetches, and its work trees kept (sessions
+// the relaunch adopts run in them) until PruneTrees; anything else there is
+// removed and the repository cloned afresh. On error nothing is left behind.
+func Open(ctx context.Context, opt Options) (*Clone, error) {
+	c := &Clone{Dir: opt.Dir, url: opt.URL, branch: opt.Branch, auth: &githttp.BasicAuth{Username: "pool", Password: opt.Token}}
+	if c.reuse(ctx, opt) == nil {
+		c.Reused = true
+		return c, nil
 	}
-	c := &Clone{Dir: dir, branch: opt.Branch, auth: &githttp.BasicAuth{Username: "pool", Password: opt.Token}}
-	c.repo, err = git.PlainCloneContext(ctx, dir, false, &git.CloneOptions{
-		URL:           opt.URL,
-		Auth:          c.auth,
-		ReferenceName: plumbing.NewBranchReferenceName(opt.Branch),
-		SingleBranch:  true,
-	})
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("clone: clone %s: %w", opt.URL, err)
-	}
-	if err := c.setIdentity(opt.GitName, opt.GitEmail); err != nil {
-		os.RemoveAll(dir)
+	if err := c.fresh(ctx, opt); err != nil {
+		os.RemoveAll(c.Dir)
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *Clone) setIdentity(name, email string) error {
-	if name == "" && email == "" {
-		return nil
+func (c *Clone) repoDir() string  { return filepath.Join(c.Dir, "repo.git") }
+func (c *Clone) treesDir() string { return filepath.Join(c.Dir, "trees") }
+
+// reuse opens a clone already in the directory and brings it up to date.
+func (c *Clone) reuse(ctx context.Context, opt Options) error {
+	repo, err := git.PlainOpen(c.repoDir())
+	if err != nil {
+		return err
 	}
+	c.repo = repo
+	if err := c.configure(opt); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.treesDir(), 0o700); err != nil {
+		return err
+	}
+	return c.fetch(ctx, c.baseSpec())
+}
+
+// fresh clones into an emptied directory.
+func (c *Clone) fresh(ctx context.Context, opt Options) error {
+	if err := os.RemoveAll(c.Dir); err != nil {
+		return fmt.Errorf("clone: remove %s: %w", c.Dir, err)
+	}
+	if err := os.MkdirAll(c.treesDir(), 0o700); err != nil {
+		return fmt.Errorf("clone: make %s: %w", c.treesDir(), err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, cloneTimeout)
+	defer cancel()
+	repo, err := git.PlainCloneContext(cctx, c.repoDir(), true, &git.CloneOptions{
+		URL:           opt.URL,
+		Auth:          c.auth,
+		ReferenceName: plumbing.NewBranchReferenceName(opt.Branch),
+		SingleBranch:  true,
+		Tags:          git.NoTags,
+	})
+	if err != nil {
+		return fmt.Errorf("clone: clone %s: %w", opt.URL, err)
+	}
+	c.repo = repo
+	if err := c.configure(opt); err != nil {
+		return err
+	}
+	return c.fetch(ctx, c.baseSpec())
+}
+
+// configure points origin at opt.URL (the clone may be a killed pool's, made
+// before a change of forge URL) and sets the commit identity.
+func (c *Clone) configure(opt Options) error {
 	cfg, err := c.repo.Config()
 	if err != nil {
 		return fmt.Errorf("clone: read config: %w", err)
 	}
-	cfg.User.Name, cfg.User.Email = name, email
+	origin, ok := cfg.Remotes["origin"]
+	if !ok {
+		return errors.New("clone: no remote origin")
+	}
+	origin.URLs = []string{opt.URL}
+	cfg.User.Name, cfg.User.Email = opt.GitName, opt.GitEmail
 	if err := c.repo.SetConfig(cfg); err != nil {
-		return fmt.Errorf("clone: set identity: %w", err)
+		return fmt.Errorf("clone: write config: %w", err)
 	}
 	return nil
 }
 
-// Refresh fetches and hard-resets the work tree to the remote default branch.
-func (c *Clone) Refresh(ctx context.Context) error {
-	remoteRef := plumbing.NewRemoteReferenceName("origin", c.branch)
-	spec := gitconfig.RefSpec(fmt.Sprintf("+refs/heads/%s:%s", c.branch, remoteRef))
-	err := c.repo.FetchContext(ctx, &git.FetchOptions{Auth: c.auth, RefSpecs: []gitconfig.RefSpec{spec}, Force: true})
+func (c *Clone) baseSpec() gitconfig.RefSpec {
+	return gitconfig.RefSpec(fmt.Sprintf("+refs/heads/%s:refs/remotes/origin/%s", c.branch, c.branch))
+}
+
+// prSpec fetches a PR's head, which Forgejo and Gitea publish as
+// refs/pull/<N>/head.
+func prSpec(pr int) gitconfig.RefSpec {
+	return gitconfig.RefSpec(fmt.Sprintf("+refs/pull/%d/head:refs/remotes/origin/pr/%d", pr, pr))
+}
+
+// fetch fetches the refspecs with the token. Callers hold mu, or own c alone.
+func (c *Clone) fetch(ctx context.Context, specs ...gitconfig.RefSpec) error {
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	err := c.repo.FetchContext(ctx, &git.FetchOptions{RemoteURL: c.url, Auth: c.auth, RefSpecs: specs, Force: true, Tags: git.NoTags})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return fmt.Errorf("clone: fetch: %w", err)
-	}
-	ref, err := c.repo.Reference(remoteRef, true)
-	if err != nil {
-		return fmt.Errorf("clone: resolve %s: %w", remoteRef, err)
-	}
-	wt, err := c.repo.Worktree()
-	if err != nil {
-		return fmt.Errorf("clone: worktree: %w", err)
-	}
-	if err := wt.Reset(&git.ResetOptions{Commit: ref.Hash(), Mode: git.HardReset}); err != nil {
-		return fmt.Errorf("clone: reset to %s: %w", ref.Hash(), err)
+		return fmt.Errorf("clone: fetch %s: %w", specs, err)
 	}
 	return nil
 }
 
-// Head is the commit the work tree is at.
-func (c *Clone) Head() (string, error) {
-	ref, err := c.repo.Head()
-	if err != nil {
-		return "", fmt.Errorf("clone: head: %w", err)
+var shaRE = regexp.MustCompile(`^[0-9a-f]{7,64}$`)
+
+// AddTree fetches the default branch and PR pr's head, and adds a work tree
+// detached at head in a new directory under the clone, which it returns.
+// It fails if head is not the commit the forge has for the PR (it moved).
+func (c *Clone) AddTree(ctx context.Context, pr int, head string) (string, error) {
+	if !shaRE.MatchString(head) {
+		return "", fmt.Errorf("clone: add work tree for #%d: %q is not a commit id", pr, head)
 	}
-	return ref.Hash().String(), nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.fetch(ctx, c.baseSpec(), prSpec(pr)); err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(c.treesDir(), fmt.Sprintf("pr-%d-%s-", pr, head[:min(12, len(head))]))
+	if err != nil {
+		return "", fmt.Errorf("clone: add work tree for #%d: %w", pr, err)
+	}
+	if err := c.git(ctx, "worktree", "add", "--detach", dir, head); err != nil {
+		c.removeTree(ctx, dir)
+		return "", fmt.Errorf("clone: add work tree for #%d at %s: %w", pr, head, err)
+	}
+	return dir, nil
 }
 
-// Remove deletes the clone. It is safe to call more than once.
+// RemoveTree removes a work tree AddTree made. A directory that is not one
+// of the clone's work trees is left alone.
+func (c *Clone) RemoveTree(ctx context.Context, dir string) error {
+	if !c.Owns(dir) {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.removeTree(ctx, dir)
+}
+
+// Owns reports whether dir is one of the clone's work trees: a directory
+// directly under its trees directory.
+func (c *Clone) Owns(dir string) bool {
+	return dir != "" && filepath.Dir(filepath.Clean(dir)) == c.treesDir()
+}
+
+// removeTree asks git to remove the work tree; if git cannot (it was half
+// made, or its admin files are gone), it deletes the directory and prunes
+// git's record of it. Callers hold mu.
+func (c *Clone) removeTree(ctx context.Context, dir string) error {
+	if c.git(ctx, "worktree", "remove", "--force", "--force", dir) == nil {
+		return nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("clone: remove work tree %s: %w", dir, err)
+	}
+	return c.git(ctx, "worktree", "prune")
+}
+
+// PruneTrees removes every work tree but those in keep: after a relaunch,
+// the trees of sessions the killed pool left that were not adopted.
+func (c *Clone) PruneTrees(ctx context.Context, keep []string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	entries, err := os.ReadDir(c.treesDir())
+	if err != nil {
+		return fmt.Errorf("clone: list work trees: %w", err)
+	}
+	kept := map[string]bool{}
+	for _, k := range keep {
+		kept[filepath.Clean(k)] = true
+	}
+	var errs []error
+	for _, e := range entries {
+		if dir := filepath.Join(c.treesDir(), e.Name()); !kept[dir] {
+			errs = append(errs, c.removeTree(ctx, dir))
+		}
+	}
+	errs = append(errs, c.git(ctx, "worktree", "prune"))
+	return errors.Join(errs...)
+}
+
+// git runs the git CLI in the bare repository with the tree deadline. It
+// never carries the token: work tree operations are local.
+func (c *Clone) git(ctx context.Context, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, treeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", c.repoDir()}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		msg := strings.TrimSpace(string(out))
+		if len(msg) > 500 {
+			msg = msg[:500] + "..."
+		}
+		return fmt.Errorf("git %s: %w: %s", strings.Join(args[:min(2, len(args))], " "), err, msg)
+	}
+	return nil
+}
+
+// Remove deletes the clone and its work trees. It is safe to call more than
+// once.
 func (c *Clone) Remove() error {
 	if c == nil || c.Dir == "" {
 		return nil
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	err := os.RemoveAll(c.Dir)
 	c.Dir = ""
 	return err

@@ -35,7 +35,6 @@ type candidate struct {
 // hands PRs that need a session to free slots.
 func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 	var res cycleResult
-	p.refreshClone(ctx)
 	prs, err := p.listPRs(ctx)
 	if err != nil {
 		return res, err
@@ -253,16 +252,4 @@ func (p *Pool) logDecision(n int, t lifecycle.Track, act lifecycle.Action) {
 		}
 	}
 	p.log.Log(context.Background(), level, "decision", "pr", n, "action", act.Kind, "state", t.State, "reason", act.Reason)
-}
-
-// refreshClone fetches and resets the clone at most once per poll interval,
-// so cycles run to refill a slot do not wait for git.
-func (p *Pool) refreshClone(ctx context.Context) {
-	if p.clone == nil || p.now().Sub(p.refreshed) < p.cfg.PollInterval {
-		return
-	}
-	p.refreshed = p.now()
-	if err := p.clone.Refresh(ctx); err != nil {
-		p.log.Warn("refreshing the clone failed", "err", err)
-	}
 }

@@ -26,16 +26,20 @@ type Forge interface {
 	CancelAutoMerge(ctx context.Context, owner, repo string, n int) error
 }
 
-// Agent is what the pool asks of the agent server.
+// Agent is what the pool asks of the agent server. dir is the directory a
+// session works in; the server answers statuses, permission asks and its
+// agents per directory.
 type Agent interface {
-	CreateSession(ctx context.Context, title string) (agent.Session, error)
+	Agents(ctx context.Context, dir string) ([]string, error)
+	CreateSession(ctx context.Context, title, dir string) (agent.Session, error)
 	PromptAsync(ctx context.Context, sessionID, agentName, text string) error
-	Statuses(ctx context.Context) (map[string]agent.Status, error)
+	Statuses(ctx context.Context, dir string) (map[string]agent.Status, error)
 	Messages(ctx context.Context, sessionID string) ([]agent.Message, error)
 	Sessions(ctx context.Context) ([]agent.Session, error)
 	Delete(ctx context.Context, sessionID string) error
 	Abort(ctx context.Context, sessionID string) error
-	Permissions(ctx context.Context) ([]agent.Permission, error)
+	Permissions(ctx context.Context, dir string) ([]agent.Permission, error)
+	Dispose(ctx context.Context, dir string) error
 }
 
 // Digester reads a PR's actionable items, as `pool tick` does.
@@ -43,7 +47,11 @@ type Digester interface {
 	Digest(ctx context.Context, n int) (report.Digest, error)
 }
 
-// Refresher keeps a working copy current. The clone implements it.
-type Refresher interface {
-	Refresh(ctx context.Context) error
+// Trees makes a work tree of the pool's clone for each session. The clone
+// implements it.
+type Trees interface {
+	AddTree(ctx context.Context, pr int, head string) (dir string, err error)
+	Owns(dir string) bool
+	RemoveTree(ctx context.Context, dir string) error
+	PruneTrees(ctx context.Context, keep []string) error
 }

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,10 @@ type fakeForge struct {
 	peakInAir   int
 	now         func() time.Time
 	calls       map[string]int // requests by kind, for cost tests
+	// commentDelay makes PostComment take this long, unless its context
+	// ends first; started, if set, hears when one begins.
+	commentDelay time.Duration
+	started      chan string
 }
 
 func newFakeForge(prs ...int) *fakeForge {
@@ -147,7 +152,15 @@ func (f *fakeForge) Comments(_ context.Context, _, _ string, n int) ([]forgejo.C
 	return append([]forgejo.Comment(nil), f.comments[n]...), f.fail("comments")
 }
 
-func (f *fakeForge) PostComment(_ context.Context, _, _ string, n int, body string) (forgejo.Comment, error) {
+func (f *fakeForge) PostComment(ctx context.Context, _, _ string, n int, body string) (forgejo.Comment, error) {
+	if f.started != nil {
+		f.started <- firstLine(body)
+	}
+	select {
+	case <-time.After(f.commentDelay):
+	case <-ctx.Done():
+		return forgejo.Comment{}, ctx.Err()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.fail("comment"); err != nil {
@@ -282,35 +295,63 @@ type fakeAgent struct {
 	behave       func(pr int) (time.Duration, func(), string)
 	active, peak int
 	prompts      []string
-	events       chan agent.Event // nil until Events is called
+	events       chan agent.Event // nil until Events is called, and after it closed
 	asks         []agent.Permission
 	aborted      []string
+	agents       []string // the agents it knows
+	disposed     []string // directories whose instance was disposed
+	// down makes the named calls ("create", "prompt", "delete", "sessions")
+	// fail as an unreachable server's do, while it holds. "create" still
+	// makes the session, as a server that dies before it answers.
+	down map[string]bool
 }
 
 type fakeSession struct {
-	id, title string
-	busy      bool
-	reply     string
-	done      bool
-	prompted  bool
+	id, title, dir string
+	busy           bool
+	reply          string
+	done           bool
+	prompted       bool
 }
+
+var errDown = &agent.Error{Op: "fake", Retryable: true, Err: fmt.Errorf("connection refused")}
 
 func newFakeAgent(behave func(pr int) (time.Duration, func(), string)) *fakeAgent {
-	return &fakeAgent{sessions: map[string]*fakeSession{}, behave: behave}
+	return &fakeAgent{sessions: map[string]*fakeSession{}, behave: behave,
+		agents: []string{"build", "plan", "ca-pr-self-reviewer"}, down: map[string]bool{}}
 }
 
-func (a *fakeAgent) CreateSession(_ context.Context, title string) (agent.Session, error) {
+// setDown makes op fail, or work again.
+func (a *fakeAgent) setDown(op string, down bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.down[op] = down
+}
+
+func (a *fakeAgent) Agents(context.Context, string) ([]string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.agents...), nil
+}
+
+func (a *fakeAgent) CreateSession(_ context.Context, title, dir string) (agent.Session, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.next++
-	s := &fakeSession{id: fmt.Sprintf("ses_%d", a.next), title: title}
+	s := &fakeSession{id: fmt.Sprintf("ses_%d", a.next), title: title, dir: dir}
 	a.sessions[s.id] = s
-	return agent.Session{ID: s.id, Title: title}, nil
+	if a.down["create"] {
+		return agent.Session{}, errDown
+	}
+	return agent.Session{ID: s.id, Title: title, Directory: dir}, nil
 }
 
 func (a *fakeAgent) PromptAsync(_ context.Context, id, _, text string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.down["prompt"] {
+		return errDown
+	}
 	s := a.sessions[id]
 	pr, _ := titlePR(s.title)
 	d, effect, reply := a.behave(pr)
@@ -336,20 +377,29 @@ func (a *fakeAgent) PromptAsync(_ context.Context, id, _, text string) error {
 	return nil
 }
 
-// Events streams session.idle events, as the real server's /event does.
+// Events streams session.idle events, as the real server's /event does,
+// until ctx ends; then it closes the channel.
 func (a *fakeAgent) Events(ctx context.Context) <-chan agent.Event {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.events = make(chan agent.Event, 64)
-	return a.events
+	events := make(chan agent.Event, 64)
+	a.events = events
+	context.AfterFunc(ctx, func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.events = nil
+		close(events)
+	})
+	return events
 }
 
-func (a *fakeAgent) Statuses(context.Context) (map[string]agent.Status, error) {
+// Statuses answers for the sessions working in dir, as the real server does.
+func (a *fakeAgent) Statuses(_ context.Context, dir string) (map[string]agent.Status, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := map[string]agent.Status{}
 	for id, s := range a.sessions {
-		if s.busy {
+		if s.busy && s.dir == dir {
 			out[id] = agent.Status{Type: "busy"}
 		}
 	}
@@ -377,9 +427,12 @@ func (a *fakeAgent) Messages(_ context.Context, id string) ([]agent.Message, err
 func (a *fakeAgent) Sessions(context.Context) ([]agent.Session, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.down["sessions"] {
+		return nil, errDown
+	}
 	var out []agent.Session
 	for _, s := range a.sessions {
-		out = append(out, agent.Session{ID: s.id, Title: s.title})
+		out = append(out, agent.Session{ID: s.id, Title: s.title, Directory: s.dir})
 	}
 	return out, nil
 }
@@ -387,7 +440,21 @@ func (a *fakeAgent) Sessions(context.Context) ([]agent.Session, error) {
 func (a *fakeAgent) Delete(_ context.Context, id string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.down["delete"] {
+		return errDown
+	}
+	if s, ok := a.sessions[id]; ok && s.busy {
+		s.busy = false
+		a.active--
+	}
 	delete(a.sessions, id)
+	return nil
+}
+
+func (a *fakeAgent) Dispose(_ context.Context, dir string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.disposed = append(a.disposed, dir)
 	return nil
 }
 
@@ -402,10 +469,72 @@ func (a *fakeAgent) Abort(_ context.Context, id string) error {
 	return nil
 }
 
-func (a *fakeAgent) Permissions(context.Context) ([]agent.Permission, error) {
+// Permissions answers for the sessions working in dir, as the real server
+// does.
+func (a *fakeAgent) Permissions(_ context.Context, dir string) ([]agent.Permission, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]agent.Permission(nil), a.asks...), nil
+	var out []agent.Permission
+	for _, pm := range a.asks {
+		if s, ok := a.sessions[pm.SessionID]; ok && s.dir == dir {
+			out = append(out, pm)
+		}
+	}
+	return out, nil
+}
+
+// fakeTrees hands out work tree directories under /trees and records what
+// happens to them as plain strings.
+type fakeTrees struct {
+	mu      sync.Mutex
+	next    int
+	live    map[string]bool
+	effects []string
+}
+
+func newFakeTrees() *fakeTrees { return &fakeTrees{live: map[string]bool{}} }
+
+func (t *fakeTrees) AddTree(_ context.Context, pr int, head string) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.next++
+	dir := fmt.Sprintf("/trees/pr-%d-%s-%d", pr, head, t.next)
+	t.live[dir] = true
+	t.effects = append(t.effects, "add "+dir)
+	return dir, nil
+}
+
+func (t *fakeTrees) Owns(dir string) bool { return strings.HasPrefix(dir, "/trees/") }
+
+func (t *fakeTrees) RemoveTree(_ context.Context, dir string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.live, dir)
+	t.effects = append(t.effects, "remove "+dir)
+	return nil
+}
+
+func (t *fakeTrees) PruneTrees(_ context.Context, keep []string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for dir := range t.live {
+		if !slices.Contains(keep, dir) {
+			delete(t.live, dir)
+		}
+	}
+	t.effects = append(t.effects, fmt.Sprintf("prune keeping %v", keep))
+	return nil
+}
+
+func (t *fakeTrees) left() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for dir := range t.live {
+		out = append(out, dir)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (a *fakeAgent) count() (sessions, prompts, peak int) {

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,7 +27,13 @@ import (
 type Deps struct {
 	Forge Forge
 	Agent Agent
-	Clone Refresher // may be nil
+	// Trees gives each session a work tree; nil: sessions work in the agent
+	// server's own directory.
+	Trees Trees
+	// WorkDir is where the clone and its work trees live, or their parent;
+	// New asks the agent server for its agents there ("" for the server's
+	// own directory), since the server loads its config per directory.
+	WorkDir string
 	// Digests feeds open review items into re-review and fixer prompts; may be nil.
 	Digests Digester
 	Store   *Store // may be nil: memory only
@@ -40,7 +47,7 @@ type Pool struct {
 	cfg     configs.Config
 	forge   Forge
 	agent   Agent
-	clone   Refresher
+	trees   Trees
 	digests Digester
 	store   *Store
 	log     *slog.Logger
@@ -62,26 +69,28 @@ type Pool struct {
 	protectionRead time.Time
 	rules          int
 
-	index     index         // owned by the discovery loop goroutine
-	refreshed time.Time     // last clone refresh; owned by the discovery loop goroutine
-	freed     chan struct{} // a slot was released; buffered 1
-	wakeups   chan struct{} // a webhook said something changed; buffered 1
-	workers   sync.WaitGroup
-	queue     *mergeQueue
+	index   index         // owned by the discovery loop goroutine
+	freed   chan struct{} // a slot was released; buffered 1
+	wakeups chan struct{} // a webhook said something changed; buffered 1
+	workers sync.WaitGroup
+	queue   *mergeQueue
 
-	mu       sync.Mutex // guards tracks, busy, sessions, stats, protection
+	mu       sync.Mutex // guards tracks, busy, sessions, orphans, left, stats, protection
 	tracks   map[int]lifecycle.Track
 	busy     map[int]bool     // PRs held by a slot (claiming, reviewing or collecting)
 	sessions map[int]*session // running sessions by PR
+	orphans  map[orphan]bool  // sessions to delete once the agent server answers
+	left     int              // sessions left running for the next start
 	stats    Stats
 }
 
-// New prepares a pool: it checks the token, reads the default branch, loads
-// state and the instance identity. It starts nothing.
+// New prepares a pool: it checks the token, reads the default branch, checks
+// the agent server knows the agent, loads state and the instance identity.
+// It starts nothing.
 func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
-	p := &Pool{cfg: cfg, forge: d.Forge, agent: d.Agent, clone: d.Clone, digests: d.Digests, store: d.Store, log: d.Log, now: d.Now,
-		freed: make(chan struct{}, 1), wakeups: make(chan struct{}, 1), busy: map[int]bool{}, sessions: map[int]*session{}, tracks: map[int]lifecycle.Track{},
-		queue: newMergeQueue(cfg.PollInterval)}
+	p := &Pool{cfg: cfg, forge: d.Forge, agent: d.Agent, trees: d.Trees, digests: d.Digests, store: d.Store, log: d.Log, now: d.Now,
+		freed: make(chan struct{}, 1), wakeups: make(chan struct{}, 1), busy: map[int]bool{}, sessions: map[int]*session{},
+		orphans: map[orphan]bool{}, tracks: map[int]lifecycle.Track{}, queue: newMergeQueue(cfg.PollInterval)}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -106,6 +115,9 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 		return nil, fmt.Errorf("pool: read the protection of %s: %w", p.base, err)
 	}
 	p.protectionRead = p.now()
+	if err := p.checkAgent(ctx, d.WorkDir); err != nil {
+		return nil, err
+	}
 	if err := p.loadState(); err != nil {
 		return nil, err
 	}
@@ -118,6 +130,20 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	}
 	p.log = p.log.With("instance", p.instance)
 	return p, nil
+}
+
+// checkAgent fails when the agent server does not know the configured
+// agent: it would accept every prompt for it and never run one.
+func (p *Pool) checkAgent(ctx context.Context, dir string) error {
+	names, err := p.agent.Agents(ctx, dir)
+	if err != nil {
+		return fmt.Errorf("pool: list the agent server's agents: %w", err)
+	}
+	if slices.Contains(names, p.cfg.AgentName) {
+		return nil
+	}
+	return &configs.Error{Key: "agent.name", Reason: fmt.Sprintf("the agent server has no agent %q; its agents: %s",
+		p.cfg.AgentName, strings.Join(names, ", "))}
 }
 
 func (p *Pool) loadState() error {
@@ -137,14 +163,18 @@ func (p *Pool) loadState() error {
 	return err
 }
 
-// Run supervises until ctx ends, the idle limit is reached, or (with Once)
-// one cycle's work is done. It returns the exit report. Cancelling ctx starts
-// the two-phase shutdown: no new claims or sessions; running sessions are
-// left for the next start to adopt (or aborted with AbortOnExit); in-flight
-// forge calls get ShutdownTimeout to finish.
-func (p *Pool) Run(ctx context.Context) (Report, error) {
+// Run supervises until ctx ends, the idle limit is reached, (with Once) one
+// cycle's work is done, or a fatal error. It returns the exit report. Every
+// way out is the same two-phase shutdown: no new claims or sessions; running
+// sessions are left for the next start to adopt (or aborted with
+// AbortOnExit); in-flight forge calls get ShutdownTimeout to finish; sessions
+// the agent server did not let it delete are tried once more. Every
+// goroutine Run started has ended when it returns.
+func (p *Pool) Run(parent context.Context) (Report, error) {
 	p.log.Info("pool starting", "repo", p.cfg.Repo(), "workers", p.cfg.Workers, "base", p.base, "account", p.me)
 	p.logProtection()
+	ctx, stop := context.WithCancel(parent)
+	defer stop()
 	work, stopWork := p.workContext(ctx)
 	defer stopWork()
 	if err := p.adopt(ctx, work); err != nil {
@@ -159,8 +189,11 @@ func (p *Pool) Run(ctx context.Context) (Report, error) {
 	err := p.loop(ctx, work)
 
 	stopQueue() // no merge starts after the loop has ended
+	stop()
 	p.shutdown(work)
+	p.sweep(work)
 	stopWork()
+	p.workers.Wait() // quick: everything they wait on has been cancelled
 	<-watchDone
 	<-queueDone
 	return p.report(), err
@@ -177,14 +210,17 @@ func (p *Pool) workContext(ctx context.Context) (context.Context, context.Cancel
 	return work, func() { stop(); cancel() }
 }
 
-// shutdown waits for the slots, bounded by ShutdownTimeout.
+// shutdown waits for the slots, bounded by ShutdownTimeout; then work is
+// cancelled.
 func (p *Pool) shutdown(work context.Context) {
 	done := make(chan struct{})
 	go func() { p.workers.Wait(); close(done) }()
+	t := time.NewTimer(p.cfg.ShutdownTimeout)
+	defer t.Stop()
 	select {
 	case <-done:
-	case <-time.After(p.cfg.ShutdownTimeout):
-		p.log.Warn("shutdown timeout: leaving slots behind")
+	case <-t.C:
+		p.log.Warn("shutdown timeout: cancelling the slots' work in progress")
 	case <-work.Done():
 	}
 }

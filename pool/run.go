@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"pool/agent"
@@ -24,8 +26,10 @@ import (
 const keepWarnings = 20
 
 // Run wires the real forge, agent server, state store and clone, supervises
-// until ctx ends or the pool goes idle, and cleans up on every way out. The
-// clone is removed and the store closed before it returns.
+// until ctx ends or the pool goes idle, and cleans up on every way out: the
+// webhook receiver and the ops listener have stopped, the store is closed,
+// and the clone is removed, unless sessions were left running in its work
+// trees for the next start to adopt.
 func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, error) {
 	warnings := ops.NewWarnings(keepWarnings)
 	log = slog.New(warnings.Wrap(log.Handler()))
@@ -42,24 +46,22 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, err
 	defer store.Close()
 	ac := agent.New(cfg.AgentURL, cfg.AgentPassword, &http.Client{Timeout: 60 * time.Second, Transport: m.AgentTransport(nil)})
 	d := Deps{Forge: fc, Agent: ac, Store: store, Log: log, Metrics: m,
-		Digests: tickDigester{c: fc, cfg: cfg}}
+		Digests: tickDigester{c: fc, cfg: cfg}, WorkDir: store.Dir()}
 	if p, err = New(ctx, cfg, d); err != nil {
 		return Report{}, err
 	}
-	cl, err := clone.New(ctx, clone.Options{URL: fmt.Sprintf("%s/%s/%s.git", cfg.ForgejoURL, cfg.Owner, cfg.Name),
+	cl, err := clone.Open(ctx, clone.Options{Dir: filepath.Join(store.Dir(), "clone"),
+		URL:   fmt.Sprintf("%s/%s/%s.git", cfg.ForgejoURL, cfg.Owner, cfg.Name),
 		Token: cfg.Token, Branch: p.base, GitName: cfg.GitName, GitEmail: cfg.GitEmail})
 	if err != nil {
 		return Report{}, fmt.Errorf("pool: %w", err)
 	}
-	defer func() {
-		if err := cl.Remove(); err != nil {
-			log.Error("removing the clone failed", "dir", cl.Dir, "err", err)
-		}
-	}()
-	log.Info("clone ready", "dir", cl.Dir)
-	p.clone = cl
+	log.Info("clone ready", "dir", cl.Dir, "reused", cl.Reused)
+	p.trees = cl
+	servers, stopServers := context.WithCancel(ctx)
+	var wg sync.WaitGroup
 	if cfg.Listen != "" {
-		go serveWebhooks(ctx, cfg, p, m, log)
+		wg.Go(func() { serveWebhooks(servers, cfg, p, m, log) })
 	}
 	status := func() ops.Status {
 		st := p.Status()
@@ -69,18 +71,28 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, err
 	if cfg.OpsListen != "" {
 		checks := []ops.Check{
 			{Name: "forge", Probe: func(ctx context.Context) error { _, err := fc.Me(ctx); return err }},
-			{Name: "agent", Probe: func(ctx context.Context) error { _, err := ac.Statuses(ctx); return err }},
+			{Name: "agent", Probe: func(ctx context.Context) error { _, err := ac.Statuses(ctx, ""); return err }},
 			{Name: "store", Probe: func(context.Context) error { return store.Check() }},
 			{Name: "events", Probe: func(context.Context) error { return streamConnected(m) }},
 			ops.CycleFresh(status, 3*cfg.PollInterval),
 		}
-		go serveOps(ctx, cfg, &ops.Server{Status: status, Metrics: m.Handler(), Checks: checks}, log)
+		wg.Go(func() { serveOps(servers, cfg, &ops.Server{Status: status, Metrics: m.Handler(), Checks: checks}, log) })
 	}
+	var rep Report
 	if cfg.StatusContext == "" || cfg.DryRun {
-		return p.Run(ctx)
+		rep, err = p.Run(ctx)
+	} else {
+		rep, err = runPublishing(ctx, cfg, p, &commitstatus.Publisher{Forge: fc, Owner: cfg.Owner, Repo: cfg.Name,
+			Context: cfg.StatusContext, PageURL: cfg.OpsURL, Required: p.OwnStatusRequired, Log: log.With("component", "commitstatus")})
 	}
-	return runPublishing(ctx, cfg, p, &commitstatus.Publisher{Forge: fc, Owner: cfg.Owner, Repo: cfg.Name,
-		Context: cfg.StatusContext, PageURL: cfg.OpsURL, Required: p.OwnStatusRequired, Log: log.With("component", "commitstatus")})
+	stopServers()
+	wg.Wait()
+	if left := p.leftRunning(); left > 0 {
+		log.Info("keeping the clone: sessions left running work in it", "sessions", left, "dir", cl.Dir)
+	} else if rerr := cl.Remove(); rerr != nil {
+		log.Error("removing the clone failed", "dir", cl.Dir, "err", rerr)
+	}
+	return rep, err
 }
 
 // runPublishing runs the pool with its commit statuses kept up to date, and

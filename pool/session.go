@@ -18,6 +18,7 @@ import (
 // after done is closed.
 type session struct {
 	id       string
+	dir      string // the work tree it works in; "" for the server's own directory
 	pr       int
 	kind     lifecycle.Kind
 	started  time.Time
@@ -114,10 +115,12 @@ func (p *Pool) deleteLosers(ctx context.Context, v claims.View) error {
 	return nil
 }
 
-// dispatch starts a session and registers it with the watcher.
+// dispatch starts a session in a new work tree at the PR's head and
+// registers it with the watcher. A session it made but could not prompt is
+// deleted, now or, if the agent server does not answer, later.
 func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind) (*session, error) {
 	in := promptInput{PR: pr.Number, Repo: p.cfg.Repo(), Head: pr.HeadSHA, Spec: p.spec, Tag: report.NewTag(),
-		Reviewed: p.track(pr.Number).ReviewedSHA != "", Fix: kind == lifecycle.Fix,
+		Reviewed: p.track(pr.Number).ReviewedSHA != "", Fix: kind == lifecycle.Fix, Base: p.base,
 		Data: report.Data{Target: fmt.Sprintf("%s#%d", p.cfg.Repo(), pr.Number)}}
 	if in.Fix {
 		history, err := p.forge.StatusHistory(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
@@ -131,17 +134,22 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind)
 		in.Answer = items.AnswerInstructions()
 		in.Data.Items, in.Data.Errors = items.Items, items.Errors
 	}
-	created, err := p.agent.CreateSession(ctx, sessionTitle(pr.Number))
+	var err error
+	if in.Dir, err = p.addTree(ctx, pr); err != nil {
+		return nil, err
+	}
+	created, err := p.agent.CreateSession(ctx, sessionTitle(pr.Number), in.Dir)
 	if err != nil {
+		// The server may have made it and lost the answer: delete whatever
+		// works in this directory.
+		p.release(ctx, orphan{dir: in.Dir})
 		return nil, err
 	}
 	if err := p.agent.PromptAsync(ctx, created.ID, p.cfg.AgentName, prompt(in)); err != nil {
-		if derr := p.agent.Delete(ctx, created.ID); derr != nil {
-			p.log.Warn("deleting a session that could not be prompted failed", "session", created.ID, "err", derr)
-		}
+		p.release(ctx, orphan{id: created.ID, dir: in.Dir})
 		return nil, err
 	}
-	s := p.register(created.ID, pr.Number, kind)
+	s := p.register(created.ID, pr.Number, kind, in.Dir)
 	s.items = items
 	p.metrics.SessionStarted(string(kind))
 	p.book.signal()
@@ -155,8 +163,16 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind)
 	return s, nil
 }
 
-func (p *Pool) register(id string, n int, kind lifecycle.Kind) *session {
-	s := &session{id: id, pr: n, kind: kind, started: p.now(), done: make(chan struct{})}
+// addTree makes the session's work tree, or returns "" without trees.
+func (p *Pool) addTree(ctx context.Context, pr forgejo.PR) (string, error) {
+	if p.trees == nil {
+		return "", nil
+	}
+	return p.trees.AddTree(ctx, pr.Number, pr.HeadSHA)
+}
+
+func (p *Pool) register(id string, n int, kind lifecycle.Kind, dir string) *session {
+	s := &session{id: id, dir: dir, pr: n, kind: kind, started: p.now(), done: make(chan struct{})}
 	p.mu.Lock()
 	p.sessions[n] = s
 	p.mu.Unlock()
@@ -164,7 +180,8 @@ func (p *Pool) register(id string, n int, kind lifecycle.Kind) *session {
 }
 
 // follow waits for a session to end, then collects it. At shutdown it leaves
-// the session running for the next start to adopt, or aborts it.
+// the session running, in its work tree, for the next start to adopt, or
+// aborts it.
 func (p *Pool) follow(ctx, work context.Context, s *session) {
 	select {
 	case <-s.done:
@@ -173,8 +190,20 @@ func (p *Pool) follow(ctx, work context.Context, s *session) {
 		p.unregister(s)
 		if p.cfg.AbortOnExit {
 			p.abandon(work, s)
+			return
 		}
+		p.mu.Lock()
+		p.left++
+		p.mu.Unlock()
 	}
+}
+
+// leftRunning counts the sessions left running at exit; their work trees
+// must stay.
+func (p *Pool) leftRunning() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.left
 }
 
 func (p *Pool) unregister(s *session) {
@@ -189,19 +218,16 @@ func (p *Pool) abandon(ctx context.Context, s *session) {
 	if err := p.agent.Abort(ctx, s.id); err != nil && !errors.Is(err, agent.ErrNotFound) {
 		p.log.Warn("aborting a session failed", "session", s.id, "err", err)
 	}
-	if err := p.agent.Delete(ctx, s.id); err != nil {
-		p.log.Warn("deleting a session failed", "session", s.id, "err", err)
-	}
+	p.release(ctx, orphan{id: s.id, dir: s.dir})
 }
 
-// collect reads a finished session's result, deletes the session, and lets
-// the forge decide what happens next. The result is a hint.
+// collect reads a finished session's result, deletes the session and its
+// work tree, and lets the forge decide what happens next. The result is a
+// hint.
 func (p *Pool) collect(ctx context.Context, s *session) {
 	defer p.unregister(s)
 	res, text := p.result(ctx, s)
-	if err := p.agent.Delete(ctx, s.id); err != nil {
-		p.log.Warn("deleting a finished session failed", "session", s.id, "err", err)
-	}
+	p.release(ctx, orphan{id: s.id, dir: s.dir})
 	p.count(s.pr, &p.stats.reviewed)
 	p.metrics.SessionFinished(s.outcome)
 	log := p.log.With("pr", s.pr, "session", s.id)
@@ -291,6 +317,8 @@ func (p *Pool) adopt(ctx, work context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list agent sessions: %w", err)
 	}
+	var keep []string
+	defer func() { p.pruneTrees(ctx, keep) }()
 	for _, s := range sessions {
 		n, ok := titlePR(s.Title)
 		if !ok || p.isBusy(n) {
@@ -307,13 +335,12 @@ func (p *Pool) adopt(ctx, work context.Context) error {
 			// Killed between creating the session and prompting it: nothing
 			// runs there. Remove it; the PR is dispatched as usual.
 			p.log.Info("removing a session that was never prompted", "pr", n, "session", s.ID)
-			if err := p.agent.Delete(ctx, s.ID); err != nil {
-				p.log.Warn("deleting an unprompted session failed", "session", s.ID, "err", err)
-			}
+			p.release(ctx, orphan{id: s.ID, dir: s.Directory})
 			continue
 		}
 		p.holdSlot(n)
-		ss := p.register(s.ID, n, lifecycle.Review)
+		keep = append(keep, s.Directory)
+		ss := p.register(s.ID, n, lifecycle.Review, s.Directory)
 		p.log.Info("adopted a running session", "pr", n, "session", s.ID)
 		p.workers.Add(1)
 		go func() {

@@ -20,7 +20,8 @@ import (
 // Everything in it can be rebuilt from the forge; it exists so that a
 // relaunch keeps its identity and its retry counts.
 type Store struct {
-	db *bolt.DB
+	db  *bolt.DB
+	dir string
 }
 
 var (
@@ -52,8 +53,12 @@ func OpenStore(dir, owner, name string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("state: init %s: %w", path, err)
 	}
-	return &Store{db: db}, nil
+	return &Store{db: db, dir: repoDir}, nil
 }
+
+// Dir is the store's directory for its repository. The store's lock on it
+// makes it this pool's alone while the store is open.
+func (s *Store) Dir() string { return s.dir }
 
 func safeName(s string) string {
 	return strings.Map(func(r rune) rune {

@@ -102,6 +102,25 @@ type promptInput struct {
 	Answer   string // instructions for answering the open items (report.Digest.AnswerInstructions)
 	Data     report.Data
 	Tag      string // the data block's delimiter tag; fresh per prompt
+	Dir      string // the session's work tree at Head, made by the pool; "" without one
+	Base     string // the default branch, to diff against
+}
+
+// branchRE is a branch name that is safe to put in a prompt outside the
+// data block.
+var branchRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$`)
+
+// workTreeLines tell the session where the PR is checked out and what to
+// compare it with.
+func workTreeLines(in promptInput) string {
+	if in.Dir == "" {
+		return ""
+	}
+	lines := fmt.Sprintf("Work tree: %s (your working directory: the head commit, detached).\n", in.Dir)
+	if branchRE.MatchString(in.Base) && !strings.Contains(in.Base, "..") {
+		lines += fmt.Sprintf("Base branch: %s. See the PR's changes with: git diff origin/%s...HEAD\n", in.Base, in.Base)
+	}
+	return lines
 }
 
 var shaRE = regexp.MustCompile(`^[0-9a-f]{7,64}$`)
@@ -114,6 +133,7 @@ func prompt(in promptInput) string {
 	}
 	fmt.Fprintf(&b, "Review PR #%d. Repo: %s.\n", in.PR, in.Repo)
 	fmt.Fprintf(&b, "Head SHA: %s\n", head)
+	b.WriteString(workTreeLines(in))
 	if in.Spec != "" {
 		fmt.Fprintf(&b, "\nSpec context:\n%s\n", strings.TrimSpace(in.Spec))
 	}

@@ -3,6 +3,8 @@ package pool
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,7 +16,9 @@ import (
 // for a permission. After a gap in the stream (it has no replay) it checks
 // them all. A session is done when it has gone idle after being busy,
 // errored, disappeared, overrun the session timeout, or is stuck on a
-// permission ask.
+// permission ask. Every StatusInterval it also retries deleting the
+// sessions the agent server did not let the pool delete. It returns when
+// ctx ends and the event stream has closed.
 func (p *Pool) watch(ctx context.Context) {
 	t := time.NewTicker(p.cfg.StatusInterval)
 	defer t.Stop()
@@ -22,12 +26,20 @@ func (p *Pool) watch(ctx context.Context) {
 	if src, ok := p.agent.(eventSource); ok {
 		events = src.Events(ctx)
 	}
+	defer func() {
+		if events == nil {
+			return // none, or already closed
+		}
+		for range events { // the stream closes once it has stopped
+		}
+	}()
 	failures := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			p.sweep(ctx)
 		case ev, ok := <-events:
 			if !ok {
 				events = nil
@@ -93,16 +105,24 @@ func (p *Pool) running() []*session {
 	return out
 }
 
+// checkSessions judges every running session. The agent server answers
+// statuses and permission asks per directory: it asks once for each
+// directory a running session works in.
 func (p *Pool) checkSessions(ctx context.Context) error {
 	live := p.running()
 	if len(live) == 0 {
 		return nil
 	}
-	statuses, err := p.agent.Statuses(ctx)
-	if err != nil {
-		return err
+	statuses := map[string]agent.Status{}
+	asking := map[string]string{}
+	for _, dir := range dirs(live) {
+		st, err := p.agent.Statuses(ctx, dir)
+		if err != nil {
+			return err
+		}
+		maps.Copy(statuses, st)
+		p.permissionAsks(ctx, dir, asking)
 	}
-	asking := p.permissionAsks(ctx)
 	for _, s := range live {
 		if outcome := p.judgeSession(ctx, s, statuses, asking); outcome != "" {
 			p.finish(s, outcome)
@@ -111,18 +131,27 @@ func (p *Pool) checkSessions(ctx context.Context) error {
 	return nil
 }
 
-// permissionAsks maps session ids to a pending permission ask. A failure to
-// read them is not fatal: the session timeout still applies.
-func (p *Pool) permissionAsks(ctx context.Context) map[string]string {
-	perms, err := p.agent.Permissions(ctx)
-	if err != nil {
-		return nil
-	}
-	out := map[string]string{}
-	for _, pm := range perms {
-		out[pm.SessionID] = pm.Type + " " + strings.Join(pm.Patterns, " ")
+func dirs(sessions []*session) []string {
+	var out []string
+	for _, s := range sessions {
+		if !slices.Contains(out, s.dir) {
+			out = append(out, s.dir)
+		}
 	}
 	return out
+}
+
+// permissionAsks adds dir's pending permission asks to asking, by session
+// id. A failure to read them is not fatal: the session timeout still
+// applies.
+func (p *Pool) permissionAsks(ctx context.Context, dir string, asking map[string]string) {
+	perms, err := p.agent.Permissions(ctx, dir)
+	if err != nil {
+		return
+	}
+	for _, pm := range perms {
+		asking[pm.SessionID] = pm.Type + " " + strings.Join(pm.Patterns, " ")
+	}
 }
 
 // judgeSession returns the session's outcome, or "" while it still runs.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -121,9 +120,7 @@ func TestStaleClaimIsTakenOver(t *testing.T) {
 	if !strings.Contains(pool.stdout.String(), "Approved and merged: 1") {
 		t.Errorf("report:\n%s", pool.stdout.String())
 	}
-	if left, _ := filepath.Glob(filepath.Join(tmp, "pool-clone-*")); len(left) > 0 {
-		t.Errorf("SIGTERM left the clone: %v", left)
-	}
+	assertNoClone(t, sb, tmp)
 }
 
 const sigterm = syscall.SIGTERM

@@ -99,11 +99,23 @@ func TestSixPRsTwoWorkers(t *testing.T) {
 		}
 	}
 	assertNoSessions(t, ctx, sb)
-	if left, _ := filepath.Glob(filepath.Join(tmp, "pool-clone-*")); len(left) > 0 {
-		t.Errorf("clone left on disk: %v", left)
-	}
+	assertNoClone(t, sb, tmp)
 	if strings.Contains(stderr.String(), sb.PoolToken) {
 		t.Errorf("the token appears in the logs")
+	}
+}
+
+// cloneDir is where a pool run by poolEnv(t, sb, tmp) keeps its clone.
+func cloneDir(sb *sandbox.Sandbox, tmp string) string {
+	return filepath.Join(tmp, "state", sb.Owner+"_"+sb.Repo, "clone")
+}
+
+// assertNoClone checks the pool removed its clone and work trees.
+func assertNoClone(t *testing.T, sb *sandbox.Sandbox, tmp string) {
+	t.Helper()
+	if _, err := os.Stat(cloneDir(sb, tmp)); !os.IsNotExist(err) {
+		entries, _ := os.ReadDir(filepath.Join(cloneDir(sb, tmp), "trees"))
+		t.Errorf("clone left on disk (%v); work trees in it: %v", err, entries)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -196,8 +195,11 @@ func TestKillNineThenRelaunch(t *testing.T) {
 		t.Errorf("relaunch changed identity: first %q; report:\n%s", instanceOf(first.stderr.String()), second.stdout.String())
 	}
 	assertNoSessions(t, ctx, sb)
-	if left, _ := filepath.Glob(filepath.Join(tmp, "pool-clone-*")); len(left) > 1 {
-		t.Errorf("clones left on disk: %v (the killed pool may leave one)", left)
+	// The relaunch reused the killed pool's clone for the sessions it
+	// adopted, and removed it at exit.
+	assertNoClone(t, sb, tmp)
+	if !strings.Contains(second.stderr.String(), "reused=true") {
+		t.Errorf("the relaunch did not reuse the clone the killed pool left:\n%s", second.stderr.String())
 	}
 }
 

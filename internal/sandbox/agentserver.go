@@ -131,10 +131,17 @@ type AgentServer struct {
 	stopErr  error
 }
 
-// StartAgentServer writes opencode.json in dir, points HOME and the XDG
-// directories into dir, starts `opencode serve` there on a free loopback port
-// and waits until it answers and knows opts.AgentName. The server logs to
-// dir/opencode.log.
+// StartAgentServer writes the server's global opencode.json under dir,
+// points HOME and the XDG directories into dir, starts `opencode serve` there
+// on a free loopback port and waits until it answers and knows
+// opts.AgentName. The server logs to dir/opencode.log.
+//
+// The config is global, not the project config of the server's working
+// directory, because the pool runs each session in a work tree of its own:
+// the server then loads config for that directory, never for its own. The
+// server runs with OPENCODE_DISABLE_PROJECT_CONFIG=1, so a PR's
+// opencode.json, .opencode/ (agents, plugins) or AGENTS.md cannot configure
+// the reviewer that reviews it.
 func StartAgentServer(ctx context.Context, dir string, opts AgentOptions) (*AgentServer, error) {
 	log := opts.Log
 	if log == nil {
@@ -176,10 +183,10 @@ func prepareAgentDir(dir string, opts AgentOptions) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "opencode.json"), cfg, 0o644); err != nil {
+	if err := seedConfigDir(agentConfigDir(dir)); err != nil {
 		return err
 	}
-	return seedConfigDir(filepath.Join(agentHome(dir), ".config", "opencode"))
+	return os.WriteFile(agentConfigFile(dir), cfg, 0o644)
 }
 
 // opencodeConfig is the server's opencode.json: the scripted model as the
@@ -232,6 +239,11 @@ func seedConfigDir(dir string) error {
 
 func agentHome(dir string) string { return filepath.Join(dir, "home") }
 
+// agentConfigDir is the server's global config dir ($XDG_CONFIG_HOME/opencode).
+func agentConfigDir(dir string) string { return filepath.Join(agentHome(dir), ".config", "opencode") }
+
+func agentConfigFile(dir string) string { return filepath.Join(agentConfigDir(dir), "opencode.json") }
+
 // agentEnv is the server's environment: ours without any OPENCODE_* or XDG_*
 // setting, a private home, no update checks or downloads, then opts.Env.
 func agentEnv(dir string, opts AgentOptions) []string {
@@ -253,6 +265,7 @@ func agentEnv(dir string, opts AgentOptions) []string {
 		"OPENCODE_DISABLE_LSP_DOWNLOAD=1",
 		"OPENCODE_DISABLE_SHARE=1",
 		"OPENCODE_DISABLE_CLAUDE_CODE=1",
+		"OPENCODE_DISABLE_PROJECT_CONFIG=1",
 	)
 	if opts.Password != "" {
 		env = append(env, "OPENCODE_SERVER_PASSWORD="+opts.Password)
@@ -381,7 +394,7 @@ func (a *AgentServer) checkAgent(ctx context.Context, opts AgentOptions) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("the server does not list agent %q: is %s valid?", opts.AgentName, filepath.Join(a.Dir, "opencode.json"))
+	return fmt.Errorf("the server does not list agent %q: is %s valid?", opts.AgentName, agentConfigFile(a.Dir))
 }
 
 // get fetches path with a short deadline of its own: during startup the

@@ -36,8 +36,13 @@ type Verdict struct {
 	Report string
 }
 
-// Reviewer returns a Script for a reviewer that reviews as decide says and
-// ends with a REVIEW-RESULT line. It never merges: the pool does.
+// WhereCommand is the scripted reviewer's first command: where it runs and
+// what is checked out there.
+const WhereCommand = "pwd; git rev-parse HEAD 2>&1"
+
+// Reviewer returns a Script for a reviewer that first looks where it runs
+// (WhereCommand), then reviews as decide says, and ends with a line saying
+// where it ran and a REVIEW-RESULT line. It never merges: the pool does.
 func Reviewer(decide func(pr string) Verdict) Script {
 	return func(prompt string, outputs []string) Turn {
 		pr, repo, head, ok := PromptTarget(prompt)
@@ -45,11 +50,20 @@ func Reviewer(decide func(pr string) Verdict) Script {
 			return Turn{Text: "I cannot tell which PR to review."}
 		}
 		v := decide(pr)
-		if len(outputs) == 0 && v.Event != "" {
+		switch {
+		case len(outputs) == 0:
+			return Turn{Bash: WhereCommand}
+		case len(outputs) == 1 && v.Event != "":
 			return Turn{Bash: reviewCommand(repo, pr, head, v.Event)}
 		}
-		return Turn{Text: finalText(v)}
+		return Turn{Text: finalText(v, outputs[0])}
 	}
+}
+
+// Where reads the directory and commit from WhereCommand's output.
+func Where(output string) (dir, head string) {
+	dir, head, _ = strings.Cut(strings.TrimSpace(output), "\n")
+	return dir, strings.TrimSpace(head)
 }
 
 // Approve is the plain happy reviewer.
@@ -62,13 +76,17 @@ func reviewCommand(repo, pr, head, event string) string {
 		EnvReviewerToken, EnvForgeURL, repo, pr, payload)
 }
 
-func finalText(v Verdict) string {
+// finalText reports where the reviewer ran (from WhereCommand's output)
+// and its result.
+func finalText(v Verdict, where string) string {
 	decision := map[string]string{"APPROVED": "approved", "REQUEST_CHANGES": "changes_requested"}[v.Event]
 	if decision == "" {
 		decision = "commented"
 	}
+	dir, head := Where(where)
+	ran := fmt.Sprintf("Worked in %s at %s.", dir, head)
 	if v.Report != "" {
-		return v.Report
+		return ran + "\n" + v.Report
 	}
-	return fmt.Sprintf("Review done.\nREVIEW-RESULT: {\"decision\": %q, \"merge_status\": \"none\"}", decision)
+	return fmt.Sprintf("%s\nReview done.\nREVIEW-RESULT: {\"decision\": %q, \"merge_status\": \"none\"}", ran, decision)
 }

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"pool/internal/sandbox"
+)
+
+// whereabouts records, per PR, where the scripted reviewer's first command
+// ran and what was checked out there.
+type whereabouts struct {
+	mu    sync.Mutex
+	where map[string][2]string // PR number -> dir, HEAD
+}
+
+// watch wraps a script, recording the output of its first command.
+func (w *whereabouts) watch(script sandbox.Script) sandbox.Script {
+	return func(prompt string, outputs []string) sandbox.Turn {
+		if pr, _, _, ok := sandbox.PromptTarget(prompt); ok && len(outputs) == 1 {
+			dir, head := sandbox.Where(outputs[0])
+			w.mu.Lock()
+			w.where[pr] = [2]string{dir, head}
+			w.mu.Unlock()
+		}
+		return script(prompt, outputs)
+	}
+}
+
+// TestSessionsWorkInTheirOwnWorkTrees: each reviewer session runs in a work
+// tree of the pool's clone at its PR's head, named in its prompt; the trees
+// and the clone are gone when the pool exits.
+func TestSessionsWorkInTheirOwnWorkTrees(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	w := &whereabouts{where: map[string][2]string{}}
+	sb := startSandbox(t, ctx, 2, w.watch(sandbox.Reviewer(sandbox.Approve)))
+	heads := map[string]string{}
+	for _, n := range sb.PRs {
+		heads[itoa(n)] = getPR(t, ctx, sb, n).Head.Sha
+	}
+	tmp := t.TempDir()
+	pool := startPool(t, ctx, buildPool(t), poolEnv(t, sb, tmp), "--workers", "2")
+	pool.wait(t, ctx)
+
+	trees := filepath.Join(cloneDir(sb, tmp), "trees") + "/"
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for pr, head := range heads {
+		got, ok := w.where[pr]
+		if !ok {
+			t.Errorf("PR #%s: the reviewer never reported where it ran", pr)
+			continue
+		}
+		t.Logf("PR #%s: the session's pwd %s, HEAD %s", pr, got[0], got[1])
+		if !strings.HasPrefix(got[0], trees) || got[1] != head {
+			t.Errorf("PR #%s: session ran in %s at %s; want a work tree under %s at the PR's head %s", pr, got[0], got[1], trees, head)
+		}
+		prompted := false
+		for _, p := range sb.Model.Prompts() {
+			prompted = prompted || strings.Contains(p, "Review PR #"+pr+".") && strings.Contains(p, "Work tree: "+got[0]+" ")
+		}
+		if !prompted {
+			t.Errorf("PR #%s: no prompt names the work tree %s", pr, got[0])
+		}
+	}
+	for _, n := range sb.PRs {
+		assertMerged(t, ctx, sb, n)
+	}
+	assertNoSessions(t, ctx, sb)
+	assertNoClone(t, sb, tmp)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestUnknownAgentExitsTwo: a mistyped agent.name stops the start with exit
+// code 2, naming the key and the agents the server has; nothing is claimed.
+func TestUnknownAgentExitsTwo(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	sb := startSandbox(t, ctx, 1, nil)
+	tmp := t.TempDir()
+	pool := startPool(t, ctx, buildPool(t), poolEnv(t, sb, tmp, "POOL_AGENT_NAME=ca-pr-self-reviewr"))
+	select {
+	case <-pool.exited:
+	case <-ctx.Done():
+		t.Fatal("the pool did not exit")
+	}
+	var exit *exec.ExitError
+	if !errors.As(pool.err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("exit %v, want code 2\nstderr:\n%s", pool.err, pool.stderr.String())
+	}
+	stderr := pool.stderr.String()
+	for _, want := range []string{"agent.name", `"ca-pr-self-reviewr"`, "ca-pr-self-reviewer", "build"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	t.Logf("stderr: %s", strings.TrimSpace(stderr))
+	if cs := prComments(t, ctx, sb, sb.PRs[0]); len(cs) != 0 {
+		t.Errorf("the pool commented before failing: %+v", cs)
+	}
+	assertNoSessions(t, ctx, sb)
+}
