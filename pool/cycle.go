@@ -42,6 +42,9 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 	open := map[int]bool{}
 	var todo []candidate
 	for _, pr := range prs {
+		if ctx.Err() != nil {
+			return res, nil // shutting down: the PR being stepped has finished
+		}
 		if pr.BaseRef != p.base {
 			continue
 		}
@@ -58,7 +61,7 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 			p.tally(&res, pr.Number, act, &todo, pr)
 			continue
 		}
-		act, err := p.step(ctx, pr, "")
+		act, err := p.step(work, pr, "") // its comments and merges get the shutdown timeout
 		if err != nil {
 			if errors.Is(err, forgejo.ErrUnauthorized) {
 				return res, err
