@@ -34,7 +34,8 @@ type fakeForge struct {
 	// merge call answers 405 "try again later", until then.
 	recheck     time.Duration
 	checkedAt   time.Time
-	mergeDelay  time.Duration // how long a merge call takes
+	mergeDelay  time.Duration // how long a merge call takes, unless its context ends first
+	mergeStart  chan int      // when set, hears the PR of each merge call as it begins
 	mergeGate   chan struct{} // when set, a merge call waits until it is closed
 	mergesInAir int
 	peakInAir   int
@@ -216,18 +217,29 @@ func (f *fakeForge) Protection(context.Context, string, string, string) (forgejo
 	return f.protection, f.fail("protection")
 }
 
-func (f *fakeForge) Merge(_ context.Context, _, _ string, n int, opt forgejo.MergeOptions) (forgejo.MergeResult, error) {
+func (f *fakeForge) Merge(ctx context.Context, _, _ string, n int, opt forgejo.MergeOptions) (forgejo.MergeResult, error) {
 	f.mu.Lock()
 	f.mergesInAir++
 	f.peakInAir = max(f.peakInAir, f.mergesInAir)
 	f.mu.Unlock()
-	time.Sleep(f.mergeDelay)
+	if f.mergeStart != nil {
+		f.mergeStart <- n
+	}
+	var cut error
+	select {
+	case <-time.After(f.mergeDelay):
+	case <-ctx.Done():
+		cut = ctx.Err()
+	}
 	if f.mergeGate != nil {
 		<-f.mergeGate
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.mergesInAir--
+	if cut != nil {
+		return forgejo.MergeResult{}, cut
+	}
 	f.calls["merge"]++
 	f.record("#%d: merge at %s", n, opt.HeadSHA)
 	if res, ok := f.mergeAnswer[n]; ok {

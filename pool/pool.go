@@ -190,7 +190,7 @@ func (p *Pool) Run(parent context.Context) (Report, error) {
 
 	stopQueue() // no merge starts after the loop has ended
 	stop()
-	p.shutdown(work)
+	p.shutdown(work, queueDone)
 	p.sweep(work)
 	stopWork()
 	p.workers.Wait() // quick: everything they wait on has been cancelled
@@ -210,17 +210,17 @@ func (p *Pool) workContext(ctx context.Context) (context.Context, context.Cancel
 	return work, func() { stop(); cancel() }
 }
 
-// shutdown waits for the slots, bounded by ShutdownTimeout; then work is
-// cancelled.
-func (p *Pool) shutdown(work context.Context) {
+// shutdown waits for the slots and for the merge queue's call in flight
+// (queueDone), bounded by ShutdownTimeout; then work is cancelled.
+func (p *Pool) shutdown(work context.Context, queueDone <-chan struct{}) {
 	done := make(chan struct{})
-	go func() { p.workers.Wait(); close(done) }()
+	go func() { p.workers.Wait(); <-queueDone; close(done) }()
 	t := time.NewTimer(p.cfg.ShutdownTimeout)
 	defer t.Stop()
 	select {
 	case <-done:
 	case <-t.C:
-		p.log.Warn("shutdown timeout: cancelling the slots' work in progress")
+		p.log.Warn("shutdown timeout: cancelling the work in progress")
 	case <-work.Done():
 	}
 }

@@ -306,3 +306,43 @@ func TestWorkTreeLines(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeInFlightGetsTheShutdownTimeout: a signal while the merge queue's
+// merge call is in flight lets the call finish, and the merge be counted,
+// within ShutdownTimeout; past it the call is cut off.
+func TestMergeInFlightGetsTheShutdownTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		timeout time.Duration
+		merged  int
+	}{
+		{"finishes within the timeout", 2 * time.Second, 1},
+		{"cut off past the timeout", 20 * time.Millisecond, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeForge(1)
+			f.mergeDelay, f.mergeStart = 300*time.Millisecond, make(chan int, 1)
+			a := newFakeAgent(approver(f, time.Millisecond))
+			cfg := testConfig(1)
+			cfg.ShutdownTimeout = tt.timeout
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			p, err := New(ctx, cfg, Deps{Forge: f, Agent: a})
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				<-f.mergeStart
+				cancel()
+			}()
+			rep, err := p.Run(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Merged != tt.merged || f.prs[1].Merged != (tt.merged == 1) {
+				t.Errorf("report merged %d, forge merged %v; want %d", rep.Merged, f.prs[1].Merged, tt.merged)
+			}
+			goleak.VerifyNone(t)
+		})
+	}
+}
