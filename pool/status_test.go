@@ -76,14 +76,17 @@ func nextTexts(st ops.Status) map[int]string {
 func TestStatusShowsSlotsQueueAndMergedPRs(t *testing.T) {
 	f := newFakeForge(1, 2, 3)
 	a := newFakeAgent(approver(f, 300*time.Millisecond))
-	var busy ops.Status
+	seen := make(chan ops.Status, 1)
 	p, _ := runWithMetrics(t, f, a, 1, func(ctx context.Context, p *Pool) {
+		var st ops.Status
 		waitFor(ctx, func() bool {
-			busy = p.Status()
-			return len(busy.Slots) == 1 && busy.Slots[0].Session != "" && len(busy.PRs) == 3 &&
-				nextTexts(busy)[2] != "" && nextTexts(busy)[2] != "waiting for a review slot"
+			st = p.Status()
+			return len(st.Slots) == 1 && st.Slots[0].Session != "" && len(st.PRs) == 3 &&
+				nextTexts(st)[2] != "" && nextTexts(st)[2] != "waiting for a review slot"
 		})
+		seen <- st
 	})
+	busy := <-seen // handed over, so the race detector sees it is read after it was written
 	if busy.Workers != 1 || busy.Instance != "pool-test" || busy.Repo != "o/r" || busy.ForgeURL != "http://forge.test" {
 		t.Errorf("identity: %+v", busy)
 	}
