@@ -52,7 +52,9 @@ func TestAgentEndpoint(t *testing.T) {
 		{"POST", "/session/ses_abc/prompt_async", "session.prompt"},
 		{"POST", "/session/ses_abc/abort", "session.abort"},
 		{"DELETE", "/session/ses_abc", "session.delete"},
-		{"GET", "/event", "events"},
+		{"GET", "/global/event", "events"},
+		{"GET", "/experimental/session", "session.list"},
+		{"POST", "/instance/dispose", "instance.dispose"},
 		{"GET", "/permission", "permissions"},
 		{"GET", "/session/ses_abc/children", "other"},
 	}
@@ -202,7 +204,7 @@ func TestEventStreamIsFollowed(t *testing.T) {
 	m := New(nil)
 	hc := &http.Client{Transport: m.AgentTransport(nil)}
 	for round := 1; round <= 2; round++ {
-		resp, err := hc.Get(srv.URL + "/event")
+		resp, err := hc.Get(srv.URL + "/global/event")
 		if err != nil {
 			t.Fatal(err)
 		}

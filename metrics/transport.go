@@ -78,6 +78,7 @@ func pattern(segs []string) string {
 }
 
 var agentEndpoints = map[string]string{
+	"GET experimental/session":    "session.list", // every directory's sessions
 	"GET session":                 "session.list",
 	"POST session":                "session.create",
 	"GET session/status":          "session.status",
@@ -86,9 +87,10 @@ var agentEndpoints = map[string]string{
 	"POST session/*/abort":        "session.abort",
 	"DELETE session/*":            "session.delete",
 	"GET session/*":               "session.get",
-	"GET event":                   "events",
+	"GET global/event":            "events", // every directory's events
 	"GET permission":              "permissions",
 	"GET agent":                   "agents",
+	"POST instance/dispose":       "instance.dispose",
 }
 
 // AgentEndpoint names the class of an agent server request.
