@@ -30,7 +30,7 @@ func TestAgainstTheRealForge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(ctx, forge.URL, token, nil)
+	c, err := New(ctx, forge.URL, token, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestRejectedTokenIsPermanent(t *testing.T) {
 	forge := sandbox.ForgeForTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := New(ctx, forge.URL, "not-a-token", nil)
+	c, err := New(ctx, forge.URL, "not-a-token", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestProtectionAndOfficialReviews(t *testing.T) {
 	must(forge.CreateRepo(ctx, tokens["alice"], "demo"))
 	must(forge.AddCollaborator(ctx, tokens["alice"], "alice", "demo", "bob", "write"))
 	client := func(user string) *Client {
-		c, err := New(ctx, forge.URL, tokens[user], nil)
+		c, err := New(ctx, forge.URL, tokens[user], Options{})
 		must(err)
 		return c
 	}
