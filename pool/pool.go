@@ -18,6 +18,7 @@ import (
 
 	"pool/configs"
 	"pool/forgejo"
+	"pool/internal/guard"
 	"pool/lifecycle"
 )
 
@@ -152,8 +153,8 @@ func (p *Pool) Run(ctx context.Context) (Report, error) {
 	watchDone, queueDone := make(chan struct{}), make(chan struct{})
 	queueCtx, stopQueue := context.WithCancel(ctx)
 	defer stopQueue()
-	go func() { defer close(watchDone); p.watch(work) }()
-	go func() { defer close(queueDone); p.runQueue(queueCtx, work) }()
+	guard.Go(work, p.log, "session watch", func() { defer close(watchDone); p.watch(work) })
+	guard.Go(work, p.log, "merge queue", func() { defer close(queueDone); p.runQueue(queueCtx, work) })
 
 	err := p.loop(ctx, work)
 
@@ -179,7 +180,7 @@ func (p *Pool) workContext(ctx context.Context) (context.Context, context.Cancel
 // shutdown waits for the slots, bounded by ShutdownTimeout.
 func (p *Pool) shutdown(work context.Context) {
 	done := make(chan struct{})
-	go func() { p.workers.Wait(); close(done) }()
+	guard.Go(work, p.log, "shutdown wait", func() { p.workers.Wait(); close(done) })
 	select {
 	case <-done:
 	case <-time.After(p.cfg.ShutdownTimeout):

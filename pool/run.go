@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"time"
 
 	"pool/agent"
 	"pool/clone"
 	"pool/commitstatus"
 	"pool/configs"
 	"pool/forgejo"
+	"pool/internal/guard"
 	"pool/lifecycle"
 	"pool/metrics"
 	"pool/ops"
@@ -25,22 +24,24 @@ const keepWarnings = 20
 
 // Run wires the real forge, agent server, state store and clone, supervises
 // until ctx ends or the pool goes idle, and cleans up on every way out. The
-// clone is removed and the store closed before it returns.
+// clone is removed and the store closed before it returns. Every answer read
+// from the forge or the agent server is capped at cfg.MaxBody.
 func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, error) {
 	warnings := ops.NewWarnings(keepWarnings)
 	log = slog.New(warnings.Wrap(log.Handler()))
 	var p *Pool // read by the gauges only once the ops listener runs, after p is set
 	m := metrics.New(func() metrics.Gauges { return gauges(p.Status()) })
-	fc, err := forgejo.New(ctx, cfg.ForgejoURL, cfg.Token, &http.Client{Timeout: 60 * time.Second, Transport: m.ForgeTransport(nil)})
+	fc, err := forgejo.New(ctx, cfg.ForgejoURL, cfg.Token, forgejo.Options{MaxBody: cfg.MaxBody,
+		Transport: m.ForgeTransport(nil), Log: log.With("component", "forgejo")})
 	if err != nil {
 		return Report{}, fmt.Errorf("pool: connect to the forge: %w", err)
 	}
-	store, err := OpenStore(cfg.StateDir, cfg.Owner, cfg.Name)
+	store, err := OpenStore(cfg.StateDir, cfg.Owner, cfg.Name, log)
 	if err != nil {
 		return Report{}, err
 	}
 	defer store.Close()
-	ac := agent.New(cfg.AgentURL, cfg.AgentPassword, &http.Client{Timeout: 60 * time.Second, Transport: m.AgentTransport(nil)})
+	ac := agent.New(cfg.AgentURL, cfg.AgentPassword, agent.Options{MaxBody: cfg.MaxBody, Transport: m.AgentTransport(nil)})
 	d := Deps{Forge: fc, Agent: ac, Store: store, Log: log, Metrics: m,
 		Digests: tickDigester{c: fc, cfg: cfg}}
 	if p, err = New(ctx, cfg, d); err != nil {
@@ -59,7 +60,7 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, err
 	log.Info("clone ready", "dir", cl.Dir)
 	p.clone = cl
 	if cfg.Listen != "" {
-		go serveWebhooks(ctx, cfg, p, m, log)
+		guard.Go(ctx, log, "webhook receiver", func() { serveWebhooks(ctx, cfg, p, m, log) })
 	}
 	status := func() ops.Status {
 		st := p.Status()
@@ -74,7 +75,8 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, err
 			{Name: "events", Probe: func(context.Context) error { return streamConnected(m) }},
 			ops.CycleFresh(status, 3*cfg.PollInterval),
 		}
-		go serveOps(ctx, cfg, &ops.Server{Status: status, Metrics: m.Handler(), Checks: checks}, log)
+		srv := &ops.Server{Status: status, Metrics: m.Handler(), Checks: checks}
+		guard.Go(ctx, log, "ops listener", func() { serveOps(ctx, cfg, srv, log) })
 	}
 	if cfg.StatusContext == "" || cfg.DryRun {
 		return p.Run(ctx)
@@ -88,7 +90,7 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, err
 func runPublishing(ctx context.Context, cfg configs.Config, p *Pool, pub *commitstatus.Publisher) (Report, error) {
 	pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
-	go func() { defer close(done); pub.Run(pctx, p.Status, p.Changed(), cfg.PollInterval) }()
+	guard.Go(ctx, p.log, "commit status publisher", func() { defer close(done); pub.Run(pctx, p.Status, p.Changed(), cfg.PollInterval) })
 	rep, err := p.Run(ctx)
 	stop()
 	<-done
@@ -154,6 +156,9 @@ func InstallHook(ctx context.Context, cfg configs.Config) error {
 	if cfg.HookURL == "" || cfg.WebhookSecret == "" {
 		return &configs.Error{Key: "webhook.url", Reason: "hook install needs webhook.url (--hook-url) and webhook.secret"}
 	}
-	return webhook.Install(ctx, cfg.ForgejoURL, cfg.Token, cfg.Owner, cfg.Name, cfg.HookURL,
-		[]byte(cfg.WebhookSecret), &http.Client{Timeout: 60 * time.Second})
+	fc, err := forgejo.New(ctx, cfg.ForgejoURL, cfg.Token, forgejo.Options{MaxBody: cfg.MaxBody})
+	if err != nil {
+		return fmt.Errorf("pool: connect to the forge: %w", err)
+	}
+	return webhook.Install(ctx, fc, cfg.Owner, cfg.Name, cfg.HookURL, []byte(cfg.WebhookSecret))
 }
