@@ -187,8 +187,10 @@ var settings = []setting{
 	{"allow_insecure_http", "allow-insecure-http", []string{"POOL_ALLOW_INSECURE_HTTP"}, "false", "allow http:// to a host other than loopback for the forge and agent URLs (a `bool`; credentials travel in clear)"},
 }
 
-// forgeKeys are the settings a read-only command needs to reach the forge.
-var forgeKeys = []string{"forgejo.url", "forgejo.token", "forgejo.token_file", "limits.max_body", "allow_insecure_http"}
+// forgeKeys are the settings a read-only command needs: how to reach the
+// forge, and the pool's own commit status context (not a check).
+var forgeKeys = []string{"forgejo.url", "forgejo.token", "forgejo.token_file", "limits.max_body", "allow_insecure_http",
+	"commit_status.context"}
 
 // Default returns the typed defaults from the settings table: the Config
 // that Load starts from before any file, environment variable or flag.
@@ -241,8 +243,9 @@ func Load(args []string) (Config, error) {
 }
 
 // ForgeFlags adds the forge connection settings (--forgejo-url,
-// --forgejo-token-file, --max-body, --allow-insecure-http) to fs, for the
-// read-only commands (pool report, pool tick). After fs is parsed, the
+// --forgejo-token-file, --max-body, --allow-insecure-http) and
+// --commit-status-context to fs, for the read-only commands (pool report,
+// pool tick). After fs is parsed, the
 // returned function resolves them with their POOL_* environment variables
 // and the defaults (no config file) and validates them: the other fields of
 // the Config it returns are the defaults.
