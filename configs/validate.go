@@ -18,8 +18,11 @@ var mergeStyles = map[string]bool{
 
 // Floors below which a setting would make the pool hammer a server.
 const (
-	minPollInterval   = time.Second
-	minStatusInterval = 100 * time.Millisecond
+	MinPollInterval   = time.Second
+	MinStatusInterval = 100 * time.Millisecond
+)
+
+const (
 	// minMaxBody keeps room for one page of one item of any list.
 	minMaxBody = 64 << 10
 	maxMaxBody = 1 << 30
@@ -36,8 +39,8 @@ func (c Config) Validate() error {
 		func() *Error { return atLeast("workers", c.Workers, 1) },
 		func() *Error { return atLeast("idle_exit", c.IdleExit, 0) },
 		func() *Error { return atLeast("diagnostic_every", c.DiagnosticEvery, 1) },
-		func() *Error { return atLeastDuration("poll_interval", c.PollInterval, minPollInterval) },
-		func() *Error { return atLeastDuration("status_interval", c.StatusInterval, minStatusInterval) },
+		func() *Error { return atLeastDuration("poll_interval", c.PollInterval, MinPollInterval) },
+		func() *Error { return atLeastDuration("status_interval", c.StatusInterval, MinStatusInterval) },
 		func() *Error { return positive("claim_ttl", c.ClaimTTL) },
 		func() *Error { return positive("session_timeout", c.SessionTimeout) },
 		func() *Error { return positive("shutdown_timeout", c.ShutdownTimeout) },
