@@ -1,7 +1,8 @@
 // Package clone keeps the pool's isolated git clone of the repository: made
 // in a fresh temporary directory, refreshed each cycle, removed on every way
 // out. The token authenticates each fetch and is never written into the
-// clone's config or remote URL.
+// clone's config or remote URL. Every git operation has a deadline, so a
+// stalled git endpoint cannot hang the discovery loop.
 package clone
 
 import (
@@ -9,12 +10,23 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	git "github.com/go-git/go-git/v5"
 	gitconfig "github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"pool/internal/guard"
 )
+
+// deadlines of the git operations; tests shorten them.
+var deadlines = struct {
+	clone, fetch, reset time.Duration
+}{clone: 10 * time.Minute, fetch: 2 * time.Minute, reset: 2 * time.Minute}
+
+// errResetRunning says a reset that overran its deadline still runs.
+var errResetRunning = errors.New("clone: the last reset overran its deadline and still runs")
 
 // Options say what to clone and as whom.
 type Options struct {
@@ -31,6 +43,9 @@ type Clone struct {
 	repo   *git.Repository
 	auth   *githttp.BasicAuth
 	branch string
+	// overrun is the result of a reset that overran its deadline, nil when
+	// none runs. Refresh is called from one goroutine only.
+	overrun <-chan error
 }
 
 // New clones into a fresh temporary directory. On error nothing is left behind.
@@ -40,6 +55,8 @@ func New(ctx context.Context, opt Options) (*Clone, error) {
 		return nil, fmt.Errorf("clone: make temp dir: %w", err)
 	}
 	c := &Clone{Dir: dir, branch: opt.Branch, auth: &githttp.BasicAuth{Username: "pool", Password: opt.Token}}
+	ctx, cancel := context.WithTimeout(ctx, deadlines.clone)
+	defer cancel()
 	c.repo, err = git.PlainCloneContext(ctx, dir, false, &git.CloneOptions{
 		URL:           opt.URL,
 		Auth:          c.auth,
@@ -74,9 +91,19 @@ func (c *Clone) setIdentity(name, email string) error {
 
 // Refresh fetches and hard-resets the work tree to the remote default branch.
 func (c *Clone) Refresh(ctx context.Context) error {
+	if c.overrun != nil {
+		select {
+		case <-c.overrun:
+			c.overrun = nil
+		default:
+			return errResetRunning
+		}
+	}
 	remoteRef := plumbing.NewRemoteReferenceName("origin", c.branch)
 	spec := gitconfig.RefSpec(fmt.Sprintf("+refs/heads/%s:%s", c.branch, remoteRef))
-	err := c.repo.FetchContext(ctx, &git.FetchOptions{Auth: c.auth, RefSpecs: []gitconfig.RefSpec{spec}, Force: true})
+	fetchCtx, cancel := context.WithTimeout(ctx, deadlines.fetch)
+	defer cancel()
+	err := c.repo.FetchContext(fetchCtx, &git.FetchOptions{Auth: c.auth, RefSpecs: []gitconfig.RefSpec{spec}, Force: true})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return fmt.Errorf("clone: fetch: %w", err)
 	}
@@ -88,10 +115,31 @@ func (c *Clone) Refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("clone: worktree: %w", err)
 	}
-	if err := wt.Reset(&git.ResetOptions{Commit: ref.Hash(), Mode: git.HardReset}); err != nil {
+	reset := func() error { return wt.Reset(&git.ResetOptions{Commit: ref.Hash(), Mode: git.HardReset}) }
+	if err := c.within(ctx, deadlines.reset, reset); err != nil {
 		return fmt.Errorf("clone: reset to %s: %w", ref.Hash(), err)
 	}
 	return nil
+}
+
+// within runs op, which takes no context (go-git's reset does not), and
+// gives up waiting after d or when ctx ends. An op that overran goes on in
+// the background, and Refresh refuses to start until it has finished.
+func (c *Clone) within(ctx context.Context, d time.Duration, op func() error) error {
+	done := make(chan error, 1)
+	guard.Go(ctx, nil, "clone reset", func() { done <- op() })
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		c.overrun = done
+		return fmt.Errorf("no answer after %s", d)
+	case <-ctx.Done():
+		c.overrun = done
+		return ctx.Err()
+	}
 }
 
 // Head is the commit the work tree is at.
