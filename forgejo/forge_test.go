@@ -34,6 +34,12 @@ func TestAgainstTheRealForge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var settings struct {
+		MaxResponseItems int `json:"max_response_items"`
+	}
+	if err := c.getJSON(ctx, "read API settings", "/settings/api", &settings); err != nil || settings.MaxResponseItems != c.PageSize() {
+		t.Errorf("page size %d; the forge's max_response_items is %d (%v)", c.PageSize(), settings.MaxResponseItems, err)
+	}
 	if me, err := c.Me(ctx); err != nil || me != "alice" {
 		t.Fatalf("Me = %q, %v", me, err)
 	}
