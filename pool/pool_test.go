@@ -25,6 +25,7 @@ func testConfig(workers int) configs.Config {
 	cfg.AgentURL, cfg.Workers, cfg.InstanceID = "http://agent.test", workers, "pool-test"
 	cfg.PollInterval, cfg.StatusInterval = 20*time.Millisecond, 2*time.Millisecond
 	cfg.IdleExit, cfg.SessionTimeout, cfg.ShutdownTimeout = 3, time.Minute, time.Second
+	cfg.ChecksGrace = 0 // the fakes report no CI: no wait for one
 	return cfg
 }
 

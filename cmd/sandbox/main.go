@@ -87,6 +87,7 @@ func runPool(ctx context.Context, sb *sandbox.Sandbox, workers int, verbose bool
 	cfg.AgentURL, cfg.Workers = sb.Agent.URL, workers
 	cfg.PollInterval, cfg.StatusInterval = 2*time.Second, 500*time.Millisecond
 	cfg.IdleExit, cfg.SessionTimeout = 3, 10*time.Minute
+	cfg.ChecksGrace = 0 // the sandbox runs no CI: nothing to wait for
 	cfg.StateDir = filepath.Join(sb.Dir, "state")
 	if err := cfg.Validate(); err != nil {
 		return err
