@@ -396,3 +396,23 @@ func TestHooks(t *testing.T) {
 		t.Errorf("deleted %v", deleted)
 	}
 }
+
+func TestChangedPRsKeepsTheForgeClockWhenTheFirstPageIsSplit(t *testing.T) {
+	f := newFakeForge(t, 4)
+	var issues []map[string]any
+	for i := 1; i <= 3; i++ {
+		issues = append(issues, map[string]any{"number": i, "state": "open", "updated_at": "2026-07-01T12:00:00Z",
+			"body": strings.Repeat("b", 9000)})
+	}
+	f.mux.HandleFunc("/api/v1/repos/o/r/issues", pagedList(issues, nil))
+	changes, served, err := f.client(Options{MaxBody: 20000}).ChangedPRs(context.Background(), "o", "r", time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC))
+	if err != nil || len(changes) != 3 {
+		t.Fatalf("ChangedPRs = %v, %v", changes, err)
+	}
+	if served.IsZero() {
+		t.Error("the forge's clock was lost when the first page was read again in smaller pages")
+	}
+	if n := len(f.served()); n < 3 {
+		t.Errorf("%d requests: the first page was not split", n)
+	}
+}

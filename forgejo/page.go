@@ -42,15 +42,15 @@ type listing struct {
 }
 
 // eachPage reads l page by page and hands each page's body to read, which
-// returns how many entries the page held. A page over the body cap is read
-// again as smaller pages (at one entry a page, an entry over the cap is an
-// error); a page the forge has already sent ends the listing with an error
-// instead of looping. page counts the requests, from 1.
+// returns how many entries the page held; page counts the pages read, from
+// 1. A page over the body cap is read again as smaller pages (at one entry a
+// page, an entry over the cap is an error); a page the forge has already
+// sent ends the listing with an error instead of looping.
 func (c *Client) eachPage(ctx context.Context, l listing, read func(page int, body []byte, hdr http.Header) (int, error)) error {
 	size := c.pageSize
 	seen := map[[sha256.Size]byte]int{}
 	pos := 0 // entries of the list passed, in the forge's paging (filtered ones included)
-	for page := 1; ; page++ {
+	for page := 1; ; {
 		a, err := c.send(ctx, l.op, http.MethodGet, pagePath(l.path, pos/size+1, size), nil)
 		if IsTooLarge(err) {
 			if size == 1 {
@@ -74,9 +74,10 @@ func (c *Client) eachPage(ctx context.Context, l listing, read func(page int, bo
 		}
 		sum := sha256.Sum256(a.body)
 		if first, ok := seen[sum]; ok {
-			return &Error{Op: l.op, Err: fmt.Errorf("request %d got the same page as request %d: the forge ignores paging", page, first)}
+			return &Error{Op: l.op, Err: fmt.Errorf("page %d is page %d again: the forge ignores paging", page, first)}
 		}
 		seen[sum] = page
+		page++
 		pos += size
 		size = alignedPage(pos, c.pageSize)
 	}
