@@ -43,6 +43,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"pool/internal/bounded"
 )
 
 // basicAuthUser is the user name the server expects with its password.
@@ -52,18 +54,38 @@ const basicAuthUser = "opencode"
 type Client struct {
 	base     string
 	password string
-	hc       *http.Client
+	hc       *http.Client // every call but the event stream: capped and timed out
+	stream   *http.Client // the event stream: no timeout, its lines bounded
+	maxBody  int64
 	log      *slog.Logger // nil: no logging; only Events logs
 }
 
+// callTimeout bounds one call, its answer's body included. The event stream
+// has its silence watchdog instead.
+const callTimeout = 30 * time.Second
+
+// Options are how a Client reaches the server.
+type Options struct {
+	// MaxBody caps every answer's body, and each event of the stream; 0
+	// means bounded.DefaultMaxBody.
+	MaxBody int64
+	// Transport carries the calls; nil means http.DefaultTransport.
+	Transport http.RoundTripper
+}
+
 // New returns a client for the server at baseURL. A non-empty password is
-// sent as basic auth (user "opencode"). A nil hc gets a client with a 30 s
-// timeout per call.
-func New(baseURL, password string, hc *http.Client) *Client {
-	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
+// sent as basic auth (user "opencode"). Every call times out after 30 s and
+// reads at most opt.MaxBody of the answer.
+func New(baseURL, password string, opt Options) *Client {
+	if opt.MaxBody <= 0 {
+		opt.MaxBody = bounded.DefaultMaxBody
 	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), password: password, hc: hc}
+	base := opt.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), password: password, maxBody: opt.MaxBody,
+		hc: bounded.Client(base, opt.MaxBody, callTimeout), stream: &http.Client{Transport: base}}
 }
 
 // WithLogger returns a copy of c that logs to log. Only Events logs, about
@@ -104,9 +126,15 @@ type Permission struct {
 // own directory). Giving a title also keeps the server from asking the model
 // to invent one.
 func (c *Client) CreateSession(ctx context.Context, title, dir string) (Session, error) {
-	var s sessionJSON
-	err := c.do(ctx, "create session", http.MethodPost, inDir("/session", dir), map[string]string{"title": title}, &s)
-	return s.session(), err
+	const op = "create session"
+	var s *sessionJSON
+	if err := c.do(ctx, op, http.MethodPost, inDir("/session", dir), map[string]string{"title": title}, &s); err != nil {
+		return Session{}, err
+	}
+	if s == nil || s.ID == "" {
+		return Session{}, malformed(op, errors.New("no session id"))
+	}
+	return s.session(), nil
 }
 
 // PromptAsync sends text to the session as a user message, for agentName
@@ -128,12 +156,16 @@ func (c *Client) PromptAsync(ctx context.Context, sessionID, agentName, text str
 // finished and in the second or so between an accepted prompt and its first
 // busy, so absence alone does not mean done; see Finished.
 func (c *Client) Statuses(ctx context.Context, dir string) (map[string]Status, error) {
-	var raw map[string]statusJSON
-	if err := c.do(ctx, "statuses", http.MethodGet, inDir("/session/status", dir), nil, &raw); err != nil {
+	const op = "statuses"
+	var raw map[string]*statusJSON
+	if err := c.do(ctx, op, http.MethodGet, inDir("/session/status", dir), nil, &raw); err != nil {
 		return nil, err
 	}
 	out := make(map[string]Status, len(raw))
 	for id, s := range raw {
+		if s == nil || s.Type == "" {
+			return nil, malformed(op, fmt.Errorf("session %q has no status", clip(id, 64)))
+		}
 		out[id] = s.status()
 	}
 	return out, nil
@@ -146,12 +178,15 @@ func (c *Client) Messages(ctx context.Context, sessionID string) ([]Message, err
 	if err != nil {
 		return nil, err
 	}
-	var raw []messageJSON
+	var raw []*messageJSON
 	if err := c.do(ctx, op, http.MethodGet, path, nil, &raw); err != nil {
 		return nil, err
 	}
 	msgs := make([]Message, len(raw))
 	for i, m := range raw {
+		if m == nil || m.Info.Role == "" {
+			return nil, malformed(op, fmt.Errorf("message %d is null or has no role", i))
+		}
 		msgs[i] = m.message()
 	}
 	return msgs, nil
@@ -164,13 +199,17 @@ const sessionsLimit = 100000
 // Sessions returns the sessions the server keeps in every directory, most
 // recently updated first, child sessions included (archived ones are not).
 func (c *Client) Sessions(ctx context.Context) ([]Session, error) {
-	var raw []sessionJSON
+	const op = "sessions"
+	var raw []*sessionJSON
 	path := fmt.Sprintf("/experimental/session?limit=%d", sessionsLimit)
-	if err := c.do(ctx, "sessions", http.MethodGet, path, nil, &raw); err != nil {
+	if err := c.do(ctx, op, http.MethodGet, path, nil, &raw); err != nil {
 		return nil, err
 	}
 	out := make([]Session, len(raw))
 	for i, s := range raw {
+		if s == nil || s.ID == "" {
+			return nil, malformed(op, fmt.Errorf("session %d is null or has no id", i))
+		}
 		out[i] = s.session()
 	}
 	return out, nil
@@ -206,12 +245,16 @@ func (c *Client) Abort(ctx context.Context, sessionID string) error {
 // Permissions returns the pending permission asks of the sessions working
 // in dir ("" for the server's own directory).
 func (c *Client) Permissions(ctx context.Context, dir string) ([]Permission, error) {
-	var raw []permissionJSON
-	if err := c.do(ctx, "permissions", http.MethodGet, inDir("/permission", dir), nil, &raw); err != nil {
+	const op = "permissions"
+	var raw []*permissionJSON
+	if err := c.do(ctx, op, http.MethodGet, inDir("/permission", dir), nil, &raw); err != nil {
 		return nil, err
 	}
 	out := make([]Permission, len(raw))
 	for i, p := range raw {
+		if p == nil || p.SessionID == "" {
+			return nil, malformed(op, fmt.Errorf("permission %d is null or names no session", i))
+		}
 		out[i] = Permission{ID: p.ID, SessionID: p.SessionID, Type: p.Permission, Patterns: p.Patterns}
 	}
 	return out, nil
@@ -221,14 +264,18 @@ func (c *Client) Permissions(ctx context.Context, dir string) ([]Permission, err
 // dir ("" for the server's own directory), so a caller can check its agent
 // exists before prompting it.
 func (c *Client) Agents(ctx context.Context, dir string) ([]string, error) {
-	var raw []struct {
+	const op = "agents"
+	var raw []*struct {
 		Name string `json:"name"`
 	}
-	if err := c.do(ctx, "agents", http.MethodGet, inDir("/agent", dir), nil, &raw); err != nil {
+	if err := c.do(ctx, op, http.MethodGet, inDir("/agent", dir), nil, &raw); err != nil {
 		return nil, err
 	}
 	names := make([]string, len(raw))
 	for i, a := range raw {
+		if a == nil || a.Name == "" {
+			return nil, malformed(op, fmt.Errorf("agent %d is null or has no name", i))
+		}
 		names[i] = a.Name
 	}
 	return names, nil
@@ -292,6 +339,12 @@ func (c *Client) do(ctx context.Context, op, method, path string, in, out any) e
 	return nil
 }
 
+// malformed is an answer that decoded but cannot be used: a null, a missing
+// field. Not retryable, like an answer that does not decode.
+func malformed(op string, err error) *Error {
+	return &Error{Op: op, Err: fmt.Errorf("malformed answer: %w", err)}
+}
+
 func (c *Client) newRequest(ctx context.Context, method, path string, in any) (*http.Request, error) {
 	var body io.Reader
 	if in != nil {
@@ -316,7 +369,8 @@ func (c *Client) newRequest(ctx context.Context, method, path string, in any) (*
 }
 
 // transportError classifies a failure to get an answer: retryable, unless
-// the caller's context ended.
+// the caller's context ended or the answer was over the cap.
 func transportError(ctx context.Context, op string, err error) *Error {
-	return &Error{Op: op, Retryable: ctx.Err() == nil, Err: err}
+	var tl *bounded.TooLargeError
+	return &Error{Op: op, Retryable: ctx.Err() == nil && !errors.As(err, &tl), Err: err}
 }

@@ -33,7 +33,7 @@ func newFake(t *testing.T, answers map[string]answer) (*fakeServer, *Client) {
 	f := &fakeServer{answers: answers}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	return f, New(srv.URL, "secret", srv.Client())
+	return f, New(srv.URL, "secret", Options{Transport: srv.Client().Transport})
 }
 
 func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -233,7 +233,7 @@ func checkError(t *testing.T, err error, status int, retryable, notFound bool) {
 
 func TestUnreachableServerIsRetryable(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
-	c := New(srv.URL, "", nil)
+	c := New(srv.URL, "", Options{})
 	srv.Close()
 	_, err := c.Statuses(context.Background(), "")
 	checkError(t, err, 0, true, false)
@@ -246,7 +246,7 @@ func TestCancelledCallIsNotRetryable(t *testing.T) {
 	defer close(release)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := New(srv.URL, "", nil).Messages(ctx, sid)
+	_, err := New(srv.URL, "", Options{}).Messages(ctx, sid)
 	checkError(t, err, 0, false, false)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("error %v does not wrap context.DeadlineExceeded", err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"pool/internal/redact"
 )
 
 // ErrNotFound says the session is gone (the server answered 404).
@@ -22,11 +24,17 @@ type Error struct {
 	Err       error
 }
 
+// maxErrorText bounds what an error quotes of the server's answer.
+const maxErrorText = 500
+
+// Error never shows a URL's user info, and quotes at most 500 bytes of what
+// the server said.
 func (e *Error) Error() string {
+	msg := redact.Clip(e.Err.Error(), maxErrorText)
 	if e.Status != 0 {
-		return fmt.Sprintf("agent: %s: %d %s: %v", e.Op, e.Status, http.StatusText(e.Status), e.Err)
+		return redact.Text(fmt.Sprintf("agent: %s: %d %s: %s", e.Op, e.Status, http.StatusText(e.Status), msg))
 	}
-	return fmt.Sprintf("agent: %s: %v", e.Op, e.Err)
+	return redact.Text(fmt.Sprintf("agent: %s: %s", e.Op, msg))
 }
 
 func (e *Error) Unwrap() error { return e.Err }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"pool/internal/backoff"
+	"pool/internal/bounded"
+	"pool/internal/guard"
 )
 
 // Event is one server event the pool cares about.
@@ -46,18 +48,18 @@ var delivered = map[string]bool{
 
 // streamConfig tunes Events; tests shorten its times.
 type streamConfig struct {
-	buffer  int                              // events held for a slow consumer
-	idle    time.Duration                    // no bytes for this long (the server beats every 10 s): reconnect
-	backoff func(failures int) time.Duration // the wait before reconnecting
-	maxLine int                              // the longest line read; a longer one breaks the stream
+	buffer   int                              // events held for a slow consumer
+	idle     time.Duration                    // no bytes for this long (the server beats every 10 s): reconnect
+	backoff  func(failures int) time.Duration // the wait before reconnecting
+	maxEvent int                              // the largest event (its lines together); a larger one breaks the stream
 }
 
-func defaultStreamConfig() streamConfig {
+func defaultStreamConfig(maxBody int64) streamConfig {
 	return streamConfig{
-		buffer:  256,
-		idle:    30 * time.Second,
-		backoff: func(n int) time.Duration { return reconnectDelay(n, rand.Float64()) },
-		maxLine: 16 << 20, // a message part can carry a whole tool output
+		buffer:   256,
+		idle:     30 * time.Second,
+		backoff:  func(n int) time.Duration { return reconnectDelay(n, rand.Float64()) },
+		maxEvent: int(maxBody), // a message part can carry a whole tool output
 	}
 }
 
@@ -67,9 +69,11 @@ func defaultStreamConfig() streamConfig {
 // breaks or stays silent for 30 s, and sends EventReconnected after every
 // connect. It never waits for the consumer: when the channel's buffer is
 // full it drops the event and sends EventReconnected as soon as there is
-// room. The stream ignores the client's overall timeout.
+// room. The stream has no overall timeout (its silence watchdog guards it)
+// and no cap on its length; an event larger than the client's body cap breaks
+// it, and it reconnects.
 func (c *Client) Events(ctx context.Context) <-chan Event {
-	return c.events(ctx, defaultStreamConfig())
+	return c.events(ctx, defaultStreamConfig(c.maxBody))
 }
 
 func (c *Client) events(ctx context.Context, cfg streamConfig) <-chan Event {
@@ -77,10 +81,8 @@ func (c *Client) events(ctx context.Context, cfg streamConfig) <-chan Event {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	hc := *c.hc
-	hc.Timeout = 0 // the stream lives as long as ctx; the idle watchdog guards it
-	s := &stream{c: c, hc: &hc, cfg: cfg, log: log, out: make(chan Event, cfg.buffer)}
-	go s.run(ctx)
+	s := &stream{c: c, hc: c.stream, cfg: cfg, log: log, out: make(chan Event, cfg.buffer)}
+	guard.Go(ctx, log, "agent event stream", func() { s.run(ctx) })
 	return s.out
 }
 
@@ -165,14 +167,17 @@ func (s *stream) connect(ctx context.Context) (connected bool, err error) {
 		return false, brokenBy(connCtx, err)
 	}
 	defer resp.Body.Close()
-	lines := readLines(connCtx, resp.Body, s.cfg.maxLine)
+	lines := readLines(connCtx, s.log, resp.Body, s.cfg.maxEvent)
 	defer func() {
 		cancel(nil)
 		resp.Body.Close()
 		for range lines.c { // let the reader finish
 		}
 	}()
-	connected = s.pump(lines, func() { watchdog.Reset(s.cfg.idle) })
+	connected, tooLarge := s.pump(lines, func() { watchdog.Reset(s.cfg.idle) })
+	if tooLarge != nil {
+		return connected, &Error{Op: "events", Retryable: true, Err: tooLarge}
+	}
 	return connected, brokenBy(connCtx, &Error{Op: "events", Retryable: true, Err: lines.err})
 }
 
@@ -208,18 +213,22 @@ func (s *stream) open(ctx context.Context) (*http.Response, error) {
 	return resp, nil
 }
 
-// pump turns lines into events until the lines end. alive is called for
-// every line, heartbeats included. It reports whether any event came.
-func (s *stream) pump(lines *lineReader, alive func()) (connected bool) {
-	var data sseData
+// pump turns lines into events until the lines end, or an event grows past
+// the cap (tooLarge says so). alive is called for every line, heartbeats
+// included. It reports whether any event came.
+func (s *stream) pump(lines *lineReader, alive func()) (connected bool, tooLarge error) {
+	data := sseData{max: s.cfg.maxEvent}
 	for {
 		select {
 		case line, ok := <-lines.c:
 			if !ok {
-				return connected
+				return connected, nil
 			}
 			alive()
-			payload, complete := data.add(line)
+			payload, complete, err := data.add(line)
+			if err != nil {
+				return connected, err
+			}
 			if !complete {
 				continue
 			}
@@ -270,12 +279,14 @@ type lineReader struct {
 	err error // why the lines ended; read it only once c is closed
 }
 
-func readLines(ctx context.Context, r io.Reader, maxLine int) *lineReader {
+// readLines reads r's lines, none longer than maxLine, in a goroutine of its
+// own until r ends or ctx does.
+func readLines(ctx context.Context, log *slog.Logger, r io.Reader, maxLine int) *lineReader {
 	lr := &lineReader{c: make(chan string)}
-	go func() {
+	guard.Go(ctx, log, "agent event reader", func() {
 		defer close(lr.c)
 		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+		sc.Buffer(make([]byte, 0, min(64<<10, maxLine)), maxLine)
 		for sc.Scan() {
 			select {
 			case lr.c <- sc.Text():
@@ -285,36 +296,46 @@ func readLines(ctx context.Context, r io.Reader, maxLine int) *lineReader {
 			}
 		}
 		lr.err = sc.Err()
-		if lr.err == nil {
+		switch {
+		case errors.Is(lr.err, bufio.ErrTooLong):
+			lr.err = fmt.Errorf("an event line: %w", &bounded.TooLargeError{Limit: int64(maxLine)})
+		case lr.err == nil:
 			lr.err = errors.New("the server ended the stream")
 		}
-	}()
+	})
 	return lr
 }
 
-// sseData gathers the data lines of one server-sent event. The server sends
-// one "data:" line per event and a blank line after it; other fields and
-// comments carry nothing the pool needs.
+// sseData gathers the data lines of one server-sent event, at most max
+// bytes of them. The server sends one "data:" line per event and a blank line
+// after it; other fields and comments carry nothing the pool needs.
 type sseData struct {
 	lines []string
+	size  int
+	max   int
 }
 
 // add takes one line and, at the blank line that ends an event, returns the
-// event's data.
-func (d *sseData) add(line string) (payload string, complete bool) {
+// event's data. An event growing past max is an error.
+func (d *sseData) add(line string) (payload string, complete bool, err error) {
 	if line == "" {
 		if len(d.lines) == 0 {
-			return "", false
+			return "", false, nil
 		}
 		payload = strings.Join(d.lines, "\n")
-		d.lines = d.lines[:0]
-		return payload, true
+		d.lines, d.size = d.lines[:0], 0
+		return payload, true, nil
 	}
 	field, value, _ := strings.Cut(line, ":")
 	if field == "data" {
-		d.lines = append(d.lines, strings.TrimPrefix(value, " "))
+		value = strings.TrimPrefix(value, " ")
+		if d.size += len(value) + 1; d.max > 0 && d.size > d.max {
+			d.lines, d.size = d.lines[:0], 0
+			return "", false, fmt.Errorf("an event: %w", &bounded.TooLargeError{Limit: int64(d.max)})
+		}
+		d.lines = append(d.lines, value)
 	}
-	return "", false
+	return "", false, nil
 }
 
 // eventJSON is an event as the server sends it. Properties are decoded only

@@ -86,7 +86,7 @@ func TestSSEData(t *testing.T) {
 	var d sseData
 	var got []string
 	for _, l := range lines {
-		if p, ok := d.add(l); ok {
+		if p, ok, _ := d.add(l); ok {
 			got = append(got, p)
 		}
 	}
@@ -211,7 +211,7 @@ func sse(lines ...string) []string {
 
 // testStream reconnects at once and declares the stream dead after idle.
 func testStream(idle time.Duration, buffer int) streamConfig {
-	return streamConfig{buffer: buffer, idle: idle, backoff: func(int) time.Duration { return time.Millisecond }, maxLine: 1 << 20}
+	return streamConfig{buffer: buffer, idle: idle, backoff: func(int) time.Duration { return time.Millisecond }, maxEvent: 1 << 20}
 }
 
 // subscribe starts events for the test; the cleanup stops them and checks
@@ -269,7 +269,7 @@ func TestEventsDeliverAndReconnect(t *testing.T) {
 		}
 		return sseConn{lines: sse(connectedLine), hang: true}
 	})
-	events, _ := subscribe(t, New(srv.URL, "secret", srv.Client()), testStream(time.Minute, 16))
+	events, _ := subscribe(t, New(srv.URL, "secret", Options{Transport: srv.Client().Transport}), testStream(time.Minute, 16))
 
 	got := collect(t, events, 7)
 	want := []Event{
@@ -302,7 +302,7 @@ func TestEventsRetryAfterErrorAnswer(t *testing.T) {
 		}
 		return sseConn{lines: sse(connectedLine, idleLine), hang: true}
 	})
-	events, _ := subscribe(t, New(srv.URL, "", srv.Client()), testStream(time.Minute, 16))
+	events, _ := subscribe(t, New(srv.URL, "", Options{Transport: srv.Client().Transport}), testStream(time.Minute, 16))
 	got := collect(t, events, 2)
 	if want := []Event{reconnected, {Type: EventSessionIdle, SessionID: realSession}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("events %+v, want %+v", got, want)
@@ -314,7 +314,7 @@ func TestEventsWatchdogReconnectsASilentStream(t *testing.T) {
 		return sseConn{lines: sse(connectedLine), hang: true} // then silence, not even a heartbeat
 	})
 	var logs bytes.Buffer // written by the stream's goroutine only, read once it ended
-	c := New(srv.URL, "", srv.Client()).WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+	c := New(srv.URL, "", Options{Transport: srv.Client().Transport}).WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))
 	events, cancel := subscribe(t, c, testStream(100*time.Millisecond, 16))
 
 	got := collect(t, events, 3)
@@ -333,7 +333,7 @@ func TestEventsWatchdogReconnectsASilentStream(t *testing.T) {
 
 func TestEventsCancelClosesTheChannel(t *testing.T) {
 	_, srv := newFakeEvents(t, func(int) sseConn { return sseConn{lines: sse(connectedLine), hang: true} })
-	events, cancel := subscribe(t, New(srv.URL, "", srv.Client()), testStream(time.Minute, 16))
+	events, cancel := subscribe(t, New(srv.URL, "", Options{Transport: srv.Client().Transport}), testStream(time.Minute, 16))
 	collect(t, events, 1)
 	cancel()
 	expectClosed(t, events)
@@ -342,7 +342,7 @@ func TestEventsCancelClosesTheChannel(t *testing.T) {
 func TestEventsCancelWhileServerIsDown(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	srv.Close() // nothing listens there now
-	events, cancel := subscribe(t, New(srv.URL, "", nil), testStream(time.Minute, 16))
+	events, cancel := subscribe(t, New(srv.URL, "", Options{}), testStream(time.Minute, 16))
 	cancel()
 	expectClosed(t, events)
 }
@@ -358,7 +358,7 @@ func TestEventsSlowConsumerGetsReconnectedForDrops(t *testing.T) {
 		}
 		return sseConn{hang: true} // says nothing, so owes no "reconnected" of its own
 	})
-	events, _ := subscribe(t, New(srv.URL, "", srv.Client()), testStream(time.Minute, 2))
+	events, _ := subscribe(t, New(srv.URL, "", Options{Transport: srv.Client().Transport}), testStream(time.Minute, 2))
 
 	// The second connection means the stream read all of the first one
 	// while nobody consumed.
@@ -395,9 +395,9 @@ func TestEventsIgnoreTheClientTimeout(t *testing.T) {
 	f, srv := newFakeEvents(t, func(int) sseConn {
 		return sseConn{lines: append(sse(connectedLine), pauseLine, idleLine, ""), hang: true}
 	})
-	hc := srv.Client()
-	hc.Timeout = 50 * time.Millisecond // shorter than the pause
-	events, _ := subscribe(t, New(srv.URL, "", hc), testStream(time.Minute, 16))
+	c := New(srv.URL, "", Options{Transport: srv.Client().Transport})
+	c.hc.Timeout = 50 * time.Millisecond // the calls' timeout, shorter than the pause
+	events, _ := subscribe(t, c, testStream(time.Minute, 16))
 	got := collect(t, events, 2)
 	if want := []Event{reconnected, {Type: EventSessionIdle, SessionID: realSession}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("events %+v, want %+v", got, want)
@@ -421,7 +421,7 @@ func TestRealServerEvents(t *testing.T) {
 	srv := startEventsServer(ctx, t)
 	t.Cleanup(func() { stopEventsServer(t, srv) }) // the server running by then
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	c := New(srv.URL, "pw", nil).WithLogger(log)
+	c := New(srv.URL, "pw", Options{}).WithLogger(log)
 	evCtx, stop := context.WithCancel(ctx)
 	events := c.Events(evCtx)
 	t.Cleanup(func() { stop(); expectClosed(t, events) })

@@ -42,7 +42,7 @@ func startServer(t *testing.T, script sandbox.Script, permission any) (*agent.Cl
 			t.Error(err)
 		}
 	})
-	return agent.New(srv.URL, "pw", nil), m
+	return agent.New(srv.URL, "pw", agent.Options{}), m
 }
 
 // helloScript runs one bash command, then answers with its output: where

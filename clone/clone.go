@@ -36,12 +36,11 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 )
 
-// Deadlines of the git operations.
-const (
-	cloneTimeout = 30 * time.Minute
-	fetchTimeout = 5 * time.Minute
-	treeTimeout  = 5 * time.Minute // add, remove or prune work trees
-)
+// deadlines of the git operations, so a stalled git endpoint cannot hang the
+// pool; tests shorten them.
+var deadlines = struct {
+	clone, fetch, tree time.Duration // tree: add, remove or prune work trees
+}{clone: 10 * time.Minute, fetch: 2 * time.Minute, tree: 2 * time.Minute}
 
 // Options say where the clone lives, what to clone and as whom.
 type Options struct {
@@ -111,7 +110,7 @@ func (c *Clone) fresh(ctx context.Context, opt Options) error {
 	if err := os.MkdirAll(c.treesDir(), 0o700); err != nil {
 		return fmt.Errorf("clone: make %s: %w", c.treesDir(), err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, cloneTimeout)
+	cctx, cancel := context.WithTimeout(ctx, deadlines.clone)
 	defer cancel()
 	repo, err := git.PlainCloneContext(cctx, c.repoDir(), true, &git.CloneOptions{
 		URL:           opt.URL,
@@ -161,7 +160,7 @@ func prSpec(pr int) gitconfig.RefSpec {
 
 // fetch fetches the refspecs with the token. Callers hold mu, or own c alone.
 func (c *Clone) fetch(ctx context.Context, specs ...gitconfig.RefSpec) error {
-	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	ctx, cancel := context.WithTimeout(ctx, deadlines.fetch)
 	defer cancel()
 	err := c.repo.FetchContext(ctx, &git.FetchOptions{RemoteURL: c.url, Auth: c.auth, RefSpecs: specs, Force: true, Tags: git.NoTags})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
@@ -251,7 +250,7 @@ func (c *Clone) PruneTrees(ctx context.Context, keep []string) error {
 // git runs the git CLI in the bare repository with the tree deadline. It
 // never carries the token: work tree operations are local.
 func (c *Clone) git(ctx context.Context, args ...string) error {
-	ctx, cancel := context.WithTimeout(ctx, treeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, deadlines.tree)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", c.repoDir()}, args...)...)
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")

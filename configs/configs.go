@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,9 @@ import (
 	"github.com/spf13/cast"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"pool/internal/bounded"
+	"pool/internal/redact"
 )
 
 // Config is the validated configuration of one pool process.
@@ -85,6 +89,14 @@ type Config struct {
 	StatusContext string
 	// LogFormat is text or json.
 	LogFormat string
+	// MaxBody caps every answer read from the forge or the agent server.
+	MaxBody int64
+	// AllowInsecureHTTP permits http:// to a host other than loopback for
+	// the forge and the agent server, whose credentials then travel in clear.
+	AllowInsecureHTTP bool
+
+	// File is the config file that was read ("" when none), for the log.
+	File string
 
 	DryRun bool
 	Once   bool
@@ -95,14 +107,14 @@ func (c Config) Repo() string { return c.Owner + "/" + c.Name }
 
 // String renders the config for logs, with the token redacted.
 func (c Config) String() string {
-	c.Token = redact(c.Token)
-	c.AgentPassword = redact(c.AgentPassword)
-	c.WebhookSecret = redact(c.WebhookSecret)
+	c.Token = hidden(c.Token)
+	c.AgentPassword = hidden(c.AgentPassword)
+	c.WebhookSecret = hidden(c.WebhookSecret)
 	type plain Config // drop the String method to avoid recursion
 	return fmt.Sprintf("%+v", plain(c))
 }
 
-func redact(s string) string {
+func hidden(s string) string {
 	if s == "" {
 		return ""
 	}
@@ -115,7 +127,10 @@ type Error struct {
 	Reason string
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("config: %s: %s", e.Key, e.Reason) }
+// Error never shows a URL's user info, whatever value it quotes.
+func (e *Error) Error() string {
+	return redact.Text(fmt.Sprintf("config: %s: %s", e.Key, e.Reason))
+}
 
 // IsConfigError reports whether err is a configuration or usage error.
 func IsConfigError(err error) bool {
@@ -168,6 +183,29 @@ var settings = []setting{
 	{"ops.url", "ops-url", []string{"POOL_OPS_URL"}, "", "`URL` people reach the ops listener at, for links in commit statuses"},
 	{"commit_status.context", "commit-status-context", []string{"POOL_COMMIT_STATUS_CONTEXT"}, "pool", "`context` of the pool's own commit status on each PR (empty: none)"},
 	{"log_format", "log-format", []string{"POOL_LOG_FORMAT"}, "text", "log `format`: text or json"},
+	{"limits.max_body", "max-body", []string{"POOL_MAX_BODY"}, sizeText(bounded.DefaultMaxBody), "largest answer read from the forge or the agent server (a `size`: bytes, KiB, MiB or GiB)"},
+	{"allow_insecure_http", "allow-insecure-http", []string{"POOL_ALLOW_INSECURE_HTTP"}, "false", "allow http:// to a host other than loopback for the forge and agent URLs (a `bool`; credentials travel in clear)"},
+}
+
+// forgeKeys are the settings a read-only command needs: how to reach the
+// forge, and the pool's own commit status context (not a check).
+var forgeKeys = []string{"forgejo.url", "forgejo.token", "forgejo.token_file", "limits.max_body", "allow_insecure_http",
+	"commit_status.context"}
+
+// Default returns the typed defaults from the settings table: the Config
+// that Load starts from before any file, environment variable or flag.
+// Required settings (forgejo.url, repo, the token) are empty. Tests,
+// benchmarks and the sandbox start from it and set what they need.
+func Default() Config {
+	v := viper.New()
+	for _, s := range settings {
+		v.SetDefault(s.key, s.def)
+	}
+	cfg, err := decode(v)
+	if err != nil {
+		panic("configs: the settings table's defaults do not decode: " + err.Error())
+	}
+	return cfg
 }
 
 // Load reads the configuration from args (without the program and command
@@ -179,7 +217,7 @@ func Load(args []string) (Config, error) {
 	configFile := fs.String("config", os.Getenv("POOL_CONFIG"), "config file (default ./pool.yaml if present)")
 	dryRun := fs.Bool("dry-run", false, "decide and log, but post nothing and start no session")
 	once := fs.Bool("once", false, "run one cycle, wait for its sessions, and exit")
-	if err := bind(v, fs); err != nil {
+	if err := bind(v, fs, settings); err != nil {
 		return Config{}, err
 	}
 	if err := fs.Parse(args); err != nil {
@@ -191,19 +229,52 @@ func Load(args []string) (Config, error) {
 	if fs.NArg() > 0 {
 		return Config{}, &Error{Key: "flags", Reason: fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
-	if err := readFile(v, *configFile); err != nil {
+	file, err := readFile(v, *configFile)
+	if err != nil {
 		return Config{}, err
 	}
 	cfg, err := decode(v)
 	if err != nil {
 		return Config{}, err
 	}
+	cfg.File = file
 	cfg.DryRun, cfg.Once = *dryRun, *once
 	return cfg, cfg.Validate()
 }
 
-func bind(v *viper.Viper, fs *pflag.FlagSet) error {
+// ForgeFlags adds the forge connection settings (--forgejo-url,
+// --forgejo-token-file, --max-body, --allow-insecure-http) and
+// --commit-status-context to fs, for the read-only commands (pool report,
+// pool tick). After fs is parsed, the
+// returned function resolves them with their POOL_* environment variables
+// and the defaults (no config file) and validates them: the other fields of
+// the Config it returns are the defaults.
+func ForgeFlags(fs *pflag.FlagSet) func() (Config, error) {
+	v := viper.New()
 	for _, s := range settings {
+		v.SetDefault(s.key, s.def)
+	}
+	var subset []setting
+	for _, s := range settings {
+		if slices.Contains(forgeKeys, s.key) {
+			subset = append(subset, s)
+		}
+	}
+	bindErr := bind(v, fs, subset)
+	return func() (Config, error) {
+		if bindErr != nil {
+			return Config{}, bindErr
+		}
+		cfg, err := decode(v)
+		if err != nil {
+			return Config{}, err
+		}
+		return cfg, cfg.validateForge()
+	}
+}
+
+func bind(v *viper.Viper, fs *pflag.FlagSet, list []setting) error {
+	for _, s := range list {
 		v.SetDefault(s.key, s.def)
 		if err := v.BindEnv(append([]string{s.key}, s.env...)...); err != nil {
 			return &Error{Key: s.key, Reason: err.Error()}
@@ -222,18 +293,53 @@ func bind(v *viper.Viper, fs *pflag.FlagSet) error {
 	return nil
 }
 
-func readFile(v *viper.Viper, path string) error {
+// readFile merges the config file into v and returns its path ("" when
+// there is none). A key the settings table does not know is an error naming
+// it: a misspelt key would otherwise be ignored in silence.
+func readFile(v *viper.Viper, path string) (string, error) {
 	if path == "" {
 		if _, err := os.Stat("pool.yaml"); err != nil {
-			return nil
+			return "", nil
 		}
 		path = "pool.yaml"
 	}
-	v.SetConfigFile(path)
-	if err := v.ReadInConfig(); err != nil {
-		return &Error{Key: "config", Reason: fmt.Sprintf("read %s: %v", path, err)}
+	fv := viper.New()
+	fv.SetConfigFile(path)
+	if err := fv.ReadInConfig(); err != nil {
+		return "", &Error{Key: "config", Reason: fmt.Sprintf("read %s: %v", path, err)}
 	}
-	return nil
+	for _, k := range fv.AllKeys() {
+		if !known(k) && !(section(k) && fv.Get(k) == nil) {
+			return "", &Error{Key: k, Reason: fmt.Sprintf("unknown key in %s", path)}
+		}
+	}
+	if err := v.MergeConfigMap(fv.AllSettings()); err != nil {
+		return "", &Error{Key: "config", Reason: fmt.Sprintf("read %s: %v", path, err)}
+	}
+	return path, nil
+}
+
+// known reports whether key is a setting, or "reviewers" given as the plain
+// list of accounts (see decoder.reviewers).
+func known(key string) bool {
+	for _, s := range settings {
+		if s.key == key {
+			return true
+		}
+	}
+	return key == "reviewers"
+}
+
+// section reports whether key names a section of settings (claims for
+// claims.trusted): a section whose keys are all commented out reads as an
+// empty key.
+func section(key string) bool {
+	for _, s := range settings {
+		if strings.HasPrefix(s.key, key+".") {
+			return true
+		}
+	}
+	return false
 }
 
 func decode(v *viper.Viper) (Config, error) {
@@ -268,6 +374,9 @@ func decode(v *viper.Viper) (Config, error) {
 		OpsURL:          strings.TrimRight(d.str("ops.url"), "/"),
 		StatusContext:   d.str("commit_status.context"),
 		LogFormat:       strings.ToLower(d.str("log_format")),
+		MaxBody:         d.size("limits.max_body"),
+
+		AllowInsecureHTTP: d.boolean("allow_insecure_http"),
 	}
 	cfg.Reviewers, cfg.AllowUnofficial = d.reviewers()
 	cfg.Owner, cfg.Name = splitRepo(d.str("repo"))
@@ -327,6 +436,48 @@ func (d *decoder) boolean(key string) bool {
 		d.fail(key, fmt.Sprintf("want true or false, got %q", s))
 	}
 	return b
+}
+
+// size reads a byte count: a whole number of bytes, or one with a KiB, MiB
+// or GiB suffix ("16MiB", "512 KiB").
+func (d *decoder) size(key string) int64 {
+	s := d.str(key)
+	n, err := parseSize(s)
+	if err != nil {
+		d.fail(key, fmt.Sprintf("want a size such as 16MiB or 1048576, got %q", s))
+	}
+	return n
+}
+
+var sizeUnits = []struct {
+	label string
+	shift uint
+}{{"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}}
+
+func parseSize(s string) (int64, error) {
+	num := strings.ToLower(strings.TrimSpace(s))
+	var shift uint
+	for _, u := range sizeUnits {
+		if suffix := strings.ToLower(u.label); strings.HasSuffix(num, suffix) {
+			num, shift = strings.TrimSpace(strings.TrimSuffix(num, suffix)), u.shift
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)>>shift {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return n << shift, nil
+}
+
+// sizeText writes n the way parseSize reads it back, in the largest whole unit.
+func sizeText(n int64) string {
+	for _, u := range sizeUnits {
+		if n != 0 && n%(1<<u.shift) == 0 {
+			return strconv.FormatInt(n>>u.shift, 10) + u.label
+		}
+	}
+	return "0"
 }
 
 func (d *decoder) list(key string) []string {

@@ -27,7 +27,7 @@ func TestLoadDefaultsAndPrecedence(t *testing.T) {
 	clearEnv(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "pool.yaml")
-	yaml := "forgejo:\n  url: http://forge.test/\nrepo: acme/widgets\nworkers: 3\npoll_interval: 5s\n"
+	yaml := "forgejo:\n  url: https://forge.test/\nrepo: acme/widgets\nworkers: 3\npoll_interval: 5s\n"
 	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestLoadDefaultsAndPrecedence(t *testing.T) {
 	if cfg.PollInterval != 5*time.Second {
 		t.Errorf("poll_interval = %s, want the file's 5s", cfg.PollInterval)
 	}
-	if cfg.ForgejoURL != "http://forge.test" || cfg.Owner != "acme" || cfg.Name != "widgets" {
+	if cfg.ForgejoURL != "https://forge.test" || cfg.Owner != "acme" || cfg.Name != "widgets" {
 		t.Errorf("forge/repo = %q %q %q", cfg.ForgejoURL, cfg.Owner, cfg.Name)
 	}
 	if cfg.ClaimTTL != 30*time.Minute || cfg.IdleExit != 50 || cfg.SkipLabel != "needs feedback" || cfg.AgentName != "ca-pr-self-reviewer" {
@@ -57,7 +57,7 @@ func TestLoadDefaultsAndPrecedence(t *testing.T) {
 
 func TestLoadWorkersFallsBackToCAVariable(t *testing.T) {
 	clearEnv(t)
-	t.Setenv("POOL_FORGEJO_URL", "http://forge.test")
+	t.Setenv("POOL_FORGEJO_URL", "https://forge.test")
 	t.Setenv("POOL_REPO", "a/b")
 	t.Setenv("POOL_FORGEJO_TOKEN", "t")
 	t.Setenv("CA_MAX_PARALLEL_WORKERS", "7")
@@ -73,14 +73,14 @@ func TestLoadWorkersFallsBackToCAVariable(t *testing.T) {
 func TestSwitchesNeedNoValue(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("POOL_FORGEJO_TOKEN", "t")
-	cfg, err := Load([]string{"--forgejo-url", "http://f.test", "--repo", "a/b", "--abort-on-exit", "--workers", "3"})
+	cfg, err := Load([]string{"--forgejo-url", "https://f.test", "--repo", "a/b", "--abort-on-exit", "--workers", "3"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !cfg.AbortOnExit || cfg.Workers != 3 {
 		t.Errorf("switches not set: %+v", cfg)
 	}
-	cfg, err = Load([]string{"--forgejo-url", "http://f.test", "--repo", "a/b", "--abort-on-exit=false"})
+	cfg, err = Load([]string{"--forgejo-url", "https://f.test", "--repo", "a/b", "--abort-on-exit=false"})
 	if err != nil || cfg.AbortOnExit {
 		t.Errorf("--abort-on-exit=false gave %v, %v", cfg.AbortOnExit, err)
 	}
@@ -103,7 +103,7 @@ func TestTrustSettings(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clearEnv(t)
 			t.Setenv("POOL_FORGEJO_TOKEN", "t")
-			cfg, err := Load(append([]string{"--forgejo-url", "http://f.test", "--repo", "a/b"}, tt.args...))
+			cfg, err := Load(append([]string{"--forgejo-url", "https://f.test", "--repo", "a/b"}, tt.args...))
 			var ce *Error
 			switch {
 			case tt.wantKey == "" && err != nil:
@@ -125,7 +125,7 @@ func TestLoadTokenFile(t *testing.T) {
 	if err := os.WriteFile(file, []byte("abc123\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Load([]string{"--forgejo-url", "http://f.test", "--repo", "a/b", "--forgejo-token-file", file})
+	cfg, err := Load([]string{"--forgejo-url", "https://f.test", "--repo", "a/b", "--forgejo-token-file", file})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestLoadTokenFile(t *testing.T) {
 }
 
 func TestLoadErrorsNameTheKey(t *testing.T) {
-	base := []string{"--forgejo-url", "http://f.test", "--repo", "a/b"}
+	base := []string{"--forgejo-url", "https://f.test", "--repo", "a/b"}
 	tests := []struct {
 		name    string
 		args    []string
@@ -145,7 +145,7 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 	}{
 		{name: "missing url", args: []string{"--repo", "a/b"}, env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "forgejo.url"},
 		{name: "missing token", args: base, wantKey: "forgejo.token"},
-		{name: "bad repo", args: []string{"--forgejo-url", "http://f.test", "--repo", "nope"}, env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "repo"},
+		{name: "bad repo", args: []string{"--forgejo-url", "https://f.test", "--repo", "nope"}, env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "repo"},
 		{name: "zero workers", args: append(base, "--workers", "0"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "workers"},
 		{name: "words for workers", args: append(base, "--workers", "four"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "workers"},
 		{name: "bad duration", args: append(base, "--poll-interval", "soon"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "poll_interval"},
@@ -204,7 +204,7 @@ func TestReviewersInAFile(t *testing.T) {
 		clearEnv(t)
 		t.Setenv("POOL_FORGEJO_TOKEN", "t")
 		f := filepath.Join(t.TempDir(), "pool.yaml")
-		if err := os.WriteFile(f, []byte("forgejo: {url: http://f.test}\nrepo: a/b\n"+tt.body), 0o600); err != nil {
+		if err := os.WriteFile(f, []byte("forgejo: {url: https://f.test}\nrepo: a/b\n"+tt.body), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		cfg, err := Load([]string{"--config", f})

@@ -30,7 +30,7 @@ func TestOpsSettings(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clearEnv(t)
 			t.Setenv("POOL_FORGEJO_TOKEN", "tok")
-			args := append([]string{"--forgejo-url", "http://forge.test", "--repo", "a/b"}, tt.args...)
+			args := append([]string{"--forgejo-url", "https://forge.test", "--repo", "a/b"}, tt.args...)
 			cfg, err := Load(args)
 			if tt.key != "" {
 				if ce, ok := err.(*Error); !ok || ce.Key != tt.key {

@@ -4,26 +4,43 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
+
+	"pool/internal/bounded"
+	"pool/internal/redact"
 )
 
 var mergeStyles = map[string]bool{
 	"merge": true, "rebase": true, "rebase-merge": true, "squash": true, "fast-forward-only": true,
 }
 
+// Floors below which a setting would make the pool hammer a server.
+const (
+	MinPollInterval   = time.Second
+	MinStatusInterval = 100 * time.Millisecond
+)
+
+const (
+	// minMaxBody keeps room for one page of one item of any list.
+	minMaxBody = 64 << 10
+	maxMaxBody = 1 << 30
+)
+
 // Validate reports the first bad value, naming its key and the reason.
 func (c Config) Validate() error {
 	checks := []func() *Error{
-		func() *Error { return checkURL("forgejo.url", c.ForgejoURL) },
-		func() *Error { return checkURL("agent.url", c.AgentURL) },
+		c.checkForgeURL,
+		func() *Error { return c.checkServerURL("agent.url", c.AgentURL) },
 		c.checkRepo,
 		c.checkToken,
+		c.checkMaxBody,
 		func() *Error { return atLeast("workers", c.Workers, 1) },
 		func() *Error { return atLeast("idle_exit", c.IdleExit, 0) },
 		func() *Error { return atLeast("diagnostic_every", c.DiagnosticEvery, 1) },
-		func() *Error { return positive("poll_interval", c.PollInterval) },
-		func() *Error { return positive("status_interval", c.StatusInterval) },
+		func() *Error { return atLeastDuration("poll_interval", c.PollInterval, MinPollInterval) },
+		func() *Error { return atLeastDuration("status_interval", c.StatusInterval, MinStatusInterval) },
 		func() *Error { return positive("claim_ttl", c.ClaimTTL) },
 		func() *Error { return positive("session_timeout", c.SessionTimeout) },
 		func() *Error { return positive("shutdown_timeout", c.ShutdownTimeout) },
@@ -43,19 +60,73 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// validateForge checks only what a read-only command needs to reach the forge.
+func (c Config) validateForge() error {
+	for _, check := range []func() *Error{c.checkForgeURL, c.checkToken, c.checkMaxBody} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c Config) checkForgeURL() *Error { return c.checkServerURL("forgejo.url", c.ForgejoURL) }
+
+// checkServerURL checks the URL of a server the pool sends credentials to:
+// https, or http to loopback, unless allow_insecure_http says otherwise.
+func (c Config) checkServerURL(key, s string) *Error {
+	if err := checkURL(key, s); err != nil {
+		return err
+	}
+	u, _ := url.Parse(s)
+	if u.Scheme == "http" && !isLoopback(u.Hostname()) && !c.AllowInsecureHTTP {
+		return &Error{Key: key, Reason: fmt.Sprintf("http:// to %s would send credentials in clear; use https, or set allow_insecure_http (--allow-insecure-http)", u.Hostname())}
+	}
+	return nil
+}
+
 func checkURL(key, s string) *Error {
 	if s == "" {
 		return &Error{Key: key, Reason: "required"}
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return &Error{Key: key, Reason: fmt.Sprintf("want an http(s) URL, got %q", s)}
+		return &Error{Key: key, Reason: fmt.Sprintf("want an http(s) URL, got %q", redact.URL(s))}
 	}
 	if u.User != nil {
 		return &Error{Key: key, Reason: "must not carry credentials; use the token or password settings"}
 	}
 	return nil
 }
+
+// isLoopback reports whether host names this machine: localhost or a
+// loopback address.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// The forge's rules for names (Gitea 1.26, modules/validation/helpers.go and
+// models/repo/repo.go; Forgejo has the same): an owner starts with a letter
+// or digit, then letters, digits, '-', '_' and '.', never two of those three
+// in a row nor one at the end, at most 40 characters; a repository name is
+// letters, digits, '-', '_' and '.', without "..", not ".", ".." or "-", and
+// not ending in .git, .wiki, .rss or .atom, at most 100 characters.
+var (
+	ownerChars    = regexp.MustCompile(`^[0-9A-Za-z][-.\w]*$`)
+	ownerBadPunct = regexp.MustCompile(`[-._]{2,}|[-._]$`)
+	repoChars     = regexp.MustCompile(`^[-.\w]+$`)
+	repoReserved  = []string{".", "..", "-"}
+	repoSuffixes  = []string{".git", ".wiki", ".rss", ".atom"}
+)
+
+const (
+	maxOwnerLen = 40
+	maxRepoLen  = 100
+)
 
 func (c Config) checkRepo() *Error {
 	if c.Owner == "" && c.Name == "" {
@@ -64,7 +135,48 @@ func (c Config) checkRepo() *Error {
 	if c.Owner == "" || c.Name == "" || strings.Contains(c.Name, "/") {
 		return &Error{Key: "repo", Reason: fmt.Sprintf("want owner/name, got %q", c.Owner+"/"+c.Name)}
 	}
+	if reason := ownerProblem(c.Owner); reason != "" {
+		return &Error{Key: "repo", Reason: fmt.Sprintf("owner %q: %s", c.Owner, reason)}
+	}
+	if reason := repoProblem(c.Name); reason != "" {
+		return &Error{Key: "repo", Reason: fmt.Sprintf("name %q: %s", c.Name, reason)}
+	}
 	return nil
+}
+
+func ownerProblem(s string) string {
+	switch {
+	case len(s) > maxOwnerLen:
+		return fmt.Sprintf("longer than %d characters", maxOwnerLen)
+	case !ownerChars.MatchString(s):
+		return "the forge allows only letters, digits, '-', '_' and '.', starting with a letter or digit"
+	case ownerBadPunct.MatchString(s):
+		return "the forge allows no two of '-', '_', '.' in a row and none at the end"
+	}
+	return ""
+}
+
+func repoProblem(s string) string {
+	lower := strings.ToLower(s)
+	switch {
+	case len(s) > maxRepoLen:
+		return fmt.Sprintf("longer than %d characters", maxRepoLen)
+	case !repoChars.MatchString(s):
+		return "the forge allows only letters, digits, '-', '_' and '.'"
+	case strings.Contains(s, ".."):
+		return `the forge allows no ".."`
+	}
+	for _, r := range repoReserved {
+		if lower == r {
+			return "reserved by the forge"
+		}
+	}
+	for _, suffix := range repoSuffixes {
+		if strings.HasSuffix(lower, suffix) {
+			return fmt.Sprintf("the forge reserves names ending in %s", suffix)
+		}
+	}
+	return ""
 }
 
 func (c Config) checkToken() *Error {
@@ -73,6 +185,14 @@ func (c Config) checkToken() *Error {
 	}
 	if strings.ContainsAny(c.Token, " \t\r\n") {
 		return &Error{Key: "forgejo.token", Reason: "must not contain white space"}
+	}
+	return nil
+}
+
+func (c Config) checkMaxBody() *Error {
+	if c.MaxBody < minMaxBody || c.MaxBody > maxMaxBody {
+		return &Error{Key: "limits.max_body", Reason: fmt.Sprintf("must be between %s and %s, got %s",
+			bounded.Size(minMaxBody), bounded.Size(maxMaxBody), bounded.Size(c.MaxBody))}
 	}
 	return nil
 }
@@ -118,6 +238,13 @@ func positive(key string, d time.Duration) *Error {
 func notNegative(key string, d time.Duration) *Error {
 	if d < 0 {
 		return &Error{Key: key, Reason: fmt.Sprintf("must not be negative, got %s", d)}
+	}
+	return nil
+}
+
+func atLeastDuration(key string, d, min time.Duration) *Error {
+	if d < min {
+		return &Error{Key: key, Reason: fmt.Sprintf("must be at least %s, got %s", min, d)}
 	}
 	return nil
 }

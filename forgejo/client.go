@@ -1,40 +1,72 @@
-// Package forgejo is the only package that knows the forge's API: the Forgejo
-// SDK for plain reads and writes, and direct HTTP where the SDK loses the
-// answer (merge) or does not page (statuses). Every method takes a context;
-// because the SDK's context is client-wide, each call builds a light SDK
-// client of its own that shares one http.Client.
+// Package forgejo is the only package that knows the forge's API and speaks
+// HTTP to it: the Forgejo SDK for a few plain calls, direct HTTP for every
+// list (paged here, see page.go), merges, statuses and hooks. Every call goes
+// through one http.Client whose transport caps each answer's body
+// (limits.max_body) and times the call out; every method takes a context.
+// Because the SDK's context is client-wide, each SDK call builds a light SDK
+// client of its own that shares that http.Client.
+//
+// The forge's answers are hostile data: a null entry, a missing field, a
+// wrong type or truncated JSON is an error for the call, never a panic. Lists
+// of PRs skip such an entry (it cannot be told which PR it was) and log it.
 package forgejo
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	sdk "codeberg.org/mvdkleijn/forgejo-sdk/forgejo/v2"
+
+	"pool/internal/bounded"
+	"pool/internal/redact"
 )
 
-// pageSize is the forge's hard cap on items per page.
-const pageSize = 50
+// callTimeout bounds one call to the forge, its answer's body included.
+const callTimeout = 60 * time.Second
+
+// Options are how a Client reaches the forge.
+type Options struct {
+	// MaxBody caps every answer's body; 0 means bounded.DefaultMaxBody.
+	MaxBody int64
+	// Transport carries the calls; nil means http.DefaultTransport.
+	// Benchmarks count requests here.
+	Transport http.RoundTripper
+	// Log receives warnings about unreadable list entries; nil discards.
+	Log *slog.Logger
+}
 
 // Client talks to one Forgejo (or Gitea) server with one token.
 type Client struct {
-	url     string
-	token   string
-	version string
-	hc      *http.Client
+	url      string
+	token    string
+	version  string
+	hc       *http.Client
+	maxBody  int64
+	pageSize int // the forge's max_response_items
+	log      *slog.Logger
+
+	mu      sync.Mutex
+	skipped map[string]int // guarded by mu: unreadable entries last seen per list
 }
 
-// New checks the server and the token and returns a client. A rejected token
-// is a permanent error.
-func New(ctx context.Context, url, token string, hc *http.Client) (*Client, error) {
-	if hc == nil {
-		hc = &http.Client{Timeout: 60 * time.Second}
+// New checks the server and returns a client. It reads the forge's page size
+// once (GET /settings/api). A rejected token is a permanent error.
+func New(ctx context.Context, url, token string, opt Options) (*Client, error) {
+	if opt.MaxBody <= 0 {
+		opt.MaxBody = bounded.DefaultMaxBody
 	}
-	c := &Client{url: strings.TrimRight(url, "/"), token: token, hc: hc}
-	probe, err := sdk.NewClient(c.url, sdk.SetHTTPClient(hc), sdk.SetContext(ctx))
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	c := &Client{url: strings.TrimRight(url, "/"), token: token, maxBody: opt.MaxBody,
+		hc: bounded.Client(opt.Transport, opt.MaxBody, callTimeout), log: opt.Log, skipped: map[string]int{}}
+	probe, err := sdk.NewClient(c.url, sdk.SetHTTPClient(c.hc), sdk.SetContext(ctx))
 	if err != nil {
 		return nil, classify("connect", nil, err)
 	}
@@ -46,6 +78,7 @@ func New(ctx context.Context, url, token string, hc *http.Client) (*Client, erro
 	if _, err := sdk.NewClient(c.url, sdk.SetForgejoVersion(v)); err != nil {
 		c.version = "" // unparsable version: tell the SDK to skip its version checks
 	}
+	c.pageSize = c.readPageSize(ctx)
 	return c, nil
 }
 
@@ -54,6 +87,9 @@ func (c *Client) URL() string { return c.url }
 
 // Version is the server's reported version.
 func (c *Client) Version() string { return c.version }
+
+// PageSize is the number of entries the client asks for per page.
+func (c *Client) PageSize() int { return c.pageSize }
 
 // api returns an SDK client bound to ctx for one operation.
 func (c *Client) api(ctx context.Context) *sdk.Client {
@@ -71,11 +107,17 @@ type Error struct {
 	Err       error
 }
 
+// maxErrorText bounds what an error quotes of the forge's answer.
+const maxErrorText = 500
+
+// Error never shows a URL's user info, and quotes at most 500 bytes of
+// what the forge said.
 func (e *Error) Error() string {
+	msg := redact.Clip(e.Err.Error(), maxErrorText)
 	if e.Status != 0 {
-		return fmt.Sprintf("forgejo: %s: HTTP %d: %v", e.Op, e.Status, e.Err)
+		return redact.Text(fmt.Sprintf("forgejo: %s: HTTP %d: %s", e.Op, e.Status, msg))
 	}
-	return fmt.Sprintf("forgejo: %s: %v", e.Op, e.Err)
+	return redact.Text(fmt.Sprintf("forgejo: %s: %s", e.Op, msg))
 }
 
 func (e *Error) Unwrap() error { return e.Err }
@@ -93,6 +135,12 @@ func IsRetryable(err error) bool {
 		return fe.Retryable
 	}
 	return !errors.Is(err, context.Canceled)
+}
+
+// IsTooLarge reports whether err is an answer over the body cap.
+func IsTooLarge(err error) bool {
+	var tl *bounded.TooLargeError
+	return errors.As(err, &tl)
 }
 
 func classify(op string, resp *sdk.Response, err error) error {
@@ -114,109 +162,105 @@ func newError(op string, status int, err error) error {
 		err = fmt.Errorf("%w: %v", ErrNotFound, err)
 	}
 	retry := status == 0 || status == http.StatusTooManyRequests || status >= 500
-	if errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.Canceled) || IsTooLarge(err) {
 		retry = false
 	}
 	return &Error{Op: op, Status: status, Retryable: retry, Err: err}
 }
 
+// malformed is an answer that could be read but not used: a null, a
+// missing field, a wrong type. The forge may answer better next time.
+func malformed(op string, err error) error {
+	return &Error{Op: op, Retryable: true, Err: fmt.Errorf("malformed answer: %w", err)}
+}
+
 // Me returns the login of the token's account.
 func (c *Client) Me(ctx context.Context) (string, error) {
+	const op = "who am i"
 	u, resp, err := c.api(ctx).GetMyUserInfo()
 	if err != nil {
-		return "", classify("who am i", resp, err)
+		return "", classify(op, resp, err)
+	}
+	if u == nil || u.UserName == "" {
+		return "", malformed(op, errors.New("no login"))
 	}
 	return u.UserName, nil
 }
 
 // DefaultBranch returns the repository's default branch.
 func (c *Client) DefaultBranch(ctx context.Context, owner, repo string) (string, error) {
+	op := "get repo " + owner + "/" + repo
 	r, resp, err := c.api(ctx).GetRepo(owner, repo)
 	if err != nil {
-		return "", classify("get repo "+owner+"/"+repo, resp, err)
+		return "", classify(op, resp, err)
+	}
+	if r == nil || r.DefaultBranch == "" {
+		return "", malformed(op, errors.New("no default branch"))
 	}
 	return r.DefaultBranch, nil
 }
 
-// OpenPRs lists every open PR of the repository (all pages).
+// OpenPRs lists every open PR of the repository (all pages). An entry the
+// forge could not render (null, or without number, head or base) is left
+// out and logged.
 func (c *Client) OpenPRs(ctx context.Context, owner, repo string) ([]PR, error) {
-	api := c.api(ctx)
+	l := listing{op: fmt.Sprintf("list open PRs of %s/%s", owner, repo), path: repoPath(owner, repo) + "/pulls?state=open"}
 	var out []PR
-	for page := 1; ; page++ {
-		prs, resp, err := api.ListRepoPullRequests(owner, repo, sdk.ListPullRequestsOptions{
-			ListOptions: sdk.ListOptions{Page: page, PageSize: pageSize},
-			State:       sdk.StateOpen,
-		})
-		if err != nil {
-			return nil, classify(fmt.Sprintf("list open PRs of %s/%s", owner, repo), resp, err)
-		}
+	var bad []error
+	err := c.eachPage(ctx, l, func(_ int, body []byte, _ http.Header) (int, error) {
+		prs, skipped, n, err := decodeEntries(body, (*apiPR).check)
 		for _, p := range prs {
-			out = append(out, toPR(p))
+			out = append(out, p.detail().PR)
 		}
-		if len(prs) < pageSize || resp == nil || resp.NextPage == 0 {
-			return out, nil
-		}
+		bad = append(bad, skipped...)
+		return n, err
+	})
+	if err != nil {
+		return nil, err
 	}
+	c.noteSkipped(l.op, bad)
+	return out, nil
 }
 
 // PR reads one pull request.
 func (c *Client) PR(ctx context.Context, owner, repo string, n int) (PR, error) {
-	p, resp, err := c.api(ctx).GetPullRequest(owner, repo, int64(n))
-	if err != nil {
-		return PR{}, classify(fmt.Sprintf("get %s/%s#%d", owner, repo, n), resp, err)
-	}
-	return toPR(p), nil
+	d, err := c.PRDetail(ctx, owner, repo, n)
+	return d.PR, err
 }
 
-func toPR(p *sdk.PullRequest) PR {
-	pr := PR{Number: int(p.Index), Title: p.Title, Body: p.Body, State: string(p.State),
-		Merged: p.HasMerged, Mergeable: p.Mergeable, URL: p.HTMLURL, MergeBase: p.MergeBase}
-	if p.Poster != nil {
-		pr.Author = p.Poster.UserName
-	}
-	if p.Head != nil {
-		pr.HeadSHA, pr.HeadRef = p.Head.Sha, p.Head.Ref
-	}
-	if p.Base != nil {
-		pr.BaseRef, pr.BaseSHA = p.Base.Ref, p.Base.Sha
-	}
-	if p.Updated != nil {
-		pr.Updated = *p.Updated
-	}
-	for _, l := range p.Labels {
-		pr.Labels = append(pr.Labels, l.Name)
-	}
-	return pr
-}
-
-// Comments lists the comments of an issue or PR.
+// Comments lists the comments of an issue or PR (the forge does not page
+// them).
 func (c *Client) Comments(ctx context.Context, owner, repo string, n int) ([]Comment, error) {
-	cs, resp, err := c.api(ctx).ListIssueComments(owner, repo, int64(n), sdk.ListIssueCommentOptions{})
-	if err != nil {
-		return nil, classify(fmt.Sprintf("list comments of %s/%s#%d", owner, repo, n), resp, err)
+	op := fmt.Sprintf("list comments of %s/%s#%d", owner, repo, n)
+	var batch []*apiComment
+	if err := c.getJSON(ctx, op, fmt.Sprintf("%s/issues/%d/comments", repoPath(owner, repo), n), &batch); err != nil {
+		return nil, err
 	}
-	out := make([]Comment, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, toComment(c))
+	out := make([]Comment, 0, len(batch))
+	for i, cm := range batch {
+		if err := cm.check(); err != nil {
+			return nil, malformed(op, fmt.Errorf("entry %d: %w", i, err))
+		}
+		out = append(out, cm.comment())
 	}
 	return out, nil
 }
 
-func toComment(c *sdk.Comment) Comment {
-	out := Comment{ID: c.ID, Body: c.Body, Created: c.Created, Updated: c.Updated}
-	if c.Poster != nil {
-		out.Author = c.Poster.UserName
-	}
-	return out
-}
-
 // PostComment adds a comment to an issue or PR.
 func (c *Client) PostComment(ctx context.Context, owner, repo string, n int, body string) (Comment, error) {
+	op := fmt.Sprintf("comment on %s/%s#%d", owner, repo, n)
 	cm, resp, err := c.api(ctx).CreateIssueComment(owner, repo, int64(n), sdk.CreateIssueCommentOption{Body: body})
 	if err != nil {
-		return Comment{}, classify(fmt.Sprintf("comment on %s/%s#%d", owner, repo, n), resp, err)
+		return Comment{}, classify(op, resp, err)
 	}
-	return toComment(cm), nil
+	if cm == nil || cm.ID <= 0 {
+		return Comment{}, malformed(op, errors.New("no comment id"))
+	}
+	out := Comment{ID: cm.ID, Body: cm.Body, Created: cm.Created, Updated: cm.Updated}
+	if cm.Poster != nil {
+		out.Author = cm.Poster.UserName
+	}
+	return out, nil
 }
 
 // DeleteComment removes a comment; one already gone is not an error.
@@ -253,28 +297,47 @@ type PRChange struct {
 // pages). It is the cheap delta a quiet cycle asks for: one request when
 // nothing changed. It also returns the forge's clock at the answer (its Date
 // header, whole seconds; zero when absent): an update stamped in an earlier
-// second than that is in the answer for good.
+// second than that is in the answer for good. An unreadable entry is left
+// out and logged; the periodic full listing catches up with it.
 func (c *Client) ChangedPRs(ctx context.Context, owner, repo string, since time.Time) ([]PRChange, time.Time, error) {
-	api := c.api(ctx)
+	l := listing{
+		op:   fmt.Sprintf("list PRs of %s/%s changed since %s", owner, repo, since.Format(time.RFC3339)),
+		path: repoPath(owner, repo) + "/issues?type=pulls&state=all&since=" + queryTime(since),
+	}
 	var out []PRChange
 	var served time.Time
-	for page := 1; ; page++ {
-		issues, resp, err := api.ListRepoIssues(owner, repo, sdk.ListIssueOption{
-			ListOptions: sdk.ListOptions{Page: page, PageSize: pageSize},
-			State:       sdk.StateAll, Type: sdk.IssueTypePull, Since: since,
-		})
-		if err != nil {
-			return nil, time.Time{}, classify(fmt.Sprintf("list PRs of %s/%s changed since %s", owner, repo, since.Format(time.RFC3339)), resp, err)
+	var bad []error
+	err := c.eachPage(ctx, l, func(page int, body []byte, hdr http.Header) (int, error) {
+		if page == 1 {
+			served, _ = http.ParseTime(hdr.Get("Date"))
 		}
-		if page == 1 && resp != nil && resp.Response != nil {
-			served, _ = http.ParseTime(resp.Header.Get("Date"))
-		}
+		issues, skipped, n, err := decodeEntries(body, (*apiIssue).check)
 		for _, is := range issues {
-			out = append(out, PRChange{Number: int(is.Index), State: string(is.State), Updated: is.Updated})
+			out = append(out, PRChange{Number: is.Number, State: is.State, Updated: is.Updated})
 		}
-		if len(issues) < pageSize {
-			return out, served, nil
-		}
+		bad = append(bad, skipped...)
+		return n, err
+	})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	c.noteSkipped(fmt.Sprintf("list PRs of %s/%s changed", owner, repo), bad)
+	return out, served, nil
+}
+
+// noteSkipped logs the entries a list left out: a warning when their count
+// changes, so a forge that keeps failing on one PR is reported once, not
+// every cycle.
+func (c *Client) noteSkipped(list string, bad []error) {
+	c.mu.Lock()
+	last := c.skipped[list]
+	c.skipped[list] = len(bad)
+	c.mu.Unlock()
+	switch {
+	case len(bad) > 0 && len(bad) != last:
+		c.log.Warn("forge list has unreadable entries; skipped", "list", list, "skipped", len(bad), "first", redact.Clip(bad[0].Error(), 200))
+	case len(bad) == 0 && last > 0:
+		c.log.Info("forge list readable again", "list", list)
 	}
 }
 

@@ -30,9 +30,15 @@ func TestAgainstTheRealForge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(ctx, forge.URL, token, nil)
+	c, err := New(ctx, forge.URL, token, Options{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	var settings struct {
+		MaxResponseItems int `json:"max_response_items"`
+	}
+	if err := c.getJSON(ctx, "read API settings", "/settings/api", &settings); err != nil || settings.MaxResponseItems != c.PageSize() {
+		t.Errorf("page size %d; the forge's max_response_items is %d (%v)", c.PageSize(), settings.MaxResponseItems, err)
 	}
 	if me, err := c.Me(ctx); err != nil || me != "alice" {
 		t.Fatalf("Me = %q, %v", me, err)
@@ -90,7 +96,7 @@ func TestRejectedTokenIsPermanent(t *testing.T) {
 	forge := sandbox.ForgeForTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := New(ctx, forge.URL, "not-a-token", nil)
+	c, err := New(ctx, forge.URL, "not-a-token", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +131,7 @@ func TestProtectionAndOfficialReviews(t *testing.T) {
 	must(forge.CreateRepo(ctx, tokens["alice"], "demo"))
 	must(forge.AddCollaborator(ctx, tokens["alice"], "alice", "demo", "bob", "write"))
 	client := func(user string) *Client {
-		c, err := New(ctx, forge.URL, tokens[user], nil)
+		c, err := New(ctx, forge.URL, tokens[user], Options{})
 		must(err)
 		return c
 	}

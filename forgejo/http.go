@@ -7,24 +7,33 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
+
+	"pool/internal/redact"
 )
 
-// do makes a plain API call and returns the status and body. A transport
-// failure is an *Error; an HTTP error status is returned for the caller to
+// answer is what the forge answered to one plain call.
+type answer struct {
+	status int
+	body   []byte
+	header http.Header
+}
+
+// send makes a plain API call and reads the whole answer, within the
+// client's body cap and timeout. A transport failure (an answer over the cap
+// included) is an *Error; an HTTP error status is returned for the caller to
 // interpret.
-func (c *Client) do(ctx context.Context, op, method, path string, body any) (int, []byte, error) {
+func (c *Client) send(ctx context.Context, op, method, path string, body any) (answer, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return 0, nil, &Error{Op: op, Err: err}
+			return answer{}, &Error{Op: op, Err: err}
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.url+"/api/v1"+path, rd)
 	if err != nil {
-		return 0, nil, &Error{Op: op, Err: err}
+		return answer{}, &Error{Op: op, Err: err}
 	}
 	req.Header.Set("Authorization", "token "+c.token)
 	req.Header.Set("Accept", "application/json")
@@ -33,17 +42,23 @@ func (c *Client) do(ctx context.Context, op, method, path string, body any) (int
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return 0, nil, newError(op, 0, err)
+		return answer{}, newError(op, 0, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return resp.StatusCode, nil, newError(op, 0, err)
+		return answer{}, newError(op, 0, err)
 	}
-	return resp.StatusCode, b, nil
+	return answer{status: resp.StatusCode, body: b, header: resp.Header}, nil
 }
 
-// getJSON is do for reads that must answer 200.
+// do is send for callers that need only the status and the body.
+func (c *Client) do(ctx context.Context, op, method, path string, body any) (int, []byte, error) {
+	a, err := c.send(ctx, op, method, path, body)
+	return a.status, a.body, err
+}
+
+// getJSON is do for reads that must answer 200 with JSON.
 func (c *Client) getJSON(ctx context.Context, op, path string, out any) error {
 	status, body, err := c.do(ctx, op, http.MethodGet, path, nil)
 	if err != nil {
@@ -53,18 +68,14 @@ func (c *Client) getJSON(ctx context.Context, op, path string, out any) error {
 		return newError(op, status, fmt.Errorf("%s", snippet(body)))
 	}
 	if err := json.Unmarshal(body, out); err != nil {
-		return &Error{Op: op, Status: status, Retryable: true, Err: fmt.Errorf("malformed answer: %w", err)}
+		return malformed(op, err)
 	}
 	return nil
 }
 
 // snippet is the start of an error body, for messages.
 func snippet(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 300 {
-		s = s[:300] + "..."
-	}
-	return s
+	return redact.Clip(string(bytes.TrimSpace(b)), 300)
 }
 
 type apiStatus struct {
@@ -74,6 +85,16 @@ type apiStatus struct {
 	TargetURL   string `json:"target_url"`
 	Description string `json:"description"`
 	Created     string `json:"created_at"`
+}
+
+func (s *apiStatus) check() error {
+	switch {
+	case s.ID <= 0:
+		return fmt.Errorf("status without an id")
+	case s.Status == "":
+		return fmt.Errorf("status %d without a state", s.ID)
+	}
+	return nil
 }
 
 func short(sha string) string {

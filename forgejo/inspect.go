@@ -2,7 +2,9 @@ package forgejo
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"sort"
 	"time"
@@ -54,14 +56,76 @@ type apiPR struct {
 	} `json:"labels"`
 }
 
+// check refuses a PR the pool cannot act on safely.
+func (p *apiPR) check() error {
+	switch {
+	case p.Number <= 0:
+		return errors.New("PR without a number")
+	case p.State == "":
+		return fmt.Errorf("PR %d without a state", p.Number)
+	case p.Head == nil || p.Head.SHA == "":
+		return fmt.Errorf("PR %d without a head commit", p.Number)
+	case p.Base == nil || p.Base.Ref == "":
+		return fmt.Errorf("PR %d without a base branch", p.Number)
+	case p.User == nil || p.User.Login == "":
+		return fmt.Errorf("PR %d without an author", p.Number)
+	}
+	return nil
+}
+
 // PRDetail reads one pull request with its base and merge-base SHAs.
 func (c *Client) PRDetail(ctx context.Context, owner, repo string, n int) (PRDetail, error) {
 	op := fmt.Sprintf("get %s/%s#%d", owner, repo, n)
-	var p apiPR
+	var p *apiPR
 	if err := c.getJSON(ctx, op, fmt.Sprintf("%s/pulls/%d", repoPath(owner, repo), n), &p); err != nil {
 		return PRDetail{}, err
 	}
+	if p == nil {
+		return PRDetail{}, malformed(op, errors.New("null"))
+	}
+	if err := p.check(); err != nil {
+		return PRDetail{}, malformed(op, err)
+	}
 	return p.detail(), nil
+}
+
+// apiIssue is an entry of the issues list, as ChangedPRs reads it.
+type apiIssue struct {
+	Number  int       `json:"number"`
+	State   string    `json:"state"`
+	Updated time.Time `json:"updated_at"`
+}
+
+func (is *apiIssue) check() error {
+	switch {
+	case is.Number <= 0:
+		return errors.New("issue without a number")
+	case is.State == "":
+		return fmt.Errorf("issue %d without a state", is.Number)
+	}
+	return nil
+}
+
+type apiComment struct {
+	ID      int64     `json:"id"`
+	Body    string    `json:"body"`
+	User    *apiUser  `json:"user"`
+	Created time.Time `json:"created_at"`
+	Updated time.Time `json:"updated_at"`
+}
+
+func (cm *apiComment) check() error {
+	switch {
+	case cm == nil:
+		return errors.New("null comment")
+	case cm.ID <= 0:
+		return errors.New("comment without an id")
+	}
+	return nil
+}
+
+func (cm *apiComment) comment() Comment {
+	return Comment{ID: cm.ID, Author: cm.User.login(), Body: cm.Body, Created: cm.Created, Updated: cm.Updated}
 }
 
 func (p apiPR) detail() PRDetail {
@@ -83,33 +147,32 @@ func (p apiPR) detail() PRDetail {
 // StatusHistory returns every status reported for a commit, all pages,
 // oldest first. An empty slice means nothing was reported.
 func (c *Client) StatusHistory(ctx context.Context, owner, repo, sha string) ([]Status, error) {
-	op := fmt.Sprintf("list status history of %s/%s@%s", owner, repo, short(sha))
-	seen := map[int64]bool{}
-	var out []Status
-	for page := 1; ; page++ {
-		var batch []apiStatus
+	l := listing{
+		op: fmt.Sprintf("list status history of %s/%s@%s", owner, repo, short(sha)),
 		// sort by the per-commit index, a total order, so pages do not
 		// shuffle statuses created within the same second
-		path := fmt.Sprintf("%s/commits/%s/statuses?sort=highestindex&limit=%d&page=%d",
-			repoPath(owner, repo), url.PathEscape(sha), pageSize, page)
-		if err := c.getJSON(ctx, op, path, &batch); err != nil {
-			return nil, err
-		}
+		path: fmt.Sprintf("%s/commits/%s/statuses?sort=highestindex", repoPath(owner, repo), url.PathEscape(sha)),
+	}
+	seen := map[int64]bool{}
+	var out []Status
+	err := c.eachPage(ctx, l, func(_ int, body []byte, _ http.Header) (int, error) {
+		batch, n, err := strictEntries(body, (*apiStatus).check)
 		for _, s := range batch {
 			if !seen[s.ID] {
 				seen[s.ID] = true
 				out = append(out, s.status())
 			}
 		}
-		if len(batch) < pageSize {
-			break
-		}
+		return n, err
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }
 
-func (s apiStatus) status() Status {
+func (s *apiStatus) status() Status {
 	created, _ := time.Parse(time.RFC3339, s.Created) // a bad time stays zero: shown, not guessed
 	return Status{ID: s.ID, Context: s.Context, State: s.Status, TargetURL: s.TargetURL,
 		Description: s.Description, Created: created}
@@ -139,25 +202,39 @@ type apiReview struct {
 	URL           string    `json:"html_url"`
 }
 
-// ReviewDetails lists a PR's reviews with their bodies (all pages).
+// check refuses a review that cannot be judged: whose it is and what it
+// says decide a merge.
+func (r *apiReview) check() error {
+	switch {
+	case r.ID <= 0:
+		return errors.New("review without an id")
+	case r.User == nil || r.User.Login == "":
+		return fmt.Errorf("review %d without an author", r.ID)
+	case r.State == "":
+		return fmt.Errorf("review %d without a state", r.ID)
+	}
+	return nil
+}
+
+// ReviewDetails lists a PR's reviews with their bodies (all pages). The
+// forge filters reviews after paging, so it reads to an empty page.
 func (c *Client) ReviewDetails(ctx context.Context, owner, repo string, n int) ([]ReviewDetail, error) {
-	op := fmt.Sprintf("list reviews of %s/%s#%d", owner, repo, n)
+	l := listing{op: fmt.Sprintf("list reviews of %s/%s#%d", owner, repo, n),
+		path: fmt.Sprintf("%s/pulls/%d/reviews", repoPath(owner, repo), n), filtered: true}
 	var out []ReviewDetail
-	for page := 1; ; page++ {
-		var batch []apiReview
-		path := fmt.Sprintf("%s/pulls/%d/reviews?limit=%d&page=%d", repoPath(owner, repo), n, pageSize, page)
-		if err := c.getJSON(ctx, op, path, &batch); err != nil {
-			return nil, err
-		}
+	err := c.eachPage(ctx, l, func(_ int, body []byte, _ http.Header) (int, error) {
+		batch, n, err := strictEntries(body, (*apiReview).check)
 		for _, r := range batch {
 			out = append(out, ReviewDetail{Review: Review{ID: r.ID, Author: r.User.login(), State: r.State,
 				CommitID: r.CommitID, Stale: r.Stale, Dismissed: r.Dismissed, Official: r.Official, Submitted: r.Submitted},
 				Body: r.Body, CommentsCount: r.CommentsCount, Updated: r.Updated, URL: r.URL})
 		}
-		if len(batch) < pageSize {
-			return out, nil
-		}
+		return n, err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
 
 // InlineComment is a review's comment on a file and line.
@@ -195,13 +272,16 @@ type apiInlineComment struct {
 // page them).
 func (c *Client) InlineComments(ctx context.Context, owner, repo string, n int, reviewID int64) ([]InlineComment, error) {
 	op := fmt.Sprintf("list comments of review %d on %s/%s#%d", reviewID, owner, repo, n)
-	var batch []apiInlineComment
+	var batch []*apiInlineComment
 	path := fmt.Sprintf("%s/pulls/%d/reviews/%d/comments", repoPath(owner, repo), n, reviewID)
 	if err := c.getJSON(ctx, op, path, &batch); err != nil {
 		return nil, err
 	}
 	out := make([]InlineComment, 0, len(batch))
-	for _, rc := range batch {
+	for i, rc := range batch {
+		if rc == nil || rc.ID <= 0 {
+			return nil, malformed(op, fmt.Errorf("entry %d is null or has no id", i))
+		}
 		out = append(out, InlineComment{ID: rc.ID, ReviewID: rc.ReviewID, Author: rc.User.login(),
 			Body: rc.Body, Path: rc.Path, Line: rc.Line, OldLine: rc.OldLine, Resolver: rc.Resolver.login(),
 			CommitID: rc.CommitID, Created: rc.Created, Updated: rc.Updated, URL: rc.URL})
@@ -215,19 +295,26 @@ const (
 	eventAutoMergeDisarmed = "pull_cancel_scheduled_merge"
 )
 
+type apiTimelineEvent struct {
+	Type string `json:"type"`
+}
+
+func (e *apiTimelineEvent) check() error {
+	if e.Type == "" {
+		return errors.New("timeline event without a type")
+	}
+	return nil
+}
+
 // AutoMergeArmed reports whether the PR's timeline shows an auto-merge
-// scheduled and not cancelled since.
+// scheduled and not cancelled since. The forge filters the timeline after
+// paging, so it reads to an empty page.
 func (c *Client) AutoMergeArmed(ctx context.Context, owner, repo string, n int) (bool, error) {
-	op := fmt.Sprintf("read timeline of %s/%s#%d", owner, repo, n)
+	l := listing{op: fmt.Sprintf("read timeline of %s/%s#%d", owner, repo, n),
+		path: fmt.Sprintf("%s/issues/%d/timeline", repoPath(owner, repo), n), filtered: true}
 	armed := false
-	for page := 1; ; page++ {
-		var batch []struct {
-			Type string `json:"type"`
-		}
-		path := fmt.Sprintf("%s/issues/%d/timeline?limit=%d&page=%d", repoPath(owner, repo), n, pageSize, page)
-		if err := c.getJSON(ctx, op, path, &batch); err != nil {
-			return false, err
-		}
+	err := c.eachPage(ctx, l, func(_ int, body []byte, _ http.Header) (int, error) {
+		batch, n, err := strictEntries(body, (*apiTimelineEvent).check)
 		for _, e := range batch {
 			switch e.Type {
 			case eventAutoMergeArmed:
@@ -236,10 +323,9 @@ func (c *Client) AutoMergeArmed(ctx context.Context, owner, repo string, n int) 
 				armed = false
 			}
 		}
-		if len(batch) < pageSize {
-			return armed, nil
-		}
-	}
+		return n, err
+	})
+	return armed, err
 }
 
 func repoPath(owner, repo string) string {

@@ -26,11 +26,11 @@ func pagedStatuses(t *testing.T, n int) *Client {
 		}
 		page, _ := strconv.Atoi(r.URL.Query().Get("page"))
 		var batch []map[string]any
-		start := (page - 1) * pageSize
+		start := (page - 1) * defaultPageSize
 		if page > 1 {
 			start-- // the last of the previous page again
 		}
-		for i := start; i < start+pageSize && i < n; i++ {
+		for i := start; i < start+defaultPageSize && i < n; i++ {
 			batch = append(batch, map[string]any{"id": i + 1, "status": "pending", "context": "c" + strconv.Itoa(i%3),
 				"created_at": "2026-07-01T12:00:00Z", "target_url": "http://ci.test/" + strconv.Itoa(i)})
 		}
@@ -38,7 +38,7 @@ func pagedStatuses(t *testing.T, n int) *Client {
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	c, err := New(context.Background(), srv.URL, "t", nil)
+	c, err := New(context.Background(), srv.URL, "t", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,13 +75,17 @@ func TestInspectDecoding(t *testing.T) {
 		fmt.Fprint(w, `[{"id":1,"pull_request_review_id":9,"user":{"login":"bot"},"resolver":{"login":"alice"},
 			"body":"b","path":"main.go","position":0,"original_position":7}]`)
 	})
-	mux.HandleFunc("/api/v1/repos/o/r/issues/3/timeline", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("/api/v1/repos/o/r/issues/3/timeline", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("page") != "1" {
+			fmt.Fprint(w, `[]`)
+			return
+		}
 		fmt.Fprint(w, `[{"type":"comment"},{"type":"pull_scheduled_merge"},{"type":"pull_cancel_scheduled_merge"},{"type":"pull_scheduled_merge"}]`)
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	ctx := context.Background()
-	c, err := New(ctx, srv.URL, "t", nil)
+	c, err := New(ctx, srv.URL, "t", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

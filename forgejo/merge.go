@@ -48,7 +48,7 @@ func (c *Client) Merge(ctx context.Context, owner, repo string, n int, opt Merge
 	if opt.WhenChecksSucceed {
 		body["merge_when_checks_succeed"] = true
 	}
-	status, b, err := c.do(ctx, op, http.MethodPost, fmt.Sprintf("/repos/%s/%s/pulls/%d/merge", owner, repo, n), body)
+	status, b, err := c.do(ctx, op, http.MethodPost, fmt.Sprintf("%s/pulls/%d/merge", repoPath(owner, repo), n), body)
 	if err != nil {
 		return MergeResult{}, err
 	}
@@ -105,7 +105,7 @@ func classify409(msg string) MergeOutcome {
 // CancelAutoMerge removes a scheduled auto-merge; none scheduled is not an error.
 func (c *Client) CancelAutoMerge(ctx context.Context, owner, repo string, n int) error {
 	op := fmt.Sprintf("cancel auto-merge of %s/%s#%d", owner, repo, n)
-	status, b, err := c.do(ctx, op, http.MethodDelete, fmt.Sprintf("/repos/%s/%s/pulls/%d/merge", owner, repo, n), nil)
+	status, b, err := c.do(ctx, op, http.MethodDelete, fmt.Sprintf("%s/pulls/%d/merge", repoPath(owner, repo), n), nil)
 	if err != nil {
 		return err
 	}

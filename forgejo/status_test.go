@@ -23,7 +23,7 @@ func TestPostStatus(t *testing.T) {
 		w.Write([]byte(`{"message":"nope"}`))
 	}))
 	defer srv.Close()
-	c, err := New(context.Background(), srv.URL, "tok", srv.Client())
+	c, err := New(context.Background(), srv.URL, "tok", Options{Transport: srv.Client().Transport})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"pool/internal/guard"
 )
 
 // Check is one readiness condition: Probe returns why it fails, or nil.
@@ -145,7 +147,7 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logge
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second,
 		IdleTimeout: time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	guard.Go(ctx, log, "ops server", func() { served <- srv.Serve(ln) })
 	log.Info("ops listener serving", "addr", ln.Addr().String())
 	select {
 	case err := <-served:

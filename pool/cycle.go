@@ -7,6 +7,7 @@ import (
 
 	"pool/claims"
 	"pool/forgejo"
+	"pool/internal/guard"
 	"pool/lifecycle"
 )
 
@@ -111,11 +112,11 @@ func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) int {
 			break
 		}
 		p.workers.Add(1)
-		go func() {
+		guard.Go(ctx, p.log, "slot", func() {
 			defer p.workers.Done()
 			defer p.releaseSlot(c.pr.Number)
 			p.runSlot(ctx, work, c)
-		}()
+		})
 		started++
 	}
 	return started

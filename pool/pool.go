@@ -20,6 +20,7 @@ import (
 	"pool/configs"
 	"pool/forgejo"
 	"pool/internal/backoff"
+	"pool/internal/guard"
 	"pool/lifecycle"
 )
 
@@ -183,8 +184,8 @@ func (p *Pool) Run(parent context.Context) (Report, error) {
 	watchDone, queueDone := make(chan struct{}), make(chan struct{})
 	queueCtx, stopQueue := context.WithCancel(ctx)
 	defer stopQueue()
-	go func() { defer close(watchDone); p.watch(work) }()
-	go func() { defer close(queueDone); p.runQueue(queueCtx, work) }()
+	guard.Go(work, p.log, "session watch", func() { defer close(watchDone); p.watch(work) })
+	guard.Go(work, p.log, "merge queue", func() { defer close(queueDone); p.runQueue(queueCtx, work) })
 
 	err := p.loop(ctx, work)
 
@@ -214,7 +215,7 @@ func (p *Pool) workContext(ctx context.Context) (context.Context, context.Cancel
 // (queueDone), bounded by ShutdownTimeout; then work is cancelled.
 func (p *Pool) shutdown(work context.Context, queueDone <-chan struct{}) {
 	done := make(chan struct{})
-	go func() { p.workers.Wait(); <-queueDone; close(done) }()
+	guard.Go(work, p.log, "shutdown wait", func() { p.workers.Wait(); <-queueDone; close(done) })
 	t := time.NewTimer(p.cfg.ShutdownTimeout)
 	defer t.Stop()
 	select {

@@ -17,12 +17,16 @@ import (
 	"pool/report"
 )
 
+// testConfig is the defaults with fakes' addresses and times short enough
+// for tests (below the floors a user may set: the servers are fakes).
 func testConfig(workers int) configs.Config {
-	return configs.Config{ForgejoURL: "http://forge.test", Token: "t", Owner: "o", Name: "r", AgentURL: "http://agent.test",
-		AgentName: "ca-pr-self-reviewer", Workers: workers, InstanceID: "pool-test",
-		PollInterval: 20 * time.Millisecond, StatusInterval: 2 * time.Millisecond, ClaimTTL: 30 * time.Minute,
-		IdleExit: 3, DiagnosticEvery: 10, SkipLabel: "needs feedback", SessionTimeout: time.Minute,
-		ShutdownTimeout: time.Second, MergeStyle: "merge"}
+	cfg := configs.Default()
+	cfg.ForgejoURL, cfg.Token, cfg.Owner, cfg.Name = "http://forge.test", "t", "o", "r"
+	cfg.AgentURL, cfg.Workers, cfg.InstanceID = "http://agent.test", workers, "pool-test"
+	cfg.PollInterval, cfg.StatusInterval = 20*time.Millisecond, 2*time.Millisecond
+	cfg.IdleExit, cfg.SessionTimeout, cfg.ShutdownTimeout = 3, time.Minute, time.Second
+	cfg.ChecksGrace = 0 // the fakes report no CI: no wait for one
+	return cfg
 }
 
 const approvedReply = "LGTM\nREVIEW-RESULT: {\"decision\": \"approved\", \"merge_status\": \"none\"}"

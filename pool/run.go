@@ -5,16 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"pool/agent"
 	"pool/clone"
 	"pool/commitstatus"
 	"pool/configs"
 	"pool/forgejo"
+	"pool/internal/guard"
 	"pool/lifecycle"
 	"pool/metrics"
 	"pool/ops"
@@ -29,22 +28,24 @@ const keepWarnings = 20
 // until ctx ends or the pool goes idle, and cleans up on every way out: the
 // webhook receiver and the ops listener have stopped, the store is closed,
 // and the clone is removed, unless sessions were left running in its work
-// trees for the next start to adopt.
+// trees for the next start to adopt. Every answer read from the forge or the
+// agent server is capped at cfg.MaxBody.
 func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, error) {
 	warnings := ops.NewWarnings(keepWarnings)
 	log = slog.New(warnings.Wrap(log.Handler()))
 	var p *Pool // read by the gauges only once the ops listener runs, after p is set
 	m := metrics.New(func() metrics.Gauges { return gauges(p.Status()) })
-	fc, err := forgejo.New(ctx, cfg.ForgejoURL, cfg.Token, &http.Client{Timeout: 60 * time.Second, Transport: m.ForgeTransport(nil)})
+	fc, err := forgejo.New(ctx, cfg.ForgejoURL, cfg.Token, forgejo.Options{MaxBody: cfg.MaxBody,
+		Transport: m.ForgeTransport(nil), Log: log.With("component", "forgejo")})
 	if err != nil {
 		return Report{}, fmt.Errorf("pool: connect to the forge: %w", err)
 	}
-	store, err := OpenStore(cfg.StateDir, cfg.Owner, cfg.Name)
+	store, err := OpenStore(cfg.StateDir, cfg.Owner, cfg.Name, log)
 	if err != nil {
 		return Report{}, err
 	}
 	defer store.Close()
-	ac := agent.New(cfg.AgentURL, cfg.AgentPassword, &http.Client{Timeout: 60 * time.Second, Transport: m.AgentTransport(nil)})
+	ac := agent.New(cfg.AgentURL, cfg.AgentPassword, agent.Options{MaxBody: cfg.MaxBody, Transport: m.AgentTransport(nil)})
 	d := Deps{Forge: fc, Agent: ac, Store: store, Log: log, Metrics: m,
 		Digests: tickDigester{c: fc, cfg: cfg}, WorkDir: store.Dir()}
 	if p, err = New(ctx, cfg, d); err != nil {
@@ -61,7 +62,8 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, err
 	servers, stopServers := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	if cfg.Listen != "" {
-		wg.Go(func() { serveWebhooks(servers, cfg, p, m, log) })
+		wg.Add(1)
+		guard.Go(servers, log, "webhook receiver", func() { defer wg.Done(); serveWebhooks(servers, cfg, p, m, log) })
 	}
 	status := func() ops.Status {
 		st := p.Status()
@@ -76,7 +78,9 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, err
 			{Name: "events", Probe: func(context.Context) error { return streamConnected(m) }},
 			ops.CycleFresh(status, 3*cfg.PollInterval),
 		}
-		wg.Go(func() { serveOps(servers, cfg, &ops.Server{Status: status, Metrics: m.Handler(), Checks: checks}, log) })
+		srv := &ops.Server{Status: status, Metrics: m.Handler(), Checks: checks}
+		wg.Add(1)
+		guard.Go(servers, log, "ops listener", func() { defer wg.Done(); serveOps(servers, cfg, srv, log) })
 	}
 	var rep Report
 	if cfg.StatusContext == "" || cfg.DryRun {
@@ -100,7 +104,7 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, err
 func runPublishing(ctx context.Context, cfg configs.Config, p *Pool, pub *commitstatus.Publisher) (Report, error) {
 	pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
-	go func() { defer close(done); pub.Run(pctx, p.Status, p.Changed(), cfg.PollInterval) }()
+	guard.Go(ctx, p.log, "commit status publisher", func() { defer close(done); pub.Run(pctx, p.Status, p.Changed(), cfg.PollInterval) })
 	rep, err := p.Run(ctx)
 	stop()
 	<-done
@@ -166,6 +170,9 @@ func InstallHook(ctx context.Context, cfg configs.Config) error {
 	if cfg.HookURL == "" || cfg.WebhookSecret == "" {
 		return &configs.Error{Key: "webhook.url", Reason: "hook install needs webhook.url (--hook-url) and webhook.secret"}
 	}
-	return webhook.Install(ctx, cfg.ForgejoURL, cfg.Token, cfg.Owner, cfg.Name, cfg.HookURL,
-		[]byte(cfg.WebhookSecret), &http.Client{Timeout: 60 * time.Second})
+	fc, err := forgejo.New(ctx, cfg.ForgejoURL, cfg.Token, forgejo.Options{MaxBody: cfg.MaxBody})
+	if err != nil {
+		return fmt.Errorf("pool: connect to the forge: %w", err)
+	}
+	return webhook.Install(ctx, fc, cfg.Owner, cfg.Name, cfg.HookURL, []byte(cfg.WebhookSecret))
 }

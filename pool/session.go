@@ -9,6 +9,7 @@ import (
 	"pool/agent"
 	"pool/claims"
 	"pool/forgejo"
+	"pool/internal/guard"
 	"pool/lifecycle"
 	"pool/report"
 )
@@ -343,11 +344,11 @@ func (p *Pool) adopt(ctx, work context.Context) error {
 		ss := p.register(s.ID, n, lifecycle.Review, s.Directory)
 		p.log.Info("adopted a running session", "pr", n, "session", s.ID)
 		p.workers.Add(1)
-		go func() {
+		guard.Go(ctx, p.log, "adopted session", func() {
 			defer p.workers.Done()
 			defer p.releaseSlot(n)
 			p.follow(ctx, work, ss)
-		}()
+		})
 	}
 	return nil
 }

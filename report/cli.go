@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"pool/configs"
 	"pool/forgejo"
 	"pool/lifecycle"
 )
@@ -46,7 +46,7 @@ func MainReport(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *interval <= 0 || *capAfter <= 0 {
 		return usageError(stderr, "report", errors.New("--interval and --cap must be positive"))
 	}
-	c, code := conn.client(ctx, stderr, "report")
+	c, settings, code := conn.client(ctx, stderr, "report")
 	if code >= 0 {
 		return code
 	}
@@ -54,7 +54,7 @@ func MainReport(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *wait {
 		p = &poller{interval: *interval, cap: *capAfter, clock: realClock}
 	}
-	r, err := produceReport(ctx, c, t, rule.rule(), *conn.ownContext, p)
+	r, err := produceReport(ctx, c, t, rule.rule(), settings.StatusContext, p)
 	if err != nil {
 		fmt.Fprintf(stderr, "pool report: %s: %v\n", t, err)
 		return exitNoPR
@@ -113,11 +113,11 @@ func MainTick(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err := envBool(fs, "auto-merge", "POOL_TICK_AUTO_MERGE"); err != nil {
 		return usageError(stderr, "tick", err)
 	}
-	c, code := conn.client(ctx, stderr, "tick")
+	c, settings, code := conn.client(ctx, stderr, "tick")
 	if code >= 0 {
 		return code
 	}
-	opt := TickOptions{AutoMerge: *autoMerge, Rule: rule.rule(), OwnContext: *conn.ownContext}
+	opt := TickOptions{AutoMerge: *autoMerge, Rule: rule.rule(), OwnContext: settings.StatusContext}
 	s, err := observe(ctx, c, t, opt.AutoMerge, opt.OwnContext)
 	if err != nil {
 		fmt.Fprintf(stderr, "pool tick: %s: %v\n", t, err)
@@ -225,75 +225,32 @@ func splitAccounts(s string) []string {
 	return out
 }
 
-// connFlags say where the forge is and how to authenticate. The token comes
-// from POOL_FORGEJO_TOKEN or a file; it is never printed.
+// connFlags say where the forge is and how to authenticate, as configs
+// reads them for the supervisor: the same keys, environment variables,
+// defaults and checks. The token comes from POOL_FORGEJO_TOKEN or a file; it
+// is never printed.
 type connFlags struct {
-	url, tokenFile *string
-	ownContext     *string // the pool's own commit status context: no check
-}
-
-func envOr(key, def string) string {
-	if v, ok := os.LookupEnv(key); ok {
-		return v
-	}
-	return def
+	resolve func() (configs.Config, error)
 }
 
 func addConnFlags(fs *pflag.FlagSet) connFlags {
-	return connFlags{
-		url:       fs.String("forgejo-url", os.Getenv("POOL_FORGEJO_URL"), "base URL of the Forgejo server (env POOL_FORGEJO_URL)"),
-		tokenFile: fs.String("forgejo-token-file", os.Getenv("POOL_FORGEJO_TOKEN_FILE"), "file holding the forge token (env POOL_FORGEJO_TOKEN_FILE, or the token in POOL_FORGEJO_TOKEN)"),
-		ownContext: fs.String("commit-status-context", envOr("POOL_COMMIT_STATUS_CONTEXT", "pool"),
-			"the pool's own commit status context, left out of the checks (env POOL_COMMIT_STATUS_CONTEXT)"),
-	}
+	return connFlags{resolve: configs.ForgeFlags(fs)}
 }
 
 // client connects to the forge. A code >= 0 means stop with that exit code:
 // bad settings are usage errors, an unreachable forge means the PR could
 // not be read.
-func (f connFlags) client(ctx context.Context, stderr io.Writer, cmd string) (*forgejo.Client, int) {
-	base, token, err := f.settings()
+// The settings are returned too: the pool's own commit status context is
+// among them (its status is no check).
+func (f connFlags) client(ctx context.Context, stderr io.Writer, cmd string) (*forgejo.Client, configs.Config, int) {
+	cfg, err := f.resolve()
 	if err != nil {
-		return nil, usageError(stderr, cmd, err)
+		return nil, cfg, usageError(stderr, cmd, err)
 	}
-	c, err := forgejo.New(ctx, base, token, nil)
+	c, err := forgejo.New(ctx, cfg.ForgejoURL, cfg.Token, forgejo.Options{MaxBody: cfg.MaxBody})
 	if err != nil {
 		fmt.Fprintf(stderr, "pool %s: %v\n", cmd, err)
-		return nil, exitNoPR
+		return nil, cfg, exitNoPR
 	}
-	return c, -1
-}
-
-func (f connFlags) settings() (base, token string, err error) {
-	base = strings.TrimRight(*f.url, "/")
-	u, err := url.Parse(base)
-	if base == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", "", fmt.Errorf("--forgejo-url (or POOL_FORGEJO_URL): want an http(s) URL, got %q", base)
-	}
-	if u.User != nil {
-		return "", "", errors.New("--forgejo-url: credentials do not belong in the URL; use a token")
-	}
-	token, err = f.token()
-	return base, token, err
-}
-
-func (f connFlags) token() (string, error) {
-	env := strings.TrimSpace(os.Getenv("POOL_FORGEJO_TOKEN"))
-	switch {
-	case env != "" && *f.tokenFile != "":
-		return "", errors.New("set POOL_FORGEJO_TOKEN or a token file, not both")
-	case env != "":
-		return env, nil
-	case *f.tokenFile == "":
-		return "", errors.New("no token: set POOL_FORGEJO_TOKEN or --forgejo-token-file")
-	}
-	b, err := os.ReadFile(*f.tokenFile)
-	if err != nil {
-		return "", fmt.Errorf("read token file: %w", err)
-	}
-	token := strings.TrimSpace(string(b))
-	if token == "" {
-		return "", fmt.Errorf("token file %s is empty", *f.tokenFile)
-	}
-	return token, nil
+	return c, cfg, -1
 }

@@ -54,7 +54,7 @@ func newForgeFixture(t *testing.T, ctx context.Context, f *sandbox.Forge, repo s
 	var err error
 	fx.n, fx.head, err = f.CreatePR(ctx, fx.alice, fx.owner, repo, "feature-1", "main", "Add main", "")
 	must(t, err)
-	fx.client, err = forgejo.New(ctx, f.URL, fx.fixer, nil)
+	fx.client, err = forgejo.New(ctx, f.URL, fx.fixer, forgejo.Options{})
 	must(t, err)
 	fx.target = fmt.Sprintf("%s/%s#%d", fx.owner, repo, fx.n)
 	fx.waitMergeable()
@@ -332,7 +332,7 @@ func testStatuses500(fx *forgeFixture) {
 	if !strings.Contains(fx.lastStderr, "HTTP 500") {
 		fx.t.Errorf("stderr does not name the failed read: %q", fx.lastStderr)
 	}
-	c, err := forgejo.New(fx.ctx, proxyURL, fx.alice, nil)
+	c, err := forgejo.New(fx.ctx, proxyURL, fx.alice, forgejo.Options{})
 	must(fx.t, err)
 	d, err := Tick(fx.ctx, c, fx.owner, fx.repo, fx.n, TickOptions{})
 	must(fx.t, err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"pool/forgejo"
 	"pool/internal/sandbox"
 )
 
@@ -107,7 +108,11 @@ func (r *forgeRun) seedRepo() {
 
 func (r *forgeRun) install(path, secret string) {
 	r.t.Helper()
-	if err := Install(r.ctx, r.forge.URL, r.ownerToken, "owner", "demo", r.srv.URL+path, []byte(secret), nil); err != nil {
+	fc, err := forgejo.New(r.ctx, r.forge.URL, r.ownerToken, forgejo.Options{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := Install(r.ctx, fc, "owner", "demo", r.srv.URL+path, []byte(secret)); err != nil {
 		r.t.Fatal(err)
 	}
 }

@@ -9,40 +9,56 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
+	"time"
+
+	"pool/internal/redact"
 )
 
 // maxBody bounds a delivery. Gitea's pull request payloads, with the
 // repository and users inlined, are a few kilobytes.
 const maxBody = 1 << 20
 
+// maxLoggedHeaders bounds what a rejected request puts in the log of its
+// headers: anyone can send them.
+const maxLoggedHeaders = 200
+
 // Wake is called with the PR number a verified event concerns (0 when the
 // event names no PR, e.g. a commit status, worth a full look).
 //
 // The handler never calls wake on a request's goroutine: wakes are handed to
-// one goroutine, which calls wake for one PR at a time, so a slow wake delays
-// later wakes but never a delivery. Wakes for the same PR that pile up
-// meanwhile are merged.
+// one goroutine, which calls wake at most once a second, so a slow wake
+// delays later wakes but never a delivery, and a flood of deliveries costs at
+// most one discovery cycle a second. Wakes that pile up meanwhile are merged:
+// several PRs into one wake(0).
 type Wake func(pr int)
 
 // Handler verifies each delivery's HMAC-SHA256 signature against secret and
 // calls wake for the events of owner/repo that concern pull requests. It
-// answers 204 when it woke, 202 for a verified delivery it ignores, 401 for
-// an unsigned or wrongly signed one (logged), 405 for anything but POST, 413
-// for a body over 1 MiB and 400 for a body that is not JSON. With an empty
-// secret it rejects every delivery: anyone can sign with an empty key.
+// answers 204 when it woke, 202 for a verified delivery it ignores, 200 for
+// a delivery id it has seen in the last 10 minutes (ignored), 401 for an
+// unsigned or wrongly signed one (logged with at most 200 bytes of its
+// headers), 405 for anything but POST, 413 for a body over 1 MiB and 400 for
+// a body that is not JSON. With an empty secret it rejects every delivery:
+// anyone can sign with an empty key.
 func Handler(secret []byte, owner, repo string, log *slog.Logger, wake Wake) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	log = log.With("component", "webhook")
 	return &handler{
 		secret: secret,
 		repo:   owner + "/" + repo,
-		log:    log.With("component", "webhook"),
-		waker:  newWaker(wake),
+		log:    log,
+		waker:  newWaker(wake, log),
+		seen:   newDeliveries(),
+		now:    time.Now,
 	}
 }
 
@@ -51,6 +67,8 @@ type handler struct {
 	repo   string // owner/name, compared case-insensitively
 	log    *slog.Logger
 	waker  *waker
+	seen   *deliveries
+	now    func() time.Time
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -65,27 +83,52 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if reason := h.verify(r.Header, body); reason != "" {
-		h.log.Warn("rejected delivery", "reason", reason, "remote", r.RemoteAddr,
-			"event", eventName(r.Header), "delivery", deliveryID(r.Header))
+		h.log.Warn("rejected delivery", "reason", reason, "remote", r.RemoteAddr, "headers", headerText(r.Header))
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	}
+	// The signature covers the body only: headers stay untrusted input.
+	event, id := redact.Clip(eventName(r.Header), 64), redact.Clip(deliveryID(r.Header), 64)
+	if id != "" && !h.seen.firstTime(deliveryID(r.Header), h.now()) {
+		h.log.Info("replayed delivery ignored", "event", event, "delivery", id)
+		w.WriteHeader(http.StatusOK)
 		return
 	}
 	var p payload
 	if err := json.Unmarshal(body, &p); err != nil {
-		h.log.Warn("undecodable delivery", "event", eventName(r.Header),
-			"delivery", deliveryID(r.Header), "err", err)
+		h.log.Warn("undecodable delivery", "event", event, "delivery", id, "err", redact.Clip(err.Error(), 200))
 		http.Error(w, "body is not JSON", http.StatusBadRequest)
 		return
 	}
 	pr, ok := h.route(r.Header, &p)
-	h.log.Debug("delivery", "event", eventName(r.Header), "delivery", deliveryID(r.Header),
-		"wake", ok, "pr", pr)
+	h.log.Debug("delivery", "event", event, "delivery", id, "wake", ok, "pr", pr)
 	if !ok {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	h.waker.add(pr)
+	h.waker.add(r.Context(), pr)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// secretHeaders are left out of logs.
+var secretHeaders = map[string]bool{"Authorization": true, "Cookie": true, "Proxy-Authorization": true}
+
+// headerText renders a request's headers for a log line, sorted, without
+// credentials, in at most maxLoggedHeaders bytes.
+func headerText(hdr http.Header) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(hdr)) {
+		if secretHeaders[k] {
+			continue
+		}
+		for _, v := range hdr[k] {
+			fmt.Fprintf(&b, "%s: %s; ", k, redact.Clip(v, maxLoggedHeaders))
+		}
+		if b.Len() > maxLoggedHeaders {
+			break
+		}
+	}
+	return redact.Clip(strings.TrimSuffix(b.String(), "; "), maxLoggedHeaders-len("..."))
 }
 
 func (h *handler) badBody(w http.ResponseWriter, r *http.Request, err error) {

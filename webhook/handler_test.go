@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,8 +10,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -18,7 +22,7 @@ import (
 const (
 	testSecret = "s3cret-for-tests"
 	sentinelPR = 99999 // larger than any PR in these tests: see expectNoWake
-	guard      = 10 * time.Second
+	patience   = 10 * time.Second
 )
 
 // Payloads shaped like Gitea 1.26's, trimmed to a few fields.
@@ -50,11 +54,14 @@ func sign(secret, body string) string {
 	return hex.EncodeToString(mac.Sum(nil))
 }
 
+// deliveryCount numbers the deliveries the tests make, each its own id.
+var deliveryCount atomic.Int64
+
 // delivery builds a POST as Gitea (vendor "Gitea") or Forgejo sends it.
 func delivery(vendor, event, eventType, body, signature string) *http.Request {
 	r := httptest.NewRequest(http.MethodPost, "/hook", strings.NewReader(body))
 	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set("X-"+vendor+"-Delivery", "8c1f0e4e-0000-4000-8000-000000000001")
+	r.Header.Set("X-"+vendor+"-Delivery", fmt.Sprintf("8c1f0e4e-0000-4000-8000-%012d", deliveryCount.Add(1)))
 	if event != "" {
 		r.Header.Set("X-"+vendor+"-Event", event)
 	}
@@ -98,6 +105,7 @@ func newFixture(wake Wake) *fixture {
 	}
 	logger := slog.New(slog.NewTextHandler(f.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	f.h = Handler([]byte(testSecret), "Owner", "Demo", logger, wake)
+	f.h.(*handler).waker.every = time.Millisecond // the rate limit has its own test
 	return f
 }
 
@@ -114,8 +122,8 @@ func (f *fixture) expectWake(t *testing.T, want int) {
 		if got != want {
 			t.Errorf("wake(%d), want wake(%d)", got, want)
 		}
-	case <-time.After(guard):
-		t.Fatalf("no wake(%d) after %s", want, guard)
+	case <-time.After(patience):
+		t.Fatalf("no wake(%d) after %s", want, patience)
 	}
 }
 
@@ -233,15 +241,15 @@ func TestHandlerEmptySecretRejectsAll(t *testing.T) {
 }
 
 // A wake that blocks must not hold up deliveries; what piles up meanwhile is
-// merged and delivered once wake returns.
+// merged into one wake, made once the blocked one returns.
 func TestHandlerNeverBlocksOnWake(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
-	woken := map[int]int{}
+	var woken []int
 	f := newFixture(func(pr int) {
 		<-release
 		mu.Lock()
-		woken[pr]++
+		woken = append(woken, pr)
 		mu.Unlock()
 	})
 	done := make(chan struct{})
@@ -257,21 +265,71 @@ func TestHandlerNeverBlocksOnWake(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(guard):
+	case <-time.After(patience):
 		t.Fatal("deliveries blocked behind a blocked wake")
 	}
 	close(release)
 	waitFor(t, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(woken) == 20
+		return slices.Contains(woken, 0)
 	})
+	time.Sleep(20 * time.Millisecond) // room for a wrong extra wake
 	mu.Lock()
 	defer mu.Unlock()
-	for pr, n := range woken {
-		if n > 2 { // one in the blocked batch, at most one after
-			t.Errorf("PR %d woken %d times, want merged wakes", pr, n)
-		}
+	// The blocked wake took what was pending when it started (PR 1, or a
+	// few PRs merged into 0); everything after it came as one wake(0).
+	if len(woken) > 2 || woken[len(woken)-1] != 0 {
+		t.Errorf("wakes %v, want at most two, the last a merged wake(0)", woken)
+	}
+}
+
+// A flood of valid deliveries wakes the loop once per interval: the first at
+// once, everything that came during the pause in one merged wake after it.
+func TestWakesAreRateLimited(t *testing.T) {
+	wakes := make(chan int, 100)
+	pauses := make(chan time.Duration)
+	resume := make(chan struct{})
+	w := newWaker(func(pr int) { wakes <- pr }, nil)
+	w.pause = func(d time.Duration) {
+		pauses <- d
+		<-resume
+	}
+	ctx := context.Background()
+	w.add(ctx, 3)
+	if got := <-wakes; got != 3 {
+		t.Fatalf("first wake(%d), want wake(3) at once", got)
+	}
+	if d := <-pauses; d != time.Second {
+		t.Errorf("paused %s after a wake, want 1s", d)
+	}
+	for pr := 1; pr <= 50; pr++ { // the flood, during the pause
+		w.add(ctx, pr)
+	}
+	select {
+	case got := <-wakes:
+		t.Fatalf("wake(%d) during the pause", got)
+	case <-time.After(20 * time.Millisecond):
+	}
+	resume <- struct{}{}
+	if got := <-wakes; got != 0 {
+		t.Errorf("wake(%d) after the pause, want one merged wake(0)", got)
+	}
+	<-pauses
+	w.add(ctx, 7) // one more during the second pause: not lost
+	resume <- struct{}{}
+	if got := <-wakes; got != 7 {
+		t.Errorf("wake(%d), want wake(7)", got)
+	}
+	<-pauses
+	resume <- struct{}{} // nothing pending: the goroutine ends
+	waitFor(t, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return !w.running
+	})
+	if len(wakes) != 0 {
+		t.Errorf("%d extra wakes", len(wakes))
 	}
 }
 
@@ -285,20 +343,28 @@ func TestWakerOverflowBecomesFullLook(t *testing.T) {
 		if pr == 0 {
 			close(done)
 		}
-	})
-	w.add(1) // taken at once by the run goroutine, which blocks in wake
+	}, nil)
+	w.every = time.Millisecond
+	ctx := context.Background()
+	w.add(ctx, 1) // taken at once by the run goroutine, which blocks in wake
 	waitFor(t, func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		return len(w.pending) == 0
 	})
 	for pr := 2; pr <= maxPending+2; pr++ {
-		w.add(pr)
+		w.add(ctx, pr)
+	}
+	w.mu.Lock()
+	pending := len(w.pending)
+	w.mu.Unlock()
+	if pending > maxPending {
+		t.Errorf("%d PRs pending, want at most %d", pending, maxPending)
 	}
 	close(release)
 	select {
 	case <-done:
-	case <-time.After(guard):
+	case <-time.After(patience):
 		t.Fatal("no wake(0) after overflow")
 	}
 	if got[0] != 1 || got[1] != 0 {
@@ -306,9 +372,95 @@ func TestWakerOverflowBecomesFullLook(t *testing.T) {
 	}
 }
 
+func TestReplayedDeliveryIsIgnored(t *testing.T) {
+	f := newFixture(nil)
+	now := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+	f.h.(*handler).now = func() time.Time { return now }
+	send := func(id string) int {
+		r := delivery("Gitea", "pull_request", "pull_request", prOpened, sign(testSecret, prOpened))
+		r.Header.Set("X-Gitea-Delivery", id)
+		return f.serve(r)
+	}
+	if code := send("d-1"); code != http.StatusNoContent {
+		t.Fatalf("first delivery: %d", code)
+	}
+	f.expectWake(t, 3)
+	now = now.Add(9 * time.Minute)
+	if code := send("d-1"); code != http.StatusOK {
+		t.Errorf("replay after 9m: status %d, want 200", code)
+	}
+	f.expectNoWake(t)
+	now = now.Add(2 * time.Minute) // 11 minutes after the first
+	if code := send("d-1"); code != http.StatusNoContent {
+		t.Errorf("replay after 11m: status %d, want 204 (out of the window)", code)
+	}
+	f.expectWake(t, 3)
+	if !strings.Contains(f.log.String(), "replayed delivery ignored") {
+		t.Errorf("replay not logged:\n%s", f.log.String())
+	}
+	// an unsigned request with a seen id is still refused, and does not
+	// consume ids
+	r := delivery("Gitea", "pull_request", "pull_request", prOpened, "")
+	r.Header.Set("X-Gitea-Delivery", "d-2")
+	if code := f.serve(r); code != http.StatusUnauthorized {
+		t.Errorf("unsigned: %d", code)
+	}
+	if code := send("d-2"); code != http.StatusNoContent {
+		t.Errorf("first signed d-2: status %d, want 204", code)
+	}
+	f.expectWake(t, 3)
+}
+
+func TestRememberedDeliveriesAreBounded(t *testing.T) {
+	d := newDeliveries()
+	now := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+	for i := range 3 * maxRemembered {
+		if !d.firstTime(fmt.Sprintf("id-%d-%s", i, strings.Repeat("x", 1000)), now) {
+			t.Fatalf("id %d seen before", i)
+		}
+	}
+	if len(d.seen) > maxRemembered || len(d.order) > maxRemembered {
+		t.Errorf("remembers %d ids (%d in order), want at most %d", len(d.seen), len(d.order), maxRemembered)
+	}
+	if d.firstTime(fmt.Sprintf("id-%d-%s", 3*maxRemembered-1, strings.Repeat("x", 1000)), now) {
+		t.Error("the newest id was forgotten")
+	}
+}
+
+func TestRejectedHeadersAreLoggedBounded(t *testing.T) {
+	f := newFixture(nil)
+	r := delivery("Gitea", "pull_request", "pull_request", prOpened, sign("wrong", prOpened))
+	r.Header.Set("X-Junk", strings.Repeat("j", 100000))
+	r.Header.Set("Authorization", "Bearer let-me-in")
+	for i := range 50 {
+		r.Header.Set(fmt.Sprintf("X-Pad-%02d", i), strings.Repeat("p", 50))
+	}
+	if code := f.serve(r); code != http.StatusUnauthorized {
+		t.Fatalf("status %d", code)
+	}
+	line := f.log.String()
+	_, after, ok := strings.Cut(line, "headers=")
+	if !ok {
+		t.Fatalf("no headers in the log line: %s", line)
+	}
+	logged, err := strconv.Unquote(strings.TrimSpace(after))
+	if err != nil {
+		logged = strings.TrimSpace(after)
+	}
+	if len(logged) > maxLoggedHeaders {
+		t.Errorf("logged %d bytes of headers, want at most %d: %q", len(logged), maxLoggedHeaders, logged)
+	}
+	if !strings.Contains(logged, "Content-Type: application/json") {
+		t.Errorf("headers %q lack the first ones", logged)
+	}
+	if strings.Contains(line, "let-me-in") {
+		t.Errorf("log shows the Authorization header: %s", line)
+	}
+}
+
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(guard)
+	deadline := time.Now().Add(patience)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatal("condition not met in time")

@@ -2,95 +2,75 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
+
+	"pool/forgejo"
 )
 
-const testToken = "0123456789abcdef-token"
-
-// fakeForge serves the hook endpoints of one repository and records each
-// call as "METHOD path".
-type fakeForge struct {
-	mu     sync.Mutex
-	calls  []string       // guarded by mu
-	hooks  map[int64]hook // guarded by mu
-	nextID int64          // guarded by mu
-	fail   string         // answer 500 to calls starting with this
+// fakeHooks is the forge's hook API for one repository; it records calls as
+// plain strings.
+type fakeHooks struct {
+	hooks  map[int64]forgejo.NewHook
+	nextID int64
+	fail   string // fail calls starting with this
+	calls  []string
 }
 
-func (f *fakeForge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	call := r.Method + " " + r.URL.Path
-	f.calls = append(f.calls, call)
-	switch {
-	case r.Header.Get("Authorization") != "token "+testToken:
-		http.Error(w, `{"message":"token is required"}`, http.StatusUnauthorized)
-	case f.fail != "" && strings.HasPrefix(call, f.fail):
-		http.Error(w, `{"message":"boom"}`, http.StatusInternalServerError)
-	case call == "GET /api/v1/repos/owner/demo/hooks":
-		f.list(w, r)
-	case call == "POST /api/v1/repos/owner/demo/hooks":
-		f.create(w, r)
-	case strings.HasPrefix(call, "DELETE /api/v1/repos/owner/demo/hooks/"):
-		var id int64
-		fmt.Sscanf(r.URL.Path, "/api/v1/repos/owner/demo/hooks/%d", &id)
-		delete(f.hooks, id)
-		w.WriteHeader(http.StatusNoContent)
-	default:
-		http.NotFound(w, r)
+func (f *fakeHooks) call(s string) error {
+	f.calls = append(f.calls, s)
+	if f.fail != "" && strings.HasPrefix(s, f.fail) {
+		return errors.New("boom")
 	}
+	return nil
 }
 
-// list puts every hook on page 1.
-func (f *fakeForge) list(w http.ResponseWriter, r *http.Request) {
-	hooks := []hook{}
-	if r.URL.Query().Get("page") == "1" {
-		for _, id := range slices.Sorted(maps.Keys(f.hooks)) {
-			hooks = append(hooks, f.hooks[id])
-		}
+func (f *fakeHooks) Hooks(_ context.Context, owner, repo string) ([]forgejo.Hook, error) {
+	if err := f.call("list " + owner + "/" + repo); err != nil {
+		return nil, err
 	}
-	_ = json.NewEncoder(w).Encode(hooks)
+	var out []forgejo.Hook
+	for _, id := range slices.Sorted(maps.Keys(f.hooks)) {
+		out = append(out, forgejo.Hook{ID: id, URL: f.hooks[id].URL})
+	}
+	return out, nil
 }
 
-func (f *fakeForge) create(w http.ResponseWriter, r *http.Request) {
-	var h hook
-	if err := json.NewDecoder(r.Body).Decode(&h); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+func (f *fakeHooks) CreateHook(_ context.Context, owner, repo string, h forgejo.NewHook) error {
+	if err := f.call("create " + h.URL); err != nil {
+		return err
 	}
 	f.nextID++
-	h.ID = f.nextID
-	f.hooks[h.ID] = h
-	w.WriteHeader(http.StatusCreated)
-	_ = json.NewEncoder(w).Encode(h)
+	f.hooks[f.nextID] = h
+	return nil
 }
 
-func (f *fakeForge) urls() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func (f *fakeHooks) DeleteHook(_ context.Context, owner, repo string, id int64) error {
+	if err := f.call(fmt.Sprintf("delete %d", id)); err != nil {
+		return err
+	}
+	delete(f.hooks, id)
+	return nil
+}
+
+func (f *fakeHooks) urls() []string {
 	var urls []string
 	for _, id := range slices.Sorted(maps.Keys(f.hooks)) {
-		urls = append(urls, fmt.Sprintf("%d %s", id, f.hooks[id].Config["url"]))
+		urls = append(urls, fmt.Sprintf("%d %s", id, f.hooks[id].URL))
 	}
 	return urls
 }
 
 func TestInstallReplacesHookAtSameURL(t *testing.T) {
-	ff := &fakeForge{hooks: map[int64]hook{}}
-	srv := httptest.NewServer(ff)
-	defer srv.Close()
+	f := &fakeHooks{hooks: map[int64]forgejo.NewHook{}}
 	ctx := context.Background()
 	install := func(url, secret string) {
 		t.Helper()
-		if err := Install(ctx, srv.URL+"/", testToken, "owner", "demo", url, []byte(secret), srv.Client()); err != nil {
+		if err := Install(ctx, f, "owner", "demo", url, []byte(secret)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,35 +78,36 @@ func TestInstallReplacesHookAtSameURL(t *testing.T) {
 	install("http://127.0.0.1:1/b", "two")
 	install("http://127.0.0.1:1/a", "three")
 	want := []string{"2 http://127.0.0.1:1/b", "3 http://127.0.0.1:1/a"}
-	if got := ff.urls(); !slices.Equal(got, want) {
+	if got := f.urls(); !slices.Equal(got, want) {
 		t.Errorf("hooks %q, want %q", got, want)
 	}
-	if got := ff.hooks[3].Config["secret"]; got != "three" {
-		t.Errorf("secret %q, want the latest", got)
+	if got := f.hooks[3]; got.Secret != "three" || !slices.Contains(got.Events, "pull_request") {
+		t.Errorf("hook 3 = %+v, want the latest secret and the PR events", got)
+	}
+	// created before the old one is deleted: no event lost in between
+	wantCalls := "[list owner/demo create http://127.0.0.1:1/a list owner/demo create http://127.0.0.1:1/b list owner/demo create http://127.0.0.1:1/a delete 1]"
+	if fmt.Sprint(f.calls) != wantCalls {
+		t.Errorf("calls %v,\nwant %s", f.calls, wantCalls)
 	}
 }
 
 func TestInstallErrors(t *testing.T) {
 	tests := []struct {
-		name, token, fail, secret string
-		want                      string
+		name, fail, secret string
+		want               string
 	}{
-		{"token refused", "wrong", "", "s", "webhook: install on owner/demo: list hooks: GET /hooks?page=1&limit=50: status 401"},
-		{"create fails", testToken, "POST", "s", "webhook: install on owner/demo: create hook: POST /hooks: status 500"},
-		{"empty secret", testToken, "", "", "webhook: install on owner/demo: empty secret"},
-		{"secret not UTF-8", testToken, "", "\xff", "webhook: install on owner/demo: secret is not valid UTF-8"},
+		{"list fails", "list", "s", "webhook: install on owner/demo: boom"},
+		{"create fails", "create", "s", "webhook: install on owner/demo: boom"},
+		{"delete fails", "delete", "s", "webhook: install on owner/demo: replaced hook 1: boom"},
+		{"empty secret", "", "", "webhook: install on owner/demo: empty secret"},
+		{"secret not UTF-8", "", "\xff", "webhook: install on owner/demo: secret is not valid UTF-8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ff := &fakeForge{hooks: map[int64]hook{}, fail: tt.fail}
-			srv := httptest.NewServer(ff)
-			defer srv.Close()
-			err := Install(context.Background(), srv.URL, tt.token, "owner", "demo", "http://127.0.0.1:1/", []byte(tt.secret), nil)
-			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
-				t.Fatalf("error %v, want prefix %q", err, tt.want)
-			}
-			if strings.Contains(err.Error(), tt.token) {
-				t.Errorf("error shows the token: %v", err)
+			f := &fakeHooks{hooks: map[int64]forgejo.NewHook{1: {URL: "http://127.0.0.1:1/"}}, nextID: 1, fail: tt.fail}
+			err := Install(context.Background(), f, "owner", "demo", "http://127.0.0.1:1/", []byte(tt.secret))
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("error %v, want %q", err, tt.want)
 			}
 		})
 	}

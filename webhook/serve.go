@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"pool/internal/guard"
 )
 
 // shutdownGrace bounds how long Serve waits for deliveries in progress once
@@ -16,7 +18,9 @@ const shutdownGrace = 5 * time.Second
 
 // Serve listens on addr (e.g. 127.0.0.1:8787) and serves h until ctx ends,
 // then shuts down gracefully within a bounded time. It returns nil after a
-// shutdown caused by ctx, and an error if it cannot listen or serve.
+// shutdown caused by ctx, and an error if it cannot listen or serve. On an
+// address beyond loopback it warns, once, that TLS belongs in front: the
+// receiver speaks plain HTTP.
 func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
@@ -33,7 +37,10 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logge
 	}
 	log = log.With("component", "webhook")
 	srv := &http.Server{
-		Handler:           h,
+		Handler: h,
+		// Requests carry ctx's values (not its end): a goroutine a
+		// delivery starts finds where its panic goes (see guard).
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
@@ -42,8 +49,11 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logge
 	}
 	addr := ln.Addr().String()
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	guard.Go(ctx, log, "webhook server", func() { served <- srv.Serve(ln) })
 	log.Info("listening", "addr", addr)
+	if !isLoopback(ln.Addr()) {
+		log.Warn("the webhook receiver listens beyond loopback over plain HTTP; put TLS (a reverse proxy) in front of it", "addr", addr)
+	}
 	select {
 	case err := <-served:
 		return fmt.Errorf("webhook: serve on %s: %w", addr, err)
@@ -65,4 +75,10 @@ func shutdown(ctx context.Context, srv *http.Server, served <-chan error, addr s
 	}
 	log.Info("stopped", "addr", addr)
 	return err
+}
+
+// isLoopback reports whether a listener's address is on loopback only.
+func isLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -34,7 +35,7 @@ func TestServeAnswersThenStopsWithContext(t *testing.T) {
 		if err != nil {
 			t.Errorf("serve after cancel: %v", err)
 		}
-	case <-time.After(shutdownGrace + guard):
+	case <-time.After(shutdownGrace + patience):
 		t.Fatal("serve did not return after its context ended")
 	}
 	if _, err := http.Get("http://" + ln.Addr().String() + "/"); err == nil {
@@ -51,5 +52,46 @@ func TestServeCannotListen(t *testing.T) {
 	err = Serve(t.Context(), ln.Addr().String(), http.NotFoundHandler(), nil)
 	if err == nil || !strings.HasPrefix(err.Error(), "webhook: serve on 127.0.0.1:") {
 		t.Errorf("Serve on a taken port: %v", err)
+	}
+}
+
+// publicAddr is a loopback listener that reports a public address, so the
+// warning can be seen without listening beyond loopback.
+type publicAddr struct{ net.Listener }
+
+func (publicAddr) Addr() net.Addr { return &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 8787} }
+
+func TestServeWarnsOnceBeyondLoopback(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		public   bool
+		warnings int
+	}{{"loopback", false, 0}, {"beyond loopback", true, 1}} {
+		t.Run(tt.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			if tt.public {
+				ln = publicAddr{ln}
+			}
+			var logs lockedBuffer
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- serve(ctx, ln, http.NotFoundHandler(), slog.New(slog.NewTextHandler(&logs, nil))) }()
+			for range 3 {
+				if resp, err := http.Get("http://" + addr + "/"); err == nil {
+					resp.Body.Close()
+				}
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(logs.String(), "put TLS"); n != tt.warnings {
+				t.Errorf("%d TLS warnings, want %d:\n%s", n, tt.warnings, logs.String())
+			}
+		})
 	}
 }

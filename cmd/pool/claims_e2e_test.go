@@ -131,7 +131,7 @@ func commentOf(c apiComment) forgejo.Comment {
 
 func sessionCount(t *testing.T, ctx context.Context, sb *sandbox.Sandbox) int {
 	t.Helper()
-	sessions, err := agent.New(sb.Agent.URL, "", nil).Sessions(ctx)
+	sessions, err := agent.New(sb.Agent.URL, "", agent.Options{}).Sessions(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

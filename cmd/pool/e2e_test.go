@@ -174,7 +174,7 @@ func assertOneSignedClaim(t *testing.T, ctx context.Context, sb *sandbox.Sandbox
 
 func assertNoSessions(t *testing.T, ctx context.Context, sb *sandbox.Sandbox) {
 	t.Helper()
-	sessions, err := agent.New(sb.Agent.URL, "", nil).Sessions(ctx)
+	sessions, err := agent.New(sb.Agent.URL, "", agent.Options{}).Sessions(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,8 @@
 //	pool hook install           register the pool's webhook on the repository
 //	pool status --ops-url URL   a running pool's slots and PRs, as a table
 //
-// Exit codes: 0 idle exit or signal; 1 fatal at run time; 2 usage or config
-// error (a relaunch hook must not relaunch on 2).
+// Exit codes: 0 idle exit or signal; 1 fatal at run time, a panic included;
+// 2 usage or config error (a relaunch hook must not relaunch on 2).
 package main
 
 import (
@@ -21,25 +21,48 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"pool/configs"
+	"pool/internal/guard"
 	"pool/ops"
 	"pool/pool"
 	"pool/report"
 )
 
+// panicExitAfter is how long a panicked pool gets to shut down cleanly
+// before the process exits 1 regardless.
+const panicExitAfter = 2 * time.Minute
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stopGuard := guard.WithPanics(ctx, func(*guard.PanicError) {
+		time.AfterFunc(panicExitAfter, func() {
+			fmt.Fprintln(os.Stderr, "pool: still not stopped after a panic; exiting 1")
+			os.Exit(1)
+		})
+	})
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stopGuard()
 	stop()
 	os.Exit(code)
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// run runs one command. A panic on its own goroutine, or in a goroutine the
+// pool started under ctx (see guard), is exit 1: relaunchable, never Go's 2.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if v := recover(); v != nil {
+			log := slog.New(slog.NewTextHandler(stderr, nil))
+			log.Error("pool panicked", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			code = 1
+		}
+	}()
 	cmd := "run"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]
@@ -76,20 +99,31 @@ func supervise(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return configFailure(err, stderr)
 	}
 	log := newLogger(stderr, cfg.LogFormat)
+	logConfigFile(log, cfg)
 	summary, err := pool.Run(ctx, cfg, log)
 	if summary.InstanceID != "" { // the pool started: report, whatever ended it
 		if werr := summary.Write(stdout); werr != nil {
 			log.Error("writing the report failed", "err", werr)
 		}
 	}
-	if err != nil {
-		if configs.IsConfigError(err) {
-			return configFailure(err, stderr)
-		}
-		log.Error("pool stopped", "err", err)
-		return 1
+	return exitCode(ctx, err, stderr, log)
+}
+
+// exitCode maps how a supervisor run ended: 2 for a configuration error,
+// 1 for a run-time failure or a panic in any goroutine the pool started
+// (whatever else ended the run), 0 for an idle exit or a signal.
+func exitCode(ctx context.Context, err error, stderr io.Writer, log *slog.Logger) int {
+	if p := guard.Panicked(ctx); p != nil {
+		err = p
 	}
-	return 0
+	switch {
+	case err == nil:
+		return 0
+	case configs.IsConfigError(err):
+		return configFailure(err, stderr)
+	}
+	log.Error("pool stopped", "err", err)
+	return 1
 }
 
 func hook(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -101,6 +135,7 @@ func hook(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return configFailure(err, stderr)
 	}
+	logConfigFile(slog.New(slog.NewTextHandler(stderr, nil)), cfg)
 	if err := pool.InstallHook(ctx, cfg); err != nil {
 		if configs.IsConfigError(err) {
 			return configFailure(err, stderr)
@@ -110,6 +145,19 @@ func hook(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "webhook installed on %s for %s\n", cfg.Repo(), cfg.HookURL)
 	return 0
+}
+
+// logConfigFile says which config file was read: ./pool.yaml is read when
+// present, so its use must be visible.
+func logConfigFile(log *slog.Logger, cfg configs.Config) {
+	if cfg.File == "" {
+		return
+	}
+	path, err := filepath.Abs(cfg.File)
+	if err != nil {
+		path = cfg.File
+	}
+	log.Info("config file loaded", "file", path)
 }
 
 func configFailure(err error, stderr io.Writer) int {

@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"pool/configs"
+	"pool/internal/guard"
 )
 
 func TestExitCodes(t *testing.T) {
@@ -54,5 +58,117 @@ func TestExitCodes(t *testing.T) {
 				t.Errorf("token echoed")
 			}
 		})
+	}
+}
+
+// TestConfigRefusals runs the binary's entry point on each refused setting:
+// exit 2 and one line on stderr naming the key, with no URL's user info.
+func TestConfigRefusals(t *testing.T) {
+	base := func(extra ...string) []string {
+		return append([]string{"--forgejo-url", "http://127.0.0.1:1", "--repo", "a/b"}, extra...)
+	}
+	tests := []struct {
+		name string
+		args []string
+		file string // ./pool.yaml
+		key  string
+	}{
+		{"poll interval of 1ns", base("--poll-interval", "1ns"), "", "poll_interval"},
+		{"status interval of 10ms", base("--status-interval", "10ms"), "", "status_interval"},
+		{"owner ..", []string{"--forgejo-url", "http://127.0.0.1:1", "--repo", "../b"}, "", "repo"},
+		{"repository ..", []string{"--forgejo-url", "http://127.0.0.1:1", "--repo", "a/.."}, "", "repo"},
+		{"forge URL with a password", []string{"--forgejo-url", "https://bob:hunter2@forge.example.org", "--repo", "a/b"}, "", "forgejo.url"},
+		{"plain http off loopback", []string{"--forgejo-url", "http://forge.example.org", "--repo", "a/b"}, "", "forgejo.url"},
+		{"plain http agent off loopback", base("--agent-url", "http://10.1.2.3:4096"), "", "agent.url"},
+		{"max body too small", base("--max-body", "1KiB"), "", "limits.max_body"},
+		{"unknown key in ./pool.yaml", nil, "forgejo:\n  url: http://127.0.0.1:1\nrepo: a/b\npoll_intervall: 5s\n", "poll_intervall"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			for _, k := range []string{"POOL_FORGEJO_URL", "POOL_REPO", "POOL_CONFIG", "POOL_FORGEJO_TOKEN_FILE"} {
+				t.Setenv(k, "")
+				os.Unsetenv(k)
+			}
+			t.Setenv("POOL_FORGEJO_TOKEN", "t")
+			if tt.file != "" {
+				if err := os.WriteFile("pool.yaml", []byte(tt.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), tt.args, &stdout, &stderr); code != 2 {
+				t.Errorf("exit %d, want 2; stderr:\n%s", code, stderr.String())
+			}
+			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			last := lines[len(lines)-1]
+			if !strings.HasPrefix(last, "pool: config: "+tt.key+": ") {
+				t.Errorf("last stderr line %q does not name %s", last, tt.key)
+			}
+			if tt.file == "" && len(lines) != 1 {
+				t.Errorf("want one line on stderr, got:\n%s", stderr.String())
+			}
+			if strings.Contains(stderr.String(), "hunter2") || strings.Contains(stderr.String(), "bob") {
+				t.Errorf("stderr shows the URL's user info:\n%s", stderr.String())
+			}
+		})
+	}
+}
+
+func TestImplicitConfigFileIsLogged(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, k := range []string{"POOL_FORGEJO_URL", "POOL_REPO", "POOL_CONFIG", "POOL_FORGEJO_TOKEN_FILE"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	t.Setenv("POOL_FORGEJO_TOKEN", "t")
+	t.Setenv("POOL_STATE_DIR", filepath.Join(dir, "state"))
+	forge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	defer forge.Close()
+	if err := os.WriteFile("pool.yaml", []byte("forgejo:\n  url: "+forge.URL+"\nrepo: a/b\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), nil, &stdout, &stderr); code != 1 {
+		t.Errorf("exit %d, want 1 (forge down); stderr:\n%s", code, stderr.String())
+	}
+	want := "file=" + filepath.Join(dir, "pool.yaml")
+	if !strings.Contains(stderr.String(), "config file loaded") || !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr does not name ./pool.yaml (%s):\n%s", want, stderr.String())
+	}
+}
+
+func TestExitCodeOfAPanic(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	var stderr bytes.Buffer
+	if code := exitCode(context.Background(), nil, &stderr, log); code != 0 {
+		t.Errorf("clean end: exit %d, want 0", code)
+	}
+	if code := exitCode(context.Background(), &configs.Error{Key: "k", Reason: "r"}, &stderr, log); code != 2 {
+		t.Errorf("config error: exit %d, want 2", code)
+	}
+	root, stop := guard.WithPanics(context.Background(), nil)
+	defer stop()
+	guard.Go(root, nil, "test goroutine", func() { panic("boom") })
+	<-root.Done()
+	if code := exitCode(root, nil, &stderr, log); code != 1 {
+		t.Errorf("a goroutine panicked and the run ended cleanly: exit %d, want 1", code)
+	}
+}
+
+func TestPanicOnTheMainGoroutineIsExit1(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("POOL_FORGEJO_TOKEN", "t")
+	t.Setenv("POOL_STATE_DIR", filepath.Join(t.TempDir(), "state"))
+	var stdout, stderr bytes.Buffer
+	// A nil context: the forge calls refuse it, and reading it for a panic
+	// cause panics, on the main goroutine.
+	var nilCtx context.Context
+	code := run(nilCtx, []string{"--forgejo-url", "http://127.0.0.1:1", "--repo", "a/b"}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "pool panicked") {
+		t.Errorf("exit %d, want 1 with the panic logged; stderr:\n%s", code, stderr.String())
 	}
 }

@@ -172,7 +172,7 @@ func (b *bench) figure2(ctx context.Context, branches []string) (refills, error)
 	}
 	evCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	events := agent.New(b.sb.Agent.URL, "", nil).Events(evCtx)
+	events := agent.New(b.sb.Agent.URL, "", agent.Options{}).Events(evCtx)
 	if err := awaitConnected(ctx, events); err != nil {
 		return refills{}, err
 	}

@@ -34,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"pool/configs"
 	"pool/internal/sandbox"
 )
 
@@ -102,8 +103,10 @@ func (o options) check() error {
 		return fmt.Errorf("-samples must be at least 1")
 	case o.prs3 < 1 || o.prs4 < o.prs3:
 		return fmt.Errorf("want 1 <= -prs3 <= -prs4, got %d and %d", o.prs3, o.prs4)
-	case o.poll <= 0 || o.cycles3 < 1 || o.parallel < 1:
-		return fmt.Errorf("-poll, -cycles3 and -parallel must be positive")
+	case o.poll < configs.MinPollInterval:
+		return fmt.Errorf("-poll must be at least %s, the pool's floor", configs.MinPollInterval)
+	case o.cycles3 < 1 || o.parallel < 1:
+		return fmt.Errorf("-cycles3 and -parallel must be positive")
 	case o.seed != seedAGit && o.seed != seedAPI:
 		return fmt.Errorf("-seed must be %s or %s, got %q", seedAGit, seedAPI, o.seed)
 	case o.mode != modeFigures && o.mode != modeMerge && o.mode != modeBacklog:

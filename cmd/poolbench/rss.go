@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"pool/configs"
 )
 
 // peakRSS is figure 4: the pool binary's peak resident set and its run.
@@ -22,7 +24,7 @@ type peakRSS struct {
 func (b *bench) figure4(ctx context.Context) (peakRSS, error) {
 	b.progress("figure 4: the pool binary over %d open quiet PRs until idle exit", b.opts.prs4)
 	start := time.Now()
-	p, err := b.runPool(ctx, "fig4", []string{"POOL_LOG_LEVEL=info"}, "--workers", "4", "--poll-interval", "200ms",
+	p, err := b.runPool(ctx, "fig4", []string{"POOL_LOG_LEVEL=info"}, "--workers", "4", "--poll-interval", configs.MinPollInterval.String(),
 		"--status-interval", "1s", "--idle-exit", "3")
 	if err != nil {
 		return peakRSS{}, err

@@ -82,13 +82,13 @@ func runPool(ctx context.Context, sb *sandbox.Sandbox, workers int, verbose bool
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	cfg := configs.Config{
-		ForgejoURL: sb.Forge.URL, Token: sb.PoolToken, Owner: sb.Owner, Name: sb.Repo,
-		AgentURL: sb.Agent.URL, AgentName: "ca-pr-self-reviewer", Workers: workers,
-		PollInterval: 2 * time.Second, StatusInterval: 500 * time.Millisecond, ClaimTTL: 30 * time.Minute,
-		IdleExit: 3, DiagnosticEvery: 10, SkipLabel: "needs feedback", StateDir: filepath.Join(sb.Dir, "state"),
-		SessionTimeout: 10 * time.Minute, ShutdownTimeout: 30 * time.Second, MergeStyle: "merge",
-	}
+	cfg := configs.Default()
+	cfg.ForgejoURL, cfg.Token, cfg.Owner, cfg.Name = sb.Forge.URL, sb.PoolToken, sb.Owner, sb.Repo
+	cfg.AgentURL, cfg.Workers = sb.Agent.URL, workers
+	cfg.PollInterval, cfg.StatusInterval = 2*time.Second, 500*time.Millisecond
+	cfg.IdleExit, cfg.SessionTimeout = 3, 10*time.Minute
+	cfg.ChecksGrace = 0 // the sandbox runs no CI: nothing to wait for
+	cfg.StateDir = filepath.Join(sb.Dir, "state")
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

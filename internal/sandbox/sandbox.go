@@ -7,13 +7,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"pool/configs"
 )
 
 // Options shape a sandbox.
 type Options struct {
 	Dir       string // where the servers keep their data; made if missing
 	PRs       int    // open PRs to seed
-	AgentName string // the agent the pool prompts; default ca-pr-self-reviewer
+	AgentName string // the agent the pool prompts; default configs.Default().AgentName
 	Script    Script // the scripted model; default: approve
 	Log       io.Writer
 }
@@ -40,7 +42,7 @@ type Sandbox struct {
 // started.
 func Start(ctx context.Context, opts Options) (sb *Sandbox, err error) {
 	if opts.AgentName == "" {
-		opts.AgentName = "ca-pr-self-reviewer"
+		opts.AgentName = configs.Default().AgentName
 	}
 	if opts.Script == nil {
 		opts.Script = Reviewer(Approve)

@@ -1,0 +1,161 @@
+package forgejo
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// defaultPageSize is the forge's default max_response_items, used when
+// GET /settings/api cannot be read.
+const defaultPageSize = 50
+
+// readPageSize asks the forge for its max_response_items.
+func (c *Client) readPageSize(ctx context.Context) int {
+	var s struct {
+		MaxResponseItems int `json:"max_response_items"`
+	}
+	if err := c.getJSON(ctx, "read API settings", "/settings/api", &s); err != nil ||
+		s.MaxResponseItems < 1 || s.MaxResponseItems > 1000 {
+		return defaultPageSize
+	}
+	return s.MaxResponseItems
+}
+
+// listing is one list endpoint of the forge.
+type listing struct {
+	op   string
+	path string // with its query, without limit and page
+	// filtered says the forge filters this list after paging (reviews,
+	// timeline: FACTS, "Where Forgejo differs"), so a page can come back
+	// short in the middle and only an empty page ends it. Other lists are
+	// paged in the database: a short page is the last, and a quiet list
+	// costs one request.
+	filtered bool
+}
+
+// eachPage reads l page by page and hands each page's body to read, which
+// returns how many entries the page held; page counts the pages read, from
+// 1. A page over the body cap is read again as smaller pages (at one entry a
+// page, an entry over the cap is an error); a page the forge has already
+// sent ends the listing with an error instead of looping.
+func (c *Client) eachPage(ctx context.Context, l listing, read func(page int, body []byte, hdr http.Header) (int, error)) error {
+	size := c.pageSize
+	seen := map[[sha256.Size]byte]int{}
+	pos := 0 // entries of the list passed, in the forge's paging (filtered ones included)
+	for page := 1; ; {
+		a, err := c.send(ctx, l.op, http.MethodGet, pagePath(l.path, pos/size+1, size), nil)
+		if IsTooLarge(err) {
+			if size == 1 {
+				return &Error{Op: l.op, Err: fmt.Errorf("entry %d alone: %w", pos+1, errors.Unwrap(err))}
+			}
+			size = smallerPage(size)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if a.status != http.StatusOK {
+			return newError(l.op, a.status, fmt.Errorf("%s", snippet(a.body)))
+		}
+		n, err := read(page, a.body, a.header)
+		if err != nil {
+			return malformed(l.op, err)
+		}
+		if n == 0 || (!l.filtered && n < size) {
+			return nil
+		}
+		sum := sha256.Sum256(a.body)
+		if first, ok := seen[sum]; ok {
+			return &Error{Op: l.op, Err: fmt.Errorf("page %d is page %d again: the forge ignores paging", page, first)}
+		}
+		seen[sum] = page
+		page++
+		pos += size
+		size = alignedPage(pos, c.pageSize)
+	}
+}
+
+// smallerPage is the largest page size below size that divides it, so the
+// smaller pages start where the big one did.
+func smallerPage(size int) int {
+	for d := size / 2; d > 1; d-- {
+		if size%d == 0 {
+			return d
+		}
+	}
+	return 1
+}
+
+// alignedPage is the largest page size, up to max and dividing it, at which
+// pos starts a page: back to full pages as soon as paging allows.
+func alignedPage(pos, max int) int {
+	for d := max; d > 1; d-- {
+		if max%d == 0 && pos%d == 0 {
+			return d
+		}
+	}
+	return 1
+}
+
+func pagePath(path string, page, size int) string {
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	return fmt.Sprintf("%s%slimit=%d&page=%d", path, sep, size, page)
+}
+
+func queryTime(t time.Time) string { return url.QueryEscape(t.UTC().Format(time.RFC3339)) }
+
+// decodeEntries decodes a JSON array one entry at a time, so that one bad
+// entry does not hide the others. check validates a decoded entry. It
+// returns the good entries, why each bad one was refused, and how many
+// entries the array held. A body that is neither an array nor null (an
+// empty list, as some endpoints write it) is an error.
+func decodeEntries[T any](body []byte, check func(*T) error) (good []*T, bad []error, n int, err error) {
+	if t := bytes.TrimSpace(body); len(t) == 0 || (t[0] != '[' && !bytes.Equal(t, []byte("null"))) {
+		return nil, nil, 0, fmt.Errorf("want a JSON array, got %q", snippet(body))
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(body, &raws); err != nil {
+		return nil, nil, 0, err
+	}
+	for i, raw := range raws {
+		var v *T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			bad = append(bad, fmt.Errorf("entry %d: %w", i, err))
+			continue
+		}
+		if v == nil {
+			bad = append(bad, fmt.Errorf("entry %d is null", i))
+			continue
+		}
+		if err := check(v); err != nil {
+			bad = append(bad, fmt.Errorf("entry %d: %w", i, err))
+			continue
+		}
+		good = append(good, v)
+	}
+	return good, bad, len(raws), nil
+}
+
+// strictEntries is decodeEntries for lists a decision needs whole: any bad
+// entry makes the page an error.
+func strictEntries[T any](body []byte, check func(*T) error) ([]*T, int, error) {
+	good, bad, n, err := decodeEntries(body, check)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(bad) > 0 {
+		return nil, 0, fmt.Errorf("%w (%d unreadable entries on the page)", bad[0], len(bad))
+	}
+	return good, n, nil
+}
