@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -231,9 +232,19 @@ func readFile(v *viper.Viper, path string) error {
 	}
 	v.SetConfigFile(path)
 	if err := v.ReadInConfig(); err != nil {
-		return &Error{Key: "config", Reason: fmt.Sprintf("read %s: %v", path, err)}
+		return &Error{Key: "config", Reason: fmt.Sprintf("read %s: %s", path, parseError(err))}
 	}
 	return nil
+}
+
+// quotedValue is a value a YAML parser quotes in its message, which may be
+// a secret written in the file.
+var quotedValue = regexp.MustCompile("`[^`]*`")
+
+// parseError is a parser's message on one line, without the values it quotes.
+func parseError(err error) string {
+	msg := quotedValue.ReplaceAllString(err.Error(), "a value")
+	return strings.Join(strings.Fields(msg), " ")
 }
 
 func decode(v *viper.Viper) (Config, error) {
