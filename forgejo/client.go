@@ -150,9 +150,7 @@ func (c *Client) OpenPRs(ctx context.Context, owner, repo string) ([]PR, error) 
 		if err != nil {
 			return nil, classify(fmt.Sprintf("list open PRs of %s/%s", owner, repo), resp, err)
 		}
-		for _, p := range prs {
-			out = append(out, toPR(p))
-		}
+		out = append(out, toPRs(prs)...)
 		if len(prs) < pageSize || resp == nil || resp.NextPage == 0 {
 			return out, nil
 		}
@@ -184,20 +182,23 @@ func toPR(p *sdk.PullRequest) PR {
 		pr.Updated = *p.Updated
 	}
 	for _, l := range p.Labels {
-		pr.Labels = append(pr.Labels, l.Name)
+		if l != nil {
+			pr.Labels = append(pr.Labels, l.Name)
+		}
 	}
 	return pr
 }
 
 // Comments lists the comments of an issue or PR.
 func (c *Client) Comments(ctx context.Context, owner, repo string, n int) ([]Comment, error) {
+	op := fmt.Sprintf("list comments of %s/%s#%d", owner, repo, n)
 	cs, resp, err := c.api(ctx).ListIssueComments(owner, repo, int64(n), sdk.ListIssueCommentOptions{})
 	if err != nil {
-		return nil, classify(fmt.Sprintf("list comments of %s/%s#%d", owner, repo, n), resp, err)
+		return nil, classify(op, resp, err)
 	}
-	out := make([]Comment, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, toComment(c))
+	out, err := toComments(cs)
+	if err != nil {
+		return nil, malformed(op, err)
 	}
 	return out, nil
 }
@@ -258,20 +259,23 @@ func (c *Client) ChangedPRs(ctx context.Context, owner, repo string, since time.
 	api := c.api(ctx)
 	var out []PRChange
 	var served time.Time
+	op := fmt.Sprintf("list PRs of %s/%s changed since %s", owner, repo, since.Format(time.RFC3339))
 	for page := 1; ; page++ {
 		issues, resp, err := api.ListRepoIssues(owner, repo, sdk.ListIssueOption{
 			ListOptions: sdk.ListOptions{Page: page, PageSize: pageSize},
 			State:       sdk.StateAll, Type: sdk.IssueTypePull, Since: since,
 		})
 		if err != nil {
-			return nil, time.Time{}, classify(fmt.Sprintf("list PRs of %s/%s changed since %s", owner, repo, since.Format(time.RFC3339)), resp, err)
+			return nil, time.Time{}, classify(op, resp, err)
 		}
 		if page == 1 && resp != nil && resp.Response != nil {
 			served, _ = http.ParseTime(resp.Header.Get("Date"))
 		}
-		for _, is := range issues {
-			out = append(out, PRChange{Number: int(is.Index), State: string(is.State), Updated: is.Updated})
+		changes, err := toChanges(issues)
+		if err != nil {
+			return nil, time.Time{}, malformed(op, err)
 		}
+		out = append(out, changes...)
 		if len(issues) < pageSize {
 			return out, served, nil
 		}

@@ -43,19 +43,46 @@ func (c *Client) do(ctx context.Context, op, method, path string, body any) (int
 	return resp.StatusCode, b, nil
 }
 
-// getJSON is do for reads that must answer 200.
-func (c *Client) getJSON(ctx context.Context, op, path string, out any) error {
+// get is do for reads that must answer 200; it returns the body.
+func (c *Client) get(ctx context.Context, op, path string) ([]byte, error) {
 	status, body, err := c.do(ctx, op, http.MethodGet, path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if status != http.StatusOK {
+		return nil, newError(op, status, fmt.Errorf("%s", snippet(body)))
+	}
+	return body, nil
+}
+
+// getJSON is get, decoded into out.
+func (c *Client) getJSON(ctx context.Context, op, path string, out any) error {
+	body, err := c.get(ctx, op, path)
 	if err != nil {
 		return err
 	}
-	if status != http.StatusOK {
-		return newError(op, status, fmt.Errorf("%s", snippet(body)))
-	}
 	if err := json.Unmarshal(body, out); err != nil {
-		return &Error{Op: op, Status: status, Retryable: true, Err: fmt.Errorf("malformed answer: %w", err)}
+		return malformed(op, err)
 	}
 	return nil
+}
+
+// getPage is get, decoded by one of the list decoders.
+func getPage[T any](ctx context.Context, c *Client, op, path string, decode func([]byte) ([]T, error)) ([]T, error) {
+	body, err := c.get(ctx, op, path)
+	if err != nil {
+		return nil, err
+	}
+	page, err := decode(body)
+	if err != nil {
+		return nil, malformed(op, err)
+	}
+	return page, nil
+}
+
+// malformed is a 200 answer the pool cannot read: worth reading again later.
+func malformed(op string, err error) error {
+	return &Error{Op: op, Status: http.StatusOK, Retryable: true, Err: fmt.Errorf("malformed answer: %w", err)}
 }
 
 // snippet is the start of an error body, for messages.

@@ -87,18 +87,18 @@ func (c *Client) StatusHistory(ctx context.Context, owner, repo, sha string) ([]
 	seen := map[int64]bool{}
 	var out []Status
 	for page := 1; ; page++ {
-		var batch []apiStatus
 		// sort by the per-commit index, a total order, so pages do not
 		// shuffle statuses created within the same second
 		path := fmt.Sprintf("%s/commits/%s/statuses?sort=highestindex&limit=%d&page=%d",
 			repoPath(owner, repo), url.PathEscape(sha), pageSize, page)
-		if err := c.getJSON(ctx, op, path, &batch); err != nil {
+		batch, err := getPage(ctx, c, op, path, decodeStatuses)
+		if err != nil {
 			return nil, err
 		}
 		for _, s := range batch {
 			if !seen[s.ID] {
 				seen[s.ID] = true
-				out = append(out, s.status())
+				out = append(out, s)
 			}
 		}
 		if len(batch) < pageSize {
@@ -144,20 +144,22 @@ func (c *Client) ReviewDetails(ctx context.Context, owner, repo string, n int) (
 	op := fmt.Sprintf("list reviews of %s/%s#%d", owner, repo, n)
 	var out []ReviewDetail
 	for page := 1; ; page++ {
-		var batch []apiReview
 		path := fmt.Sprintf("%s/pulls/%d/reviews?limit=%d&page=%d", repoPath(owner, repo), n, pageSize, page)
-		if err := c.getJSON(ctx, op, path, &batch); err != nil {
+		batch, err := getPage(ctx, c, op, path, decodeReviews)
+		if err != nil {
 			return nil, err
 		}
-		for _, r := range batch {
-			out = append(out, ReviewDetail{Review: Review{ID: r.ID, Author: r.User.login(), State: r.State,
-				CommitID: r.CommitID, Stale: r.Stale, Dismissed: r.Dismissed, Official: r.Official, Submitted: r.Submitted},
-				Body: r.Body, CommentsCount: r.CommentsCount, Updated: r.Updated, URL: r.URL})
-		}
+		out = append(out, batch...)
 		if len(batch) < pageSize {
 			return out, nil
 		}
 	}
+}
+
+func (r *apiReview) detail() ReviewDetail {
+	return ReviewDetail{Review: Review{ID: r.ID, Author: r.User.login(), State: r.State,
+		CommitID: r.CommitID, Stale: r.Stale, Dismissed: r.Dismissed, Official: r.Official, Submitted: r.Submitted},
+		Body: r.Body, CommentsCount: r.CommentsCount, Updated: r.Updated, URL: r.URL}
 }
 
 // InlineComment is a review's comment on a file and line.
