@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"bytes"
 	"errors"
 	"net/url"
 	"os"
@@ -8,10 +9,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/spf13/viper"
 )
 
-// secretMark is the token in the seed files: it must never show in an
-// error or in Config.String.
+// secretMark is the token in the seed files.
 const secretMark = "tok-S3CRET-mark"
 
 // FuzzLoad loads arbitrary config files (YAML, JSON or TOML by extension)
@@ -37,7 +39,7 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("two loads of the same file differ: %v / %v", err, errAgain)
 		}
 		if err != nil {
-			checkRefusal(t, err)
+			checkRefusal(t, err, tokenIn(file, content))
 			return
 		}
 		checkLoaded(t, cfg)
@@ -51,8 +53,25 @@ func errText(err error) string {
 	return err.Error()
 }
 
+// tokenIn returns the file's forge token when it is long enough to be told
+// apart and written once in the file, so that any echo of it comes from the
+// token setting; "" otherwise. A file that does not parse counts the seeds'
+// token: a parse error quotes no value at all.
+func tokenIn(file string, content []byte) string {
+	v := viper.New()
+	v.SetConfigFile(file)
+	token := secretMark
+	if v.ReadInConfig() == nil {
+		token = v.GetString("forgejo.token")
+	}
+	if len(token) < 8 || bytes.Count(content, []byte(token)) != 1 {
+		return ""
+	}
+	return token
+}
+
 // checkRefusal: a refusal is one line naming its key, and never the token.
-func checkRefusal(t *testing.T, err error) {
+func checkRefusal(t *testing.T, err error, token string) {
 	t.Helper()
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Key == "" || !IsConfigError(err) {
@@ -61,8 +80,8 @@ func checkRefusal(t *testing.T, err error) {
 	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "config: "+ce.Key+": ") {
 		t.Fatalf("refusal is not one line naming its key: %q", msg)
 	}
-	if strings.Contains(err.Error(), secretMark) {
-		t.Fatalf("refusal shows the token: %v", err)
+	if token != "" && strings.Contains(err.Error(), token) {
+		t.Fatalf("refusal shows the token %q: %v", token, err)
 	}
 }
 
