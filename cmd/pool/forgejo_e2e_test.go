@@ -12,17 +12,10 @@ import (
 	"pool/internal/sandbox"
 )
 
-// forgejoStoryReviewer approves every PR; it merges PRs 1 and 2 itself and
-// leaves the others to the pool, and on PRs 5 and 6 it first posts a
+// forgejoStoryReviewer approves every PR; on PRs 5 and 6 it first posts a
 // commenting review, so their approval is the second review on the head.
 func forgejoStoryReviewer(pr string) sandbox.Verdict {
-	switch pr {
-	case "1", "2":
-		return sandbox.Verdict{Event: "APPROVED", Merge: true}
-	case "5", "6":
-		return sandbox.Verdict{Remark: true, Event: "APPROVED"}
-	}
-	return sandbox.Verdict{Event: "APPROVED"}
+	return sandbox.Verdict{Remark: pr == "5" || pr == "6", Event: "APPROVED"}
 }
 
 // TestSixPRsTwoWorkersOnForgejo is the main story told through the proxy's
