@@ -105,6 +105,22 @@ func (s Stats) Injected() int {
 	return n
 }
 
+// Fault is one fault the proxy carried out, for a test to print when it
+// fails.
+type Fault struct {
+	At     time.Time
+	Kind   Kind
+	Method string
+	Path   string // with the query
+}
+
+func (f Fault) String() string {
+	return fmt.Sprintf("%s %s %s %s", f.At.UTC().Format("15:04:05.000"), f.Kind, f.Method, f.Path)
+}
+
+// maxFaultLog bounds the faults kept for Faults.
+const maxFaultLog = 10000
+
 // Proxy is a running fault-injecting proxy.
 type Proxy struct {
 	URL string // where clients connect: http://127.0.0.1:PORT
@@ -115,11 +131,13 @@ type Proxy struct {
 	srv       *http.Server
 	forgejo   *forgejoMode
 	stop      chan struct{} // closed by Close: stalls end at once
+	closing   sync.Once
 
-	mu      sync.Mutex // guards rnd, stats, faulted
-	rnd     *rand.Rand
-	stats   Stats
-	faulted map[string]bool // method and path of requests that got a fault, not yet repeated
+	mu       sync.Mutex // guards rnd, stats, faulted, faultLog
+	rnd      *rand.Rand
+	stats    Stats
+	faulted  map[string]bool // method and path of requests that got a fault, not yet repeated
+	faultLog []Fault
 }
 
 // Start listens on a free loopback port and serves until Close.
@@ -162,18 +180,27 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 // Close stops the proxy: stalls end, open connections are closed, and it
-// returns when every handler has.
+// returns when every handler has. Calls after the first do nothing.
 func (p *Proxy) Close() error {
-	close(p.stop)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	p.srv.SetKeepAlivesEnabled(false)
-	err := p.srv.Shutdown(ctx)
-	if err != nil {
-		err = p.srv.Close()
-	}
-	p.transport.CloseIdleConnections()
+	var err error
+	p.closing.Do(func() {
+		close(p.stop)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		p.srv.SetKeepAlivesEnabled(false)
+		if err = p.srv.Shutdown(ctx); err != nil {
+			err = p.srv.Close()
+		}
+		p.transport.CloseIdleConnections()
+	})
 	return err
+}
+
+// Faults lists the faults carried out, oldest first (the first 10,000).
+func (p *Proxy) Faults() []Fault {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Fault(nil), p.faultLog...)
 }
 
 // Stats returns a copy of the counters.
@@ -199,11 +226,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch fault {
 	case Status500:
-		p.count(Status500)
+		p.count(Status500, r)
 		http.Error(w, "fault injected: internal server error", http.StatusInternalServerError)
 		return
 	case Reset:
-		p.count(Reset)
+		p.count(Reset, r)
 		resetConn(w)
 		return
 	}
@@ -228,7 +255,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // answer sends an upstream answer, with the fault picked for it.
 func (p *Proxy) answer(w http.ResponseWriter, r *http.Request, resp *http.Response, body []byte, fault Kind) {
 	if fault != "" {
-		p.count(fault)
+		p.count(fault, r)
 	}
 	switch fault {
 	case Status502:
@@ -272,11 +299,14 @@ func (p *Proxy) pick(r *http.Request) Kind {
 	return k
 }
 
-// count records a fault carried out.
-func (p *Proxy) count(k Kind) {
+// count records a fault carried out on r.
+func (p *Proxy) count(k Kind, r *http.Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats.Faults[k]++
+	if len(p.faultLog) < maxFaultLog {
+		p.faultLog = append(p.faultLog, Fault{At: time.Now(), Kind: k, Method: r.Method, Path: r.URL.RequestURI()})
+	}
 }
 
 func (p *Proxy) noteRewrite(name string) {
@@ -396,7 +426,7 @@ func (p *Proxy) serveStream(w http.ResponseWriter, r *http.Request, resp *http.R
 	p.stats.Streams++
 	p.mu.Unlock()
 	if fault == Status502 {
-		p.count(Status502)
+		p.count(Status502, r)
 		http.Error(w, "fault injected: bad gateway", http.StatusBadGateway)
 		return
 	}
@@ -427,7 +457,7 @@ func (p *Proxy) serveStream(w http.ResponseWriter, r *http.Request, resp *http.R
 			}
 			flusher.Flush()
 		case <-cutAt:
-			p.count(StreamReset)
+			p.count(StreamReset, r)
 			resetConn(w)
 			return
 		case <-r.Context().Done():

@@ -144,6 +144,10 @@ func TestEachFault(t *testing.T) {
 			if s := p.Stats(); s.Faults[tt.kind] != 1 || s.Injected() != 1 {
 				t.Errorf("stats %+v, want one %s", s, tt.kind)
 			}
+			if f := p.Faults(); len(f) != 1 || f[0].Kind != tt.kind || f[0].Method != http.MethodPost || f[0].Path != tt.path {
+				t.Errorf("fault log %v, want one %s on POST %s", f, tt.kind, tt.path)
+			}
+			p.Close() // twice, with the cleanup: the second does nothing
 		})
 	}
 }
