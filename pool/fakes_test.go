@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -285,6 +286,9 @@ type fakeAgent struct {
 	events       chan agent.Event // nil until Events is called
 	asks         []agent.Permission
 	aborted      []string
+	// lostAnswers: this many prompt calls take the prompt and then fail,
+	// as when a proxy loses the server's answer.
+	lostAnswers int
 }
 
 type fakeSession struct {
@@ -318,6 +322,11 @@ func (a *fakeAgent) PromptAsync(_ context.Context, id, _, text string) error {
 	a.prompts = append(a.prompts, text)
 	a.active++
 	a.peak = max(a.peak, a.active)
+	var lost error
+	if a.lostAnswers > 0 {
+		a.lostAnswers--
+		lost = errors.New("agent: prompt: 502 Bad Gateway")
+	}
 	time.AfterFunc(d, func() {
 		if effect != nil {
 			effect()
@@ -333,7 +342,7 @@ func (a *fakeAgent) PromptAsync(_ context.Context, id, _, text string) error {
 			}
 		}
 	})
-	return nil
+	return lost
 }
 
 // Events streams session.idle events, as the real server's /event does.

@@ -524,3 +524,20 @@ func TestDryRunChangesNothing(t *testing.T) {
 		t.Error("dry run merged")
 	}
 }
+
+// TestLostPromptAnswerKeepsTheSession: the agent server takes a prompt but
+// its answer is lost; the pool finds the prompt in the session and follows
+// it, rather than deleting a running reviewer and starting a second one on
+// the same head.
+func TestLostPromptAnswerKeepsTheSession(t *testing.T) {
+	f := newFakeForge(1)
+	a := newFakeAgent(approver(f, 50*time.Millisecond))
+	a.lostAnswers = 1
+	runPool(t, testConfig(1), f, a)
+	if !f.prs[1].Merged {
+		t.Errorf("PR #1 not merged")
+	}
+	if sessions, prompts, _ := a.count(); prompts != 1 || sessions != 0 {
+		t.Errorf("%d prompts and %d sessions left; want one prompt and none left", prompts, sessions)
+	}
+}
