@@ -205,6 +205,23 @@ func TestConflictIsNotedOnceAndNotRetried(t *testing.T) {
 	}
 }
 
+// TestLostMergeRaceIsNoConflict: Forgejo answers 409 with its error struct
+// when another merge of the PR won the race; the PR is merged, and the pool
+// must not post a conflict comment.
+func TestLostMergeRaceIsNoConflict(t *testing.T) {
+	f := newFakeForge(1)
+	f.lostRace[1] = true
+	rep := runPool(t, testConfig(1), f, newFakeAgent(approver(f, time.Millisecond)))
+	for _, e := range f.Effects() {
+		if strings.Contains(e, "Merge conflict detected") {
+			t.Errorf("a conflict comment on a merged PR: %q", e)
+		}
+	}
+	if !f.prs[1].Merged || rep.Merged != 1 || rep.Conflicts != 0 {
+		t.Errorf("merged %v, report %+v; want merged, counted, no conflict", f.prs[1].Merged, rep)
+	}
+}
+
 func TestForgeErrorsAreRetriedNotFatal(t *testing.T) {
 	f := newFakeForge(1)
 	f.failOps["list"] = &forgejo.Error{Op: "list", Status: 500, Retryable: true, Err: errors.New("boom")}
