@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"reflect"
 	"sort"
 	"time"
 )
@@ -142,17 +143,17 @@ type apiReview struct {
 // ReviewDetails lists a PR's reviews with their bodies (all pages).
 func (c *Client) ReviewDetails(ctx context.Context, owner, repo string, n int) ([]ReviewDetail, error) {
 	op := fmt.Sprintf("list reviews of %s/%s#%d", owner, repo, n)
-	var out []ReviewDetail
+	var out, prev []ReviewDetail
 	for page := 1; ; page++ {
 		path := fmt.Sprintf("%s/pulls/%d/reviews?limit=%d&page=%d", repoPath(owner, repo), n, pageSize, page)
 		batch, err := getPage(ctx, c, op, path, decodeReviews)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, batch...)
-		if len(batch) < pageSize {
+		if lastPage(batch, prev) {
 			return out, nil
 		}
+		out, prev = append(out, batch...), batch
 	}
 }
 
@@ -221,14 +222,20 @@ const (
 // scheduled and not cancelled since.
 func (c *Client) AutoMergeArmed(ctx context.Context, owner, repo string, n int) (bool, error) {
 	op := fmt.Sprintf("read timeline of %s/%s#%d", owner, repo, n)
+	type event struct {
+		ID   int64  `json:"id"`
+		Type string `json:"type"`
+	}
 	armed := false
+	var prev []event
 	for page := 1; ; page++ {
-		var batch []struct {
-			Type string `json:"type"`
-		}
+		var batch []event
 		path := fmt.Sprintf("%s/issues/%d/timeline?limit=%d&page=%d", repoPath(owner, repo), n, pageSize, page)
 		if err := c.getJSON(ctx, op, path, &batch); err != nil {
 			return false, err
+		}
+		if lastPage(batch, prev) {
+			return armed, nil
 		}
 		for _, e := range batch {
 			switch e.Type {
@@ -238,10 +245,16 @@ func (c *Client) AutoMergeArmed(ctx context.Context, owner, repo string, n int) 
 				armed = false
 			}
 		}
-		if len(batch) < pageSize {
-			return armed, nil
-		}
+		prev = batch
 	}
+}
+
+// lastPage reports whether a page of a list filtered after paging (reviews,
+// the timeline) ends it: Forgejo can send a short page in the middle of such
+// a list, so only an empty page ends it, or one equal to the page before
+// (a forge that ignores the page number).
+func lastPage[T any](batch, prev []T) bool {
+	return len(batch) == 0 || reflect.DeepEqual(batch, prev)
 }
 
 func repoPath(owner, repo string) string {
