@@ -21,17 +21,19 @@ func forgejoStoryReviewer(pr string) sandbox.Verdict {
 // TestSixPRsTwoWorkersOnForgejo is the main story told through the proxy's
 // Forgejo mode: the pool's merge calls meet a storage-quota 413, a race lost
 // to another merge (409 with Forgejo's error struct) and an already-merged
-// 405 with an empty message; PR lists carry nulls; review lists come back
-// with a short first page; the webhook is registered without commit-status
-// events. Every PR still merges, each head gets one reviewer session, and no
+// 405 with an empty message; every PR list carries a null; review lists come
+// back with a short first page; the webhook is registered without
+// commit-status events. Every PR still merges, each head gets one reviewer session, and no
 // PR gets a conflict comment.
 func TestSixPRsTwoWorkersOnForgejo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 6, sandbox.Reviewer(forgejoStoryReviewer))
 	forge := startFaultProxy(t, faultproxy.Options{Upstream: sb.Forge.URL, Seed: faultSeed(t),
+		// Every PR list carries a null: Forgejo lists a PR it fails to
+		// convert so for as long as the fault lasts.
 		Forgejo: &faultproxy.ForgejoOptions{QuotaRefusals: 1, MergeRaces: 1, MergedTwice: 1,
-			NullShare: 0.3, ShortPages: true, NoStatusHook: true}})
+			NullShare: 1, ShortPages: true, NoStatusHook: true}})
 	bin := buildPool(t)
 	addr := freeAddr(t)
 	env := append(poolEnv(t, sb, t.TempDir(), "POOL_WEBHOOK_SECRET=s3cret-for-tests"),
