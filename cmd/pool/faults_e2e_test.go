@@ -68,7 +68,8 @@ func loadConfig(t *testing.T, sb *sandbox.Sandbox, forgeURL, agentURL string, ar
 
 // TestTwentyPercentFaults puts a fault proxy in front of the forge and one
 // in front of the agent server, each answering 20% of requests with a 500,
-// a 502, a stalled or truncated answer, a reset connection or a 5 s delay.
+// a 502, a stalled or truncated answer, a reset connection or a 5 s delay;
+// the agent's event stream is reset every few seconds.
 // With 12 PRs and 2 workers every PR merges, each head gets one reviewer
 // session, the pool runs until its idle exit, and no goroutine is left.
 //
@@ -83,7 +84,10 @@ func TestTwentyPercentFaults(t *testing.T) {
 	// A stalled answer is cut after 5 s: the pool's clients time out after
 	// 60 s, and a run at that pace would take an hour.
 	forge := startFaultProxy(t, faultproxy.Options{Upstream: sb.Forge.URL, Share: 0.2, Seed: seed, Stall: 5 * time.Second})
-	agentProxy := startFaultProxy(t, faultproxy.Options{Upstream: sb.Agent.URL, Share: 0.2, Seed: seed + 1, Stall: 5 * time.Second})
+	// The agent's event stream is opened once and lives long: every
+	// stream is reset within 10 s, so the pool reconnects all run long.
+	agentProxy := startFaultProxy(t, faultproxy.Options{Upstream: sb.Agent.URL, Share: 0.2, Seed: seed + 1, Stall: 5 * time.Second,
+		StreamShare: 1})
 	cfg := loadConfig(t, sb, forge.URL, agentProxy.URL, "--workers", "2",
 		"--poll-interval", "1s", "--status-interval", "1s", "--idle-exit", "3")
 

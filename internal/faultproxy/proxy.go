@@ -81,6 +81,11 @@ type Options struct {
 	// StreamCut bounds how long a stream picked for a reset runs first;
 	// default 10 s. The time is drawn evenly below it.
 	StreamCut time.Duration
+	// StreamShare, when above 0, is the share of event streams (once they
+	// are known to be streams) that are reset after a while, in place of
+	// the fault Share picked: a test that wants its one long-lived stream
+	// broken again and again sets 1.
+	StreamShare float64
 	// Forgejo, when set, rewrites answers as Forgejo gives them.
 	Forgejo *ForgejoOptions
 }
@@ -424,6 +429,13 @@ func resetConn(w http.ResponseWriter) {
 func (p *Proxy) serveStream(w http.ResponseWriter, r *http.Request, resp *http.Response, fault Kind) {
 	p.mu.Lock()
 	p.stats.Streams++
+	if p.opts.StreamShare > 0 {
+		fault = ""
+		if p.rnd.Float64() < p.opts.StreamShare {
+			fault = StreamReset
+		}
+	}
+	after := time.Duration(p.rnd.Int64N(int64(p.opts.StreamCut))) + time.Millisecond
 	p.mu.Unlock()
 	if fault == Status502 {
 		p.count(Status502, r)
@@ -432,10 +444,7 @@ func (p *Proxy) serveStream(w http.ResponseWriter, r *http.Request, resp *http.R
 	}
 	var cutAt <-chan time.Time
 	if fault != "" {
-		p.mu.Lock()
-		d := time.Duration(p.rnd.Int64N(int64(p.opts.StreamCut))) + time.Millisecond
-		p.mu.Unlock()
-		t := time.NewTimer(d)
+		t := time.NewTimer(after)
 		defer t.Stop()
 		cutAt = t.C
 	}

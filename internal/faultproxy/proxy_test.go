@@ -285,10 +285,23 @@ func TestStreamIsNotBuffered(t *testing.T) {
 	}
 }
 
-// TestStreamReset: a stream picked for a fault runs, then breaks.
+// TestStreamReset: a stream picked for a fault runs, then breaks; with
+// StreamShare, whatever Share says.
 func TestStreamReset(t *testing.T) {
+	for _, opts := range []Options{
+		{Share: 1, Kinds: []Kind{Truncate}},
+		{Share: 0, StreamShare: 1},
+	} {
+		t.Run(fmt.Sprintf("share %v, stream share %v", opts.Share, opts.StreamShare), func(t *testing.T) {
+			testStreamReset(t, opts)
+		})
+	}
+}
+
+func testStreamReset(t *testing.T, opts Options) {
 	u := newUpstream(t)
-	p := startProxy(t, Options{Upstream: u.URL, Share: 1, Kinds: []Kind{Truncate}, StreamCut: 50 * time.Millisecond})
+	opts.Upstream, opts.StreamCut = u.URL, 50*time.Millisecond
+	p := startProxy(t, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/event", nil)
