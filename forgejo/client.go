@@ -113,7 +113,9 @@ func newError(op string, status int, err error) error {
 	case status == http.StatusNotFound:
 		err = fmt.Errorf("%w: %v", ErrNotFound, err)
 	}
-	retry := status == 0 || status == http.StatusTooManyRequests || status >= 500
+	// A 2xx with an error is an answer that broke while it was read (a
+	// truncated body): as transient as a broken connection.
+	retry := status == 0 || status/100 == 2 || status == http.StatusTooManyRequests || status >= 500
 	if errors.Is(err, context.Canceled) {
 		retry = false
 	}

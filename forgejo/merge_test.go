@@ -39,6 +39,7 @@ func TestErrorsSayWhetherToRetry(t *testing.T) {
 		is        error
 	}{
 		{0, true, nil},
+		{200, true, nil}, // the answer broke while it was read: a truncated body
 		{401, false, ErrUnauthorized},
 		{404, false, ErrNotFound},
 		{422, false, nil},
