@@ -11,12 +11,16 @@ import (
 
 // Start-up rides out a forge that fails for a moment (a 502, a reset, a cut
 // answer): a step that fails with a retryable error is tried again, up to
-// startAttempts times, the wait doubling from startFirstWait (about 3 s in
-// all). A forge still failing after that stops the start (exit 1, "after a
-// pause"); a permanent error, such as a rejected token, stops it at once.
+// startAttempts times, the wait doubling from startFirstWait up to
+// startMaxWait (about 6.5 s in all). A step makes several calls (the account,
+// the repository, its protection), and each try makes them all again, so at
+// 20 % faulted calls one try in two fails. A forge still failing after that
+// stops the start (exit 1, "after a pause"); a permanent error, such as a
+// rejected token, stops it at once.
 const (
-	startAttempts  = 5
-	startFirstWait = 200 * time.Millisecond
+	startAttempts  = 10
+	startFirstWait = 100 * time.Millisecond
+	startMaxWait   = time.Second
 )
 
 // retryStart runs step until it succeeds, fails for good, has been tried
@@ -32,7 +36,7 @@ func retryStart(ctx context.Context, log *slog.Logger, what string, firstWait ti
 		if !sleep(ctx, wait) {
 			return err
 		}
-		wait *= 2
+		wait = min(2*wait, startMaxWait)
 	}
 }
 

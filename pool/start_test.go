@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func TestRetryStart(t *testing.T) {
 		{"succeeds at once", nil, 1, nil},
 		{"a transient fault is ridden out", []error{transient, transient}, 3, nil},
 		{"a rejected token stops at once", []error{rejected}, 1, rejected},
-		{"a forge that stays down stops after the last attempt", []error{transient, transient, transient, transient, transient, transient}, startAttempts, transient},
+		{"a forge that stays down stops after the last attempt", slices.Repeat([]error{transient}, startAttempts+1), startAttempts, transient},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
