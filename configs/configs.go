@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -306,7 +307,7 @@ func readFile(v *viper.Viper, path string) (string, error) {
 	fv := viper.New()
 	fv.SetConfigFile(path)
 	if err := fv.ReadInConfig(); err != nil {
-		return "", &Error{Key: "config", Reason: fmt.Sprintf("read %s: %v", path, err)}
+		return "", &Error{Key: "config", Reason: fmt.Sprintf("read %s: %s", path, parseError(err))}
 	}
 	for _, k := range fv.AllKeys() {
 		if !known(k) && !(section(k) && fv.Get(k) == nil) {
@@ -340,6 +341,16 @@ func section(key string) bool {
 		}
 	}
 	return false
+}
+
+// quotedValue is a value a YAML parser quotes in its message, which may be
+// a secret written in the file.
+var quotedValue = regexp.MustCompile("`[^`]*`")
+
+// parseError is a parser's message on one line, without the values it quotes.
+func parseError(err error) string {
+	msg := quotedValue.ReplaceAllString(err.Error(), "a value")
+	return strings.Join(strings.Fields(msg), " ")
 }
 
 func decode(v *viper.Viper) (Config, error) {

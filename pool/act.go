@@ -58,9 +58,37 @@ func (p *Pool) merge(ctx context.Context, pr forgejo.PR) (forgejo.MergeResult, e
 	p.log.Info("merge answered", "pr", pr.Number, "outcome", res.Outcome, "status", res.Status, "message", res.Message)
 	p.metrics.MergeCalled(string(res.Outcome))
 	p.book.mergeAnswered(pr.Number, res)
+	if res.Outcome == forgejo.MergeConflict {
+		if outcome, err := p.recheckConflict(ctx, pr); err != nil || outcome != forgejo.MergeConflict {
+			res.Outcome = outcome
+			return res, err
+		}
+	}
 	next, act := lifecycle.AfterMerge(p.policy, p.track(pr.Number), pr.HeadSHA, res)
 	p.setTrack(pr.Number, next)
 	return res, p.act(ctx, pr, next, act)
+}
+
+// recheckConflict re-reads a PR whose merge answered 409 before it is taken
+// for a conflict: Forgejo also answers 409 (its error struct as the body)
+// when another merge of the PR won the race, and a head pushed meanwhile is
+// a new head to review, not a conflict to note. It returns MergeAlready for a
+// merged PR, MergeHeadMoved for one closed or moved, else MergeConflict.
+func (p *Pool) recheckConflict(ctx context.Context, pr forgejo.PR) (forgejo.MergeOutcome, error) {
+	fresh, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+	if err != nil {
+		return forgejo.MergeFailed, err
+	}
+	switch {
+	case fresh.Merged:
+		p.log.Info("the merge answered 409, but the PR is merged: another merge won the race", "pr", pr.Number)
+		return forgejo.MergeAlready, nil
+	case fresh.State != "open" || fresh.HeadSHA != pr.HeadSHA:
+		p.log.Info("the merge answered 409, but the PR is closed or its head moved: no conflict",
+			"pr", pr.Number, "state", fresh.State, "head", fresh.HeadSHA)
+		return forgejo.MergeHeadMoved, nil
+	}
+	return forgejo.MergeConflict, nil
 }
 
 // noteBlocked posts, once per head and reason, why the forge's rules keep

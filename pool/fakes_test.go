@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,8 +28,11 @@ type fakeForge struct {
 	failOps map[string]error
 	// mergeAnswer overrides the merge outcome per PR.
 	mergeAnswer map[int]forgejo.MergeResult
-	protection  forgejo.Protection
-	merged      map[int]time.Time // when each PR merged
+	// lostRace: the merge of these PRs merges them but answers 409, as
+	// Forgejo does when another merge of the PR won the race.
+	lostRace   map[int]bool
+	protection forgejo.Protection
+	merged     map[int]time.Time // when each PR merged
 	// recheck, when set, is how long the forge takes to test the other open
 	// PRs against the base after a merge: they read not mergeable, and a
 	// merge call answers 405 "try again later", until then.
@@ -50,7 +54,7 @@ type fakeForge struct {
 func newFakeForge(prs ...int) *fakeForge {
 	f := &fakeForge{me: "pool-bot", prs: map[int]*forgejo.PR{}, comments: map[int][]forgejo.Comment{},
 		reviews: map[int][]forgejo.Review{}, statuses: map[string][]forgejo.Status{}, failOps: map[string]error{},
-		mergeAnswer: map[int]forgejo.MergeResult{}, now: time.Now, calls: map[string]int{},
+		mergeAnswer: map[int]forgejo.MergeResult{}, lostRace: map[int]bool{}, now: time.Now, calls: map[string]int{},
 		protection: forgejo.Protection{UserCanMerge: true}, merged: map[int]time.Time{}}
 	for _, n := range prs {
 		f.prs[n] = &forgejo.PR{Number: n, State: "open", Mergeable: true, HeadSHA: fakeSHA(fmt.Sprintf("sha-%d-a", n)),
@@ -256,6 +260,10 @@ func (f *fakeForge) Merge(ctx context.Context, _, _ string, n int, opt forgejo.M
 	f.touch(n)
 	f.merged[n] = f.now()
 	f.checkedAt = f.now().Add(f.recheck)
+	if f.lostRace[n] {
+		body := `{"ID":11,"IssueID":0,"HeadRepoID":3,"BaseRepoID":3,"HeadBranch":"feature-1","BaseBranch":"main"}`
+		return forgejo.MergeResult{Outcome: forgejo.ClassifyMerge(409, body), Status: 409, Message: body}, nil
+	}
 	return forgejo.MergeResult{Outcome: forgejo.MergeDone, Status: 200}, nil
 }
 
@@ -316,6 +324,9 @@ type fakeAgent struct {
 	// fail as an unreachable server's do, while it holds. "create" still
 	// makes the session, as a server that dies before it answers.
 	down map[string]bool
+	// lostAnswers: this many prompt calls take the prompt and then fail,
+	// as when a proxy loses the server's answer.
+	lostAnswers int
 }
 
 type fakeSession struct {
@@ -371,6 +382,11 @@ func (a *fakeAgent) PromptAsync(_ context.Context, id, _, text string) error {
 	a.prompts = append(a.prompts, text)
 	a.active++
 	a.peak = max(a.peak, a.active)
+	var lost error
+	if a.lostAnswers > 0 {
+		a.lostAnswers--
+		lost = errors.New("agent: prompt: 502 Bad Gateway")
+	}
 	time.AfterFunc(d, func() {
 		if effect != nil {
 			effect()
@@ -386,7 +402,7 @@ func (a *fakeAgent) PromptAsync(_ context.Context, id, _, text string) error {
 			}
 		}
 	})
-	return nil
+	return lost
 }
 
 // Events streams session.idle events, as the real server's /event does,

@@ -209,6 +209,23 @@ func TestConflictIsNotedOnceAndNotRetried(t *testing.T) {
 	}
 }
 
+// TestLostMergeRaceIsNoConflict: Forgejo answers 409 with its error struct
+// when another merge of the PR won the race; the PR is merged, and the pool
+// must not post a conflict comment.
+func TestLostMergeRaceIsNoConflict(t *testing.T) {
+	f := newFakeForge(1)
+	f.lostRace[1] = true
+	rep := runPool(t, testConfig(1), f, newFakeAgent(approver(f, time.Millisecond)))
+	for _, e := range f.Effects() {
+		if strings.Contains(e, "Merge conflict detected") {
+			t.Errorf("a conflict comment on a merged PR: %q", e)
+		}
+	}
+	if !f.prs[1].Merged || rep.Merged != 1 || rep.Conflicts != 0 {
+		t.Errorf("merged %v, report %+v; want merged, counted, no conflict", f.prs[1].Merged, rep)
+	}
+}
+
 func TestForgeErrorsAreRetriedNotFatal(t *testing.T) {
 	f := newFakeForge(1)
 	f.failOps["list"] = &forgejo.Error{Op: "list", Status: 500, Retryable: true, Err: errors.New("boom")}
@@ -526,5 +543,22 @@ func TestDryRunChangesNothing(t *testing.T) {
 	}
 	if f.prs[2].Merged {
 		t.Error("dry run merged")
+	}
+}
+
+// TestLostPromptAnswerKeepsTheSession: the agent server takes a prompt but
+// its answer is lost; the pool finds the prompt in the session and follows
+// it, rather than deleting a running reviewer and starting a second one on
+// the same head.
+func TestLostPromptAnswerKeepsTheSession(t *testing.T) {
+	f := newFakeForge(1)
+	a := newFakeAgent(approver(f, 50*time.Millisecond))
+	a.lostAnswers = 1
+	runPool(t, testConfig(1), f, a)
+	if !f.prs[1].Merged {
+		t.Errorf("PR #1 not merged")
+	}
+	if sessions, prompts, _ := a.count(); prompts != 1 || sessions != 0 {
+		t.Errorf("%d prompts and %d sessions left; want one prompt and none left", prompts, sessions)
 	}
 }

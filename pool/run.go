@@ -35,8 +35,12 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, err
 	log = slog.New(warnings.Wrap(log.Handler()))
 	var p *Pool // read by the gauges only once the ops listener runs, after p is set
 	m := metrics.New(func() metrics.Gauges { return gauges(p.Status()) })
-	fc, err := forgejo.New(ctx, cfg.ForgejoURL, cfg.Token, forgejo.Options{MaxBody: cfg.MaxBody,
-		Transport: m.ForgeTransport(nil), Log: log.With("component", "forgejo")})
+	var fc *forgejo.Client
+	err := retryStart(ctx, log, "connect to the forge", startFirstWait, forgeRetryable, func() (err error) {
+		fc, err = forgejo.New(ctx, cfg.ForgejoURL, cfg.Token, forgejo.Options{MaxBody: cfg.MaxBody,
+			Transport: m.ForgeTransport(nil), Log: log.With("component", "forgejo")})
+		return err
+	})
 	if err != nil {
 		return Report{}, fmt.Errorf("pool: connect to the forge: %w", err)
 	}
@@ -48,12 +52,19 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, err
 	ac := agent.New(cfg.AgentURL, cfg.AgentPassword, agent.Options{MaxBody: cfg.MaxBody, Transport: m.AgentTransport(nil)})
 	d := Deps{Forge: fc, Agent: ac, Store: store, Log: log, Metrics: m,
 		Digests: tickDigester{c: fc, cfg: cfg}, WorkDir: store.Dir()}
-	if p, err = New(ctx, cfg, d); err != nil {
+	if err := retryStart(ctx, log, "read the token's account and the repository", startFirstWait, forgeRetryable, func() (err error) {
+		p, err = New(ctx, cfg, d)
+		return err
+	}); err != nil {
 		return Report{}, err
 	}
-	cl, err := clone.Open(ctx, clone.Options{Dir: filepath.Join(store.Dir(), "clone"),
-		URL:   fmt.Sprintf("%s/%s/%s.git", cfg.ForgejoURL, cfg.Owner, cfg.Name),
-		Token: cfg.Token, Branch: p.base, GitName: cfg.GitName, GitEmail: cfg.GitEmail})
+	var cl *clone.Clone
+	err = retryStart(ctx, log, "clone", startFirstWait, cloneRetryable, func() (err error) {
+		cl, err = clone.Open(ctx, clone.Options{Dir: filepath.Join(store.Dir(), "clone"),
+			URL:   fmt.Sprintf("%s/%s/%s.git", cfg.ForgejoURL, cfg.Owner, cfg.Name),
+			Token: cfg.Token, Branch: p.base, GitName: cfg.GitName, GitEmail: cfg.GitEmail})
+		return err
+	})
 	if err != nil {
 		return Report{}, fmt.Errorf("pool: %w", err)
 	}

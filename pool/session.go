@@ -147,8 +147,12 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind)
 		return nil, err
 	}
 	if err := p.agent.PromptAsync(ctx, created.ID, p.cfg.AgentName, prompt(in)); err != nil {
-		p.release(ctx, orphan{id: created.ID, dir: in.Dir})
-		return nil, err
+		if !p.promptLanded(ctx, created.ID) {
+			p.release(ctx, orphan{id: created.ID, dir: in.Dir})
+			return nil, err
+		}
+		p.log.Warn("the prompt's answer was lost, but the session holds the prompt; following it",
+			"pr", pr.Number, "session", created.ID, "err", err)
 	}
 	s := p.register(created.ID, pr.Number, kind, in.Dir)
 	s.items = items
@@ -364,6 +368,30 @@ func (p *Pool) wasPrompted(ctx context.Context, id string) bool {
 	for _, m := range msgs {
 		if m.Role == "user" {
 			return true
+		}
+	}
+	return false
+}
+
+// promptLanded reports whether a session holds a user prompt after a prompt
+// call failed: the server may have taken the prompt and lost only its
+// answer (a 502 from a proxy, a connection cut), and deleting that session
+// would start a second reviewer on the same head. It asks up to three times,
+// a second apart, as the prompt is stored asynchronously; when it cannot
+// tell, it says no and the session is deleted.
+func (p *Pool) promptLanded(ctx context.Context, id string) bool {
+	for attempt := range 3 {
+		if attempt > 0 && !sleep(ctx, time.Second) {
+			return false
+		}
+		msgs, err := p.agent.Messages(ctx, id)
+		if errors.Is(err, agent.ErrNotFound) {
+			return false
+		}
+		for _, m := range msgs {
+			if m.Role == "user" {
+				return true
+			}
 		}
 	}
 	return false

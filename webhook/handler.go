@@ -237,18 +237,18 @@ type payload struct {
 	} `json:"repository"`
 }
 
-// prNumber returns the PR the event concerns, 0 if it names none, and false
-// for a comment on a plain issue.
+// prNumber returns the PR the event concerns, 0 if it names none (or names
+// a number no PR has), and false for a comment on a plain issue.
 func (p *payload) prNumber() (int, bool) {
 	switch {
 	case p.Issue != nil && p.Issue.PullRequest == nil && !p.IsPull:
 		return 0, false
 	case p.Issue != nil:
-		return p.Issue.Number, true
+		return max(p.Issue.Number, 0), true
 	case p.Number > 0:
 		return p.Number, true
 	case p.PullRequest != nil:
-		return p.PullRequest.Number, true
+		return max(p.PullRequest.Number, 0), true
 	default:
 		return 0, true
 	}

@@ -31,7 +31,10 @@ func PromptTarget(prompt string) (pr string, repo string, head string, ok bool) 
 
 // Verdict is what a scripted reviewer does with a PR.
 type Verdict struct {
-	Event string // APPROVED, REQUEST_CHANGES or COMMENT; "" posts no review
+	// Remark posts a commenting review first, so the PR carries two
+	// reviews on its head.
+	Remark bool
+	Event  string // APPROVED, REQUEST_CHANGES or COMMENT; "" posts no review
 	// Report overrides the REVIEW-RESULT line; "" reports what happened.
 	Report string
 }
@@ -50,11 +53,15 @@ func Reviewer(decide func(pr string) Verdict) Script {
 			return Turn{Text: "I cannot tell which PR to review."}
 		}
 		v := decide(pr)
-		switch {
-		case len(outputs) == 0:
-			return Turn{Bash: WhereCommand}
-		case len(outputs) == 1 && v.Event != "":
-			return Turn{Bash: reviewCommand(repo, pr, head, v.Event)}
+		cmds := []string{WhereCommand}
+		if v.Remark {
+			cmds = append(cmds, reviewCommand(repo, pr, head, "COMMENT"))
+		}
+		if v.Event != "" {
+			cmds = append(cmds, reviewCommand(repo, pr, head, v.Event))
+		}
+		if len(outputs) < len(cmds) {
+			return Turn{Bash: cmds[len(outputs)]}
 		}
 		return Turn{Text: finalText(v, outputs[0])}
 	}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"pool/configs"
+	"pool/internal/faultproxy"
+	"pool/internal/sandbox"
+	"pool/pool"
+)
+
+// faultSeed is the seed of the fault proxies, POOL_FAULT_SEED or 1.
+func faultSeed(t *testing.T) uint64 {
+	s := os.Getenv("POOL_FAULT_SEED")
+	if s == "" {
+		return 1
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatalf("POOL_FAULT_SEED=%q: %v", s, err)
+	}
+	return n
+}
+
+// startFaultProxy puts a fault proxy in front of url, closed at cleanup.
+func startFaultProxy(t *testing.T, opts faultproxy.Options) *faultproxy.Proxy {
+	t.Helper()
+	p, err := faultproxy.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// loadConfig loads the pool's configuration from flags alone, for a pool
+// run in-process.
+func loadConfig(t *testing.T, sb *sandbox.Sandbox, forgeURL, agentURL string, args ...string) configs.Config {
+	t.Helper()
+	for _, k := range []string{"POOL_CONFIG", "POOL_FORGEJO_TOKEN", "POOL_WORKERS", "CA_MAX_PARALLEL_WORKERS", "POOL_INSTANCE_ID"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	tokenFile, err := sb.WriteTokenFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"--forgejo-url", forgeURL, "--forgejo-token-file", tokenFile, "--repo", sb.Owner + "/" + sb.Repo,
+		"--agent-url", agentURL, "--state-dir", filepath.Join(t.TempDir(), "state")}
+	cfg, err := configs.Load(append(base, args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestTwentyPercentFaults puts a fault proxy in front of the forge and one
+// in front of the agent server, each answering 20% of requests with a 500,
+// a 502, a stalled or truncated answer, a reset connection or a 5 s delay;
+// the agent's event stream is reset every few seconds.
+// With 12 PRs and 2 workers every PR merges, each head gets one reviewer
+// session, the pool runs until its idle exit, and no goroutine is left.
+//
+// The pool runs in-process through pool.Run, not as the binary: only then
+// can goleak see its goroutines after it returns. The scripted reviewer's
+// own curl calls go straight to the forge: the pool is what is under test.
+func TestTwentyPercentFaults(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	sb := startSandbox(t, ctx, 12, nil)
+	seed := faultSeed(t)
+	// A stalled answer is cut after 5 s: the pool's clients time out after
+	// 60 s, and a run at that pace would take an hour.
+	forge := startFaultProxy(t, faultproxy.Options{Upstream: sb.Forge.URL, Share: 0.2, Seed: seed, Stall: 5 * time.Second})
+	// The agent's event stream is opened once and lives long: every
+	// stream is reset within 10 s, so the pool reconnects all run long.
+	agentProxy := startFaultProxy(t, faultproxy.Options{Upstream: sb.Agent.URL, Share: 0.2, Seed: seed + 1, Stall: 5 * time.Second,
+		StreamShare: 1})
+	cfg := loadConfig(t, sb, forge.URL, agentProxy.URL, "--workers", "2",
+		"--poll-interval", "1s", "--status-interval", "1s", "--idle-exit", "3")
+
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	before := goleak.IgnoreCurrent()
+	start := time.Now()
+	rep, err := pool.Run(ctx, cfg, log)
+	took := time.Since(start)
+	forgeStats, agentStats := forge.Stats(), agentProxy.Stats()
+	forge.Close()
+	agentProxy.Close()
+	if err != nil {
+		t.Fatalf("pool.Run: %v\nlogs:\n%s", err, logs.String())
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the test ran out of time\nlogs:\n%s", logs.String())
+	}
+	// The scripted model's server is the one server left running in this
+	// process (the pool serves nothing here, the proxies are closed): its
+	// connections from the agent server (net/http server connections) are
+	// not the pool's.
+	if err := goleak.Find(before, goleak.IgnoreAnyFunction("net/http.(*conn).serve")); err != nil {
+		t.Errorf("goroutines left after pool.Run returned: %v", err)
+	}
+
+	for _, n := range sb.PRs {
+		assertMerged(t, ctx, sb, n)
+	}
+	if rep.Merged != len(sb.PRs) {
+		t.Errorf("report: %d merged, want %d", rep.Merged, len(sb.PRs))
+	}
+	perHead := promptsPerHead(sb)
+	for head, n := range perHead {
+		if n != 1 {
+			t.Errorf("PR@head %s got %d reviewer sessions, want 1", head, n)
+		}
+	}
+	if len(perHead) != len(sb.PRs) {
+		t.Errorf("%d PR heads got a session, want %d", len(perHead), len(sb.PRs))
+	}
+	left := sessionCount(t, ctx, sb)
+	if t.Failed() {
+		t.Logf("logs:\n%s", logs.String())
+		t.Logf("faults on the forge:\n%s\nfaults on the agent server:\n%s", faultLines(forge), faultLines(agentProxy))
+	}
+	t.Logf("figure: fault run, seed %d, %s\n%s", seed, machine(),
+		faultTable(len(sb.PRs), rep, len(sb.Model.Prompts()), left, took, forgeStats, agentStats))
+}
+
+func faultLines(p *faultproxy.Proxy) string {
+	var b strings.Builder
+	for _, f := range p.Faults() {
+		fmt.Fprintf(&b, "  %s\n", f)
+	}
+	return b.String()
+}
+
+// machine names where a figure was measured.
+func machine() string {
+	return fmt.Sprintf("%s, %s/%s, %d CPUs, %s", time.Now().UTC().Format("2006-01-02 15:04 MST"),
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+}
+
+// faultTable renders a fault run's figures as a Markdown table.
+func faultTable(prs int, rep pool.Report, sessions, left int, took time.Duration, forge, agent faultproxy.Stats) string {
+	var b strings.Builder
+	b.WriteString("| figure | forge | agent server |\n|---|---|---|\n")
+	fmt.Fprintf(&b, "| requests | %d | %d |\n", forge.Requests, agent.Requests)
+	fmt.Fprintf(&b, "| faults injected | %d (%.1f%%) | %d (%.1f%%) |\n", forge.Injected(), pct(forge.Injected(), forge.Requests),
+		agent.Injected(), pct(agent.Injected(), agent.Requests))
+	kinds := append(append([]faultproxy.Kind(nil), faultproxy.Kinds...), faultproxy.StreamReset)
+	for _, k := range kinds {
+		fmt.Fprintf(&b, "| — %s | %d | %d |\n", k, forge.Faults[k], agent.Faults[k])
+	}
+	fmt.Fprintf(&b, "| retries (a faulted call made again) | %d | %d |\n", forge.Retries, agent.Retries)
+	fmt.Fprintf(&b, "| event streams opened | — | %d |\n", agent.Streams)
+	fmt.Fprintf(&b, "\nPRs: %d, merged: %d; reviewer sessions: %d; sessions left on the agent server: %d; pool cycles: %d; wall time: %s\n",
+		prs, rep.Merged, sessions, left, rep.Cycles, took.Round(time.Second))
+	return b.String()
+}
+
+func pct(n, of int) float64 {
+	if of == 0 {
+		return 0
+	}
+	return 100 * float64(n) / float64(of)
+}
+
+// sortedKeys is for stable output of counters.
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,147 @@
+package report
+
+import (
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"pool/forgejo"
+)
+
+// FuzzDigest builds digests and prompt sections over hostile comments,
+// reviews, inline comments and checks: bodies, file names, authors and
+// target URLs are the fuzzer's. Seeds are in testdata/fuzz/FuzzDigest.
+func FuzzDigest(f *testing.F) {
+	f.Fuzz(func(t *testing.T, body, other, author, path, target string, count uint8, flags uint8) {
+		s := hostileSnapshot(body, other, author, path, target, int(count)%48, flags)
+		d := NewDigest(s, TickOptions{AutoMerge: flags&8 != 0})
+		if again := NewDigest(s, TickOptions{AutoMerge: flags&8 != 0}); !reflect.DeepEqual(d, again) {
+			t.Fatalf("two digests of one snapshot differ")
+		}
+		if !fingerprintRE.MatchString(d.Fingerprint) {
+			t.Fatalf("fingerprint %q", d.Fingerprint)
+		}
+		for _, it := range d.Items {
+			if !tokenRE.MatchString(it.Answers) {
+				t.Fatalf("item %+v: token %q is not a token a reply marker can carry", it, it.Answers)
+			}
+			if got := AnswerTokens(ReplyMarker(it.Answers)); len(got) != 1 || got[0] != it.Answers {
+				t.Fatalf("the reply marker for %q reads back as %q", it.Answers, got)
+			}
+		}
+		checkPromptSection(t, d)
+		checkAnswering(t, s, d)
+	})
+}
+
+var (
+	fingerprintRE = regexp.MustCompile(`^[0-9a-f]{16}$`)
+	tokenRE       = regexp.MustCompile(`^[scrip][0-9]+-[0-9a-f]{8}$`)
+)
+
+// hostileSnapshot is an open PR whose every user-written field is the
+// fuzzer's: n comments, a request for changes, a commenting review, an
+// inline thread and a failing check.
+func hostileSnapshot(body, other, author, path, target string, n int, flags uint8) Snapshot {
+	s := snapshotFixture()
+	s.Self = "pool-bot"
+	s.PR.Mergeable, s.PR.Draft = flags&1 != 0, flags&2 != 0
+	s.Comments = nil
+	for i := range n {
+		b, who := body, author
+		if i%2 == 1 {
+			b, who = other, "review-bot"
+		}
+		at := t0.Add(time.Duration(i) * time.Second)
+		s.Comments = append(s.Comments, forgejo.Comment{ID: int64(100 + i), Author: who, Body: b, Created: at, Updated: at})
+	}
+	s.Reviews = []forgejo.ReviewDetail{
+		{Review: forgejo.Review{ID: 10, Author: author, State: forgejo.ReviewRequestChanges, CommitID: headA, Submitted: t0},
+			Body: body, CommentsCount: 2, Updated: t0, URL: target},
+		{Review: forgejo.Review{ID: 11, Author: "review-bot", State: forgejo.ReviewComment, CommitID: headA, Submitted: t0},
+			Body: other, Updated: t0},
+	}
+	if flags&4 != 0 {
+		s.Reviews = append(s.Reviews, forgejo.ReviewDetail{Review: forgejo.Review{ID: 12, Author: author,
+			State: forgejo.ReviewApproved, CommitID: headA, Submitted: t0}})
+	}
+	s.Inline = []forgejo.InlineComment{
+		{ID: 20, ReviewID: 10, Author: author, Body: body, Path: path, Line: 3, Created: t0, Updated: t0, URL: target},
+		{ID: 21, ReviewID: 10, Author: "review-bot", Body: other, Path: path, Line: 3, Created: t0, Updated: t0},
+	}
+	s.Statuses = append(s.Statuses, forgejo.Status{ID: 9, Context: other, State: "failure",
+		Description: body, TargetURL: target, Created: t0})
+	return s
+}
+
+// checkPromptSection: the section's data block keeps its frame whatever the
+// hostile text (parseBlock), is bounded, lists the items it keeps in order
+// with their tokens, and counts the ones it left out.
+func checkPromptSection(t *testing.T, d Digest) {
+	t.Helper()
+	const tag = "fuzztag"
+	out := d.promptSection(tag)
+	block := out[strings.Index(out, DataPreamble(tag)):]
+	if inner := len(block) - len(DataPreamble(tag)); inner > MaxDataBlock+100 {
+		t.Fatalf("data block of %d bytes, over its bound of %d", inner, MaxDataBlock)
+	}
+	kept, more := 0, 0
+	for _, e := range parseBlock(t, block, tag) {
+		switch e["kind"] {
+		case "item":
+			if kept >= len(d.Items) || e["answers"] != d.Items[kept].Answers {
+				t.Fatalf("entry %v is not item %d of the digest", e, kept)
+			}
+			kept++
+		case "more":
+			more = int(e["count"].(float64))
+		}
+	}
+	if kept+more != len(d.Items) {
+		t.Fatalf("%d items kept and %d counted as left out, of %d", kept, more, len(d.Items))
+	}
+	if len(d.Items) > 0 && kept == 0 {
+		t.Fatalf("no item kept of %d", len(d.Items))
+	}
+}
+
+// checkAnswering: a reply by the pool's account carrying every
+// conversation item's marker answers them all; the same reply by an account
+// that is no voice answers nothing.
+func checkAnswering(t *testing.T, s Snapshot, d Digest) {
+	t.Helper()
+	var toks []string
+	for _, it := range d.Items {
+		if it.Source == SourceComment || it.Source == SourceReview {
+			toks = append(toks, it.Answers)
+		}
+	}
+	if len(toks) == 0 {
+		return
+	}
+	reply := func(author string) Digest {
+		s := s
+		s.Comments = append(append([]forgejo.Comment(nil), s.Comments...), forgejo.Comment{ID: 9999, Author: author,
+			Created: t0, Updated: t0, Body: ReplyMarker(strings.Join(toks, ",")) + "\nDone."})
+		return NewDigest(s, TickOptions{})
+	}
+	for _, it := range reply(s.Self).Items {
+		if it.Source == SourceComment || it.Source == SourceReview {
+			t.Fatalf("item %s is still open after the pool's reply answering it", it.Answers)
+		}
+	}
+	if s.voices(TickOptions{}.Rule)["outsider-0"] {
+		return // the fuzzer named a reviewer so
+	}
+	open := map[string]bool{}
+	for _, it := range reply("outsider-0").Items {
+		open[it.Answers] = true
+	}
+	for _, tok := range toks {
+		if !open[tok] {
+			t.Fatalf("an outsider's reply marker answered item %s", tok)
+		}
+	}
+}
