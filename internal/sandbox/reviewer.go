@@ -97,3 +97,39 @@ func finalText(v Verdict, where string) string {
 	}
 	return fmt.Sprintf("%s\nReview done.\nREVIEW-RESULT: {\"decision\": %q, \"merge_status\": \"none\"}", ran, decision)
 }
+
+// FixerCue is the sentence of a fixer prompt the scripted fixer looks for.
+const FixerCue = "checks fail on its head commit"
+
+// Fixer returns a Script that answers fixer prompts (those with FixerCue)
+// by committing a fix in its working directory and pushing it to the PR's
+// branch, named by branch, with the reviewer's own token; every other
+// prompt goes to review. The pool's token is in none of it.
+func Fixer(branch func(pr string) string, review Script) Script {
+	return func(prompt string, outputs []string) Turn {
+		if !strings.Contains(prompt, FixerCue) {
+			return review(prompt, outputs)
+		}
+		pr, repo, _, ok := PromptTarget(prompt)
+		if !ok {
+			return Turn{Text: "I cannot tell which PR to fix."}
+		}
+		cmds := []string{WhereCommand, pushCommand(repo, branch(pr))}
+		if len(outputs) < len(cmds) {
+			return Turn{Bash: cmds[len(outputs)]}
+		}
+		dir, head := Where(outputs[0])
+		return Turn{Text: fmt.Sprintf("Worked in %s at %s. %s\nREVIEW-RESULT: {\"decision\": \"commented\", \"merge_status\": \"ci_failing\"}",
+			dir, head, strings.TrimSpace(outputs[1]))}
+	}
+}
+
+// pushCommand commits a file that fixes the check and pushes the commit to
+// branch of repo, authenticating with the reviewer's token through git's
+// environment (never a URL or a config file).
+func pushCommand(repo, branch string) string {
+	return fmt.Sprintf(`echo fixed > FIXED.txt && git add FIXED.txt && `+
+		`git -c user.name=reviewer -c user.email=reviewer@example.com commit -qm "Fix the failing check" && `+
+		`git -c "http.extraHeader=Authorization: token $%s" push -q "$%s/%s.git" HEAD:refs/heads/%s 2>&1; echo "push=$?"`,
+		EnvReviewerToken, EnvForgeURL, repo, branch)
+}
