@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"pool/forgejo"
+	"pool/internal/backoff"
 )
 
 // Start-up rides out a forge that fails for a moment (a 502, a reset, a cut
@@ -26,17 +27,16 @@ const (
 // retryStart runs step until it succeeds, fails for good, has been tried
 // startAttempts times, or ctx ends, and returns its last error.
 func retryStart(ctx context.Context, log *slog.Logger, what string, firstWait time.Duration, retryable func(error) bool, step func() error) error {
-	wait := firstWait
+	waits := backoff.Policy{Base: firstWait, Max: startMaxWait}
 	for attempt := 1; ; attempt++ {
 		err := step()
 		if err == nil || attempt == startAttempts || !retryable(err) || ctx.Err() != nil {
 			return err
 		}
 		log.Warn("start-up step failed; trying again", "step", what, "attempt", attempt, "err", err)
-		if !sleep(ctx, wait) {
+		if !sleep(ctx, waits.Delay(attempt, 0)) {
 			return err
 		}
-		wait = min(2*wait, startMaxWait)
 	}
 }
 
