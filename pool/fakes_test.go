@@ -376,7 +376,7 @@ func (a *fakeAgent) PromptAsync(_ context.Context, id, _, text string) error {
 		return errDown
 	}
 	s := a.sessions[id]
-	pr, _ := titlePR(s.title)
+	_, pr, _ := parseTitle(s.title)
 	d, effect, reply := a.behave(pr)
 	s.busy, s.prompted = true, true
 	a.prompts = append(a.prompts, text)

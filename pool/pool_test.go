@@ -320,8 +320,8 @@ func TestRelaunchAdoptsSessionsInsteadOfStartingNewOnes(t *testing.T) {
 	// A previous run left a finished session for PR 1 (its reviewer approved)
 	// and a session for PR 2 that it never got to prompt.
 	f.review(1, "reviewer", forgejo.ReviewApproved)
-	a.sessions["old-1"] = &fakeSession{id: "old-1", title: sessionTitle(1), prompted: true, done: true, reply: approvedReply}
-	a.sessions["old-2"] = &fakeSession{id: "old-2", title: sessionTitle(2)}
+	a.sessions["old-1"] = &fakeSession{id: "old-1", title: sessionTitle("o/r", 1), prompted: true, done: true, reply: approvedReply}
+	a.sessions["old-2"] = &fakeSession{id: "old-2", title: sessionTitle("o/r", 2)}
 	rep := runPool(t, testConfig(2), f, a)
 
 	if !f.prs[1].Merged || !f.prs[2].Merged {
@@ -336,6 +336,45 @@ func TestRelaunchAdoptsSessionsInsteadOfStartingNewOnes(t *testing.T) {
 	}
 	if rep.Reviewed != 2 {
 		t.Errorf("report %+v", rep)
+	}
+}
+
+// TestRelaunchLeavesAnotherRepositorysSessions: on an agent server shared
+// with a pool of another repository, whose PRs have the same numbers, a
+// relaunch adopts its own session (here in the old title form, as a single
+// repository pool may) and neither adopts nor deletes the other pool's.
+func TestRelaunchLeavesAnotherRepositorysSessions(t *testing.T) {
+	f := newFakeForge(1, 2)
+	a := newFakeAgent(approver(f, time.Millisecond))
+	f.review(2, "reviewer", forgejo.ReviewApproved)
+	a.sessions["theirs-1"] = &fakeSession{id: "theirs-1", title: sessionTitle("o/other", 1), prompted: true, busy: true}
+	a.sessions["theirs-2"] = &fakeSession{id: "theirs-2", title: sessionTitle("o/other", 2)} // never prompted
+	a.sessions["old-2"] = &fakeSession{id: "old-2", title: SessionTitlePrefix + "PR-2", prompted: true, done: true, reply: approvedReply}
+	cfg := testConfig(2)
+	cfg.SessionTimeout = time.Second // a pool that took theirs-1 would time it out and delete it
+	runPool(t, cfg, f, a)
+
+	if !f.prs[1].Merged || !f.prs[2].Merged {
+		t.Fatalf("merged: #1 %v, #2 %v", f.prs[1].Merged, f.prs[2].Merged)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var left []string
+	for id := range a.sessions {
+		left = append(left, id)
+	}
+	slices.Sort(left)
+	if want := []string{"theirs-1", "theirs-2"}; !slices.Equal(left, want) {
+		t.Errorf("sessions left %v, want %v: the other repository's, untouched", left, want)
+	}
+	if len(a.prompts) != 1 {
+		t.Errorf("%d prompts, want 1: PR 1 gets its own session, PR 2's old one is adopted", len(a.prompts))
+	}
+	if len(a.aborted) != 0 {
+		t.Errorf("aborted %v", a.aborted)
+	}
+	if s := a.sessions["theirs-1"]; s == nil || !s.busy {
+		t.Errorf("the other pool's running session was disturbed: %+v", s)
 	}
 }
 

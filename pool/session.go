@@ -139,7 +139,7 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind)
 	if in.Dir, err = p.addTree(ctx, pr); err != nil {
 		return nil, err
 	}
-	created, err := p.agent.CreateSession(ctx, sessionTitle(pr.Number), in.Dir)
+	created, err := p.agent.CreateSession(ctx, sessionTitle(p.cfg.Repo(), pr.Number), in.Dir)
 	if err != nil {
 		// The server may have made it and lost the answer: delete whatever
 		// works in this directory.
@@ -317,6 +317,9 @@ func tail(s string, n int) string {
 }
 
 // adopt takes over sessions a previous run left for open PRs of this repo.
+// Only titles naming this repository (or the old form naming none) count:
+// a pool of another repository on the same agent server may hold a
+// session for a PR with the same number.
 func (p *Pool) adopt(ctx, work context.Context) error {
 	sessions, err := p.agent.Sessions(ctx)
 	if err != nil {
@@ -325,7 +328,7 @@ func (p *Pool) adopt(ctx, work context.Context) error {
 	var keep []string
 	defer func() { p.pruneTrees(ctx, keep) }()
 	for _, s := range sessions {
-		n, ok := titlePR(s.Title)
+		n, ok := titlePR(s.Title, p.cfg.Repo(), true) // one repository per pool
 		if !ok || p.isBusy(n) {
 			continue
 		}

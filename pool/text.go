@@ -13,22 +13,56 @@ import (
 // Signature ends every comment the pool posts.
 const Signature = "\n\n---\n**Automated by CleverAgents Bot**\nSupervisor: PR Review | Agent: ca-continuous-pr-reviewer"
 
-// SessionTitlePrefix starts the title of every reviewer session; the PR number follows.
-const SessionTitlePrefix = "[CA-AUTO] worker-review: PR-"
+// SessionTitlePrefix starts the title of every reviewer session;
+// "owner/name PR-<N>" follows.
+const SessionTitlePrefix = "[CA-AUTO] worker-review: "
 
 func sign(body string) string { return strings.TrimRight(body, "\n") + Signature }
 
-// sessionTitle names the session for a PR, so a relaunch can adopt it.
-func sessionTitle(n int) string { return SessionTitlePrefix + strconv.Itoa(n) }
+// sessionTitle names the session for a PR of repo ("owner/name"), so a
+// relaunch can adopt it and no pool of another repository does.
+func sessionTitle(repo string, n int) string {
+	return SessionTitlePrefix + repo + " PR-" + strconv.Itoa(n)
+}
 
-// titlePR returns the PR number a session title names, if it is one of ours.
-func titlePR(title string) (int, bool) {
+// parseTitle reads the repository and PR number a session title names.
+// Titles from before repositories were named ("[CA-AUTO] worker-review:
+// PR-<N>") give repo "". ok is false for any other title.
+func parseTitle(title string) (repo string, n int, ok bool) {
 	rest, ok := strings.CutPrefix(title, SessionTitlePrefix)
 	if !ok {
-		return 0, false
+		return "", 0, false
 	}
-	n, err := strconv.Atoi(rest)
-	return n, err == nil && n > 0
+	if before, after, found := strings.Cut(rest, " "); found {
+		if strings.Count(before, "/") != 1 || strings.HasPrefix(before, "/") || strings.HasSuffix(before, "/") {
+			return "", 0, false
+		}
+		repo, rest = before, after
+	}
+	digits, ok := strings.CutPrefix(rest, "PR-")
+	if !ok {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n <= 0 || strconv.Itoa(n) != digits {
+		return "", 0, false
+	}
+	return repo, n, true
+}
+
+// titlePR returns the PR number of a session title that is ours for repo:
+// it names repo (as the forge, ignoring case), or it is the old form,
+// which names no repository, and the pool serves repo alone (single). A
+// pool never takes a session of a repository it does not serve.
+func titlePR(title, repo string, single bool) (int, bool) {
+	named, n, ok := parseTitle(title)
+	switch {
+	case !ok:
+		return 0, false
+	case named == "":
+		return n, single
+	}
+	return n, strings.EqualFold(named, repo)
 }
 
 func diagnosticBody(attempt int, status string) string {

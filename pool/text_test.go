@@ -116,3 +116,59 @@ func TestLinkedIssues(t *testing.T) {
 		}
 	}
 }
+
+func TestParseTitle(t *testing.T) {
+	tests := []struct {
+		name  string
+		title string
+		repo  string
+		n     int
+		ok    bool
+	}{
+		{name: "with repository", title: "[CA-AUTO] worker-review: acme/widgets PR-12", repo: "acme/widgets", n: 12, ok: true},
+		{name: "old form", title: "[CA-AUTO] worker-review: PR-3", n: 3, ok: true},
+		{name: "made by sessionTitle", title: sessionTitle("o/r", 7), repo: "o/r", n: 7, ok: true},
+		{name: "another tool's session", title: "New session - 2026-11-30", ok: false},
+		{name: "no slash", title: "[CA-AUTO] worker-review: widgets PR-1", ok: false},
+		{name: "two slashes", title: "[CA-AUTO] worker-review: a/b/c PR-1", ok: false},
+		{name: "empty owner", title: "[CA-AUTO] worker-review: /b PR-1", ok: false},
+		{name: "trailing text", title: "[CA-AUTO] worker-review: a/b PR-1 extra", ok: false},
+		{name: "zero", title: "[CA-AUTO] worker-review: a/b PR-0", ok: false},
+		{name: "leading zero", title: "[CA-AUTO] worker-review: PR-01", ok: false},
+		{name: "sign", title: "[CA-AUTO] worker-review: PR-+1", ok: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo, n, ok := parseTitle(tt.title)
+			if repo != tt.repo || n != tt.n || ok != tt.ok {
+				t.Errorf("parseTitle(%q) = %q, %d, %v; want %q, %d, %v", tt.title, repo, n, ok, tt.repo, tt.n, tt.ok)
+			}
+		})
+	}
+}
+
+// TestTitlePRNeverCrossesRepositories: a session is ours when its title
+// names our repository, or is the old form and we serve one repository.
+func TestTitlePRNeverCrossesRepositories(t *testing.T) {
+	tests := []struct {
+		name   string
+		title  string
+		single bool
+		ok     bool
+	}{
+		{name: "ours", title: sessionTitle("acme/widgets", 1), single: true, ok: true},
+		{name: "ours, case differs", title: sessionTitle("Acme/Widgets", 1), single: false, ok: true},
+		{name: "another repository, same number", title: sessionTitle("acme/gadgets", 1), single: true, ok: false},
+		{name: "another owner", title: sessionTitle("other/widgets", 1), single: true, ok: false},
+		{name: "old form, one repository served", title: SessionTitlePrefix + "PR-1", single: true, ok: true},
+		{name: "old form, several served", title: SessionTitlePrefix + "PR-1", single: false, ok: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, ok := titlePR(tt.title, "acme/widgets", tt.single)
+			if ok != tt.ok || (ok && n != 1) {
+				t.Errorf("titlePR(%q, single=%v) = %d, %v; want ok=%v", tt.title, tt.single, n, ok, tt.ok)
+			}
+		})
+	}
+}

@@ -153,8 +153,8 @@ func TestRelaunchKeepsTheTreesOfAdoptedSessions(t *testing.T) {
 	f := newFakeForge(1, 2)
 	a := newFakeAgent(approver(f, time.Millisecond))
 	f.review(1, "reviewer", forgejo.ReviewApproved)
-	a.sessions["ses_old1"] = &fakeSession{id: "ses_old1", title: sessionTitle(1), dir: "/trees/pr-1-old", prompted: true, done: true, reply: approvedReply}
-	a.sessions["ses_old2"] = &fakeSession{id: "ses_old2", title: sessionTitle(2), dir: "/trees/pr-2-old"}
+	a.sessions["ses_old1"] = &fakeSession{id: "ses_old1", title: sessionTitle("o/r", 1), dir: "/trees/pr-1-old", prompted: true, done: true, reply: approvedReply}
+	a.sessions["ses_old2"] = &fakeSession{id: "ses_old2", title: sessionTitle("o/r", 2), dir: "/trees/pr-2-old"}
 	trees := newFakeTrees()
 	trees.live["/trees/pr-1-old"], trees.live["/trees/pr-2-old"], trees.live["/trees/pr-3-gone"] = true, true, true
 	runWithTrees(t, testConfig(2), f, a, trees, nil)
