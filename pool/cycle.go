@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 
 	"pool/claims"
 	"pool/forgejo"
@@ -18,17 +19,39 @@ type cycleResult struct {
 	running    int // PRs held by a slot
 	retrying   int // approved PRs waiting to merge, or PRs backing off
 	queued     int // PRs in the merge queue
+	waiting    int // PRs that need a session and got no slot
 }
 
 // quiet is a cycle with nothing to do.
 func (r cycleResult) quiet() bool {
-	return r.dispatched == 0 && r.acted == 0 && r.running == 0 && r.retrying == 0 && r.queued == 0
+	return r.dispatched == 0 && r.acted == 0 && r.running == 0 && r.retrying == 0 && r.queued == 0 && r.waiting == 0
 }
 
 // candidate is a PR that needs a session.
 type candidate struct {
-	pr   forgejo.PR
-	kind lifecycle.Kind
+	pr       forgejo.PR
+	kind     lifecycle.Kind
+	rereview bool // the pool reviewed an earlier head
+}
+
+// byTurn orders a repository's candidates for the slots: first reviews of
+// PRs never reviewed, then re-reviews, then fixers; oldest PR first.
+func byTurn(todo []candidate) {
+	rank := func(c candidate) int {
+		switch {
+		case c.kind == lifecycle.Fix:
+			return 2
+		case c.rereview:
+			return 1
+		}
+		return 0
+	}
+	slices.SortStableFunc(todo, func(a, b candidate) int {
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra - rb
+		}
+		return a.pr.Number - b.pr.Number
+	})
 }
 
 // cycle lists the open PRs on the default branch, decides each one that
@@ -82,9 +105,11 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 		for _, c := range todo {
 			p.log.Info("dry run: would start a session", "pr", c.pr.Number, "kind", c.kind)
 		}
+		p.slots.want(p.cfg.Repo(), 0)
 		return cycleResult{running: res.running}, nil
 	}
 	res.dispatched = p.dispatchAll(ctx, work, todo)
+	res.waiting = len(todo) - res.dispatched
 	p.book.queued(todo, res.dispatched, p.now())
 	return res, nil
 }
@@ -92,7 +117,7 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 func (p *Pool) tally(res *cycleResult, n int, act lifecycle.Action, todo *[]candidate, pr forgejo.PR) {
 	switch act.Kind {
 	case lifecycle.Review, lifecycle.Fix:
-		*todo = append(*todo, candidate{pr: pr, kind: act.Kind})
+		*todo = append(*todo, candidate{pr: pr, kind: act.Kind, rereview: p.track(n).ReviewedSHA != ""})
 	case lifecycle.Merge, lifecycle.Disarm, lifecycle.NoteConflict, lifecycle.NoteBlocked, lifecycle.Drop:
 		res.acted++
 	}
@@ -103,10 +128,13 @@ func (p *Pool) tally(res *cycleResult, n int, act lifecycle.Action, todo *[]cand
 	}
 }
 
-// dispatchAll hands candidates to free slots, oldest PR first, and returns
-// how many it started.
+// dispatchAll hands candidates to free slots in turn (byTurn), and returns
+// how many it started. The slots learn how many are left waiting.
 func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) int {
+	byTurn(todo)
+	p.slots.want(p.cfg.Repo(), len(todo))
 	started := 0
+	defer func() { p.slots.want(p.cfg.Repo(), len(todo)-started) }()
 	for _, c := range todo {
 		if ctx.Err() != nil || !p.takeSlot(c.pr.Number) {
 			break

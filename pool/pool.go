@@ -41,6 +41,11 @@ type Deps struct {
 	Log     *slog.Logger
 	Now     func() time.Time
 	Metrics Metrics // may be nil
+	// Slots are shared by the pools of the repositories one process serves;
+	// nil: this pool's own, cfg.Workers of them. A pool that shares them
+	// never takes a session titled in the old form, which names no
+	// repository.
+	Slots *Slots
 }
 
 // Pool is one running supervisor.
@@ -56,6 +61,8 @@ type Pool struct {
 	policy  lifecycle.Policy
 	metrics Metrics
 	book    *book // what the status page and commit statuses show
+	slots   *Slots
+	shared  bool // slots shared with pools of other repositories
 
 	me       string // the token's account
 	base     string // the default branch
@@ -97,6 +104,10 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	}
 	if p.now == nil {
 		p.now = time.Now
+	}
+	p.slots, p.shared = d.Slots, d.Slots != nil
+	if p.slots == nil {
+		p.slots = NewSlots(cfg.Workers, 0)
 	}
 	p.metrics, p.book = d.Metrics, newBook(p.now())
 	if p.metrics == nil {
@@ -176,6 +187,8 @@ func (p *Pool) Run(parent context.Context) (Report, error) {
 	p.logProtection()
 	ctx, stop := context.WithCancel(parent)
 	defer stop()
+	p.slots.join(p.cfg.Repo(), p.wakeFreed)
+	defer p.slots.leave(p.cfg.Repo())
 	work, stopWork := p.workContext(ctx)
 	defer stopWork()
 	if err := p.adopt(ctx, work); err != nil {
@@ -237,6 +250,7 @@ func (p *Pool) loop(ctx context.Context, work context.Context) error {
 		case errors.Is(err, forgejo.ErrUnauthorized):
 			return fmt.Errorf("pool: the forge rejected the token: %w", err)
 		case err != nil && ctx.Err() == nil:
+			p.slots.want(p.cfg.Repo(), 0) // no turn held for a failing repository
 			failures++
 			p.logFailure(failures, err)
 			if !sleep(ctx, jittered(failures, p.cfg.PollInterval, 10*time.Minute)) {
@@ -289,6 +303,14 @@ func (p *Pool) Wake(n int) {
 	p.log.Debug("woken by the forge", "pr", n)
 	p.queue.restart() // the PR or its base changed: the queue reads again now
 	p.wakeLoop()
+}
+
+// wakeFreed tells the discovery loop a slot is free for it.
+func (p *Pool) wakeFreed() {
+	select {
+	case p.freed <- struct{}{}:
+	default:
+	}
 }
 
 // wakeLoop asks the discovery loop for a cycle now.

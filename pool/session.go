@@ -328,7 +328,7 @@ func (p *Pool) adopt(ctx, work context.Context) error {
 	var keep []string
 	defer func() { p.pruneTrees(ctx, keep) }()
 	for _, s := range sessions {
-		n, ok := titlePR(s.Title, p.cfg.Repo(), true) // one repository per pool
+		n, ok := titlePR(s.Title, p.cfg.Repo(), !p.shared)
 		if !ok || p.isBusy(n) {
 			continue
 		}

@@ -74,12 +74,13 @@ func (p *Pool) isBusy(n int) bool {
 	return p.busy[n]
 }
 
-// takeSlot holds a slot for PR n if one is free. Only the discovery loop
+// takeSlot holds a slot for PR n if one is free and, with several
+// repositories, it is this one's turn (see Slots). Only the discovery loop
 // takes slots, so the check and the take cannot race each other.
 func (p *Pool) takeSlot(n int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.busy[n] || len(p.busy) >= p.cfg.Workers {
+	if p.busy[n] || !p.slots.take(p.cfg.Repo()) {
 		return false
 	}
 	p.busy[n] = true
@@ -87,18 +88,17 @@ func (p *Pool) takeSlot(n int) bool {
 	return true
 }
 
-// freeSlots is how many more sessions may start now.
-func (p *Pool) freeSlots() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.cfg.Workers - len(p.busy)
-}
+// freeSlots is how many more sessions may start now, in all repositories.
+func (p *Pool) freeSlots() int { return p.slots.free() }
 
 // holdSlot marks an adopted session's PR busy, even past the limit: the
 // session already runs.
 func (p *Pool) holdSlot(n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.busy[n] {
+		p.slots.hold(p.cfg.Repo())
+	}
 	p.busy[n] = true
 	p.stats.notePeak(len(p.busy))
 }
@@ -106,6 +106,9 @@ func (p *Pool) holdSlot(n int) {
 // releaseSlot frees PR n's slot and wakes the discovery loop.
 func (p *Pool) releaseSlot(n int) {
 	p.mu.Lock()
+	if p.busy[n] {
+		p.slots.release(p.cfg.Repo())
+	}
 	delete(p.busy, n)
 	p.mu.Unlock()
 	select {
