@@ -42,7 +42,8 @@ type Deps struct {
 	Now     func() time.Time
 	Metrics Metrics // may be nil
 	// Slots are shared by the pools of the repositories one process serves;
-	// nil: this pool's own, cfg.Workers of them. A pool that shares them
+	// nil: this pool's own, cfg.Workers of them. A pool New makes with
+	// shared slots must be Run: until its first cycle, no slot is given. A pool that shares them
 	// never takes a session titled in the old form, which names no
 	// repository.
 	Slots *Slots
@@ -141,6 +142,9 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 		p.spec = string(b)
 	}
 	p.log = p.log.With("instance", p.instance)
+	// Joined now, not when Run starts, so that the slots wait for this
+	// repository's first cycle (see Slots): a pool New returns must be Run.
+	p.slots.join(p.cfg.Repo(), p.wakeFreed)
 	return p, nil
 }
 
@@ -187,7 +191,6 @@ func (p *Pool) Run(parent context.Context) (Report, error) {
 	p.logProtection()
 	ctx, stop := context.WithCancel(parent)
 	defer stop()
-	p.slots.join(p.cfg.Repo(), p.wakeFreed)
 	defer p.slots.leave(p.cfg.Repo())
 	work, stopWork := p.workContext(ctx)
 	defer stopWork()
