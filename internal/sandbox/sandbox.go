@@ -88,15 +88,22 @@ func (sb *Sandbox) seedAccounts(ctx context.Context) error {
 	if sb.ReviewerToken, err = sb.Forge.CreateUser(ctx, sb.ReviewerUser); err != nil {
 		return err
 	}
-	if err = sb.Forge.CreateRepo(ctx, sb.OwnerToken, sb.Repo); err != nil {
+	return sb.AddRepo(ctx, sb.Repo)
+}
+
+// AddRepo creates another repository of the owner's, with an initial
+// commit on main, on which the pool's account is admin and the reviewer
+// writes, as on the sandbox's first one.
+func (sb *Sandbox) AddRepo(ctx context.Context, name string) error {
+	if err := sb.Forge.CreateRepo(ctx, sb.OwnerToken, name); err != nil {
 		return err
 	}
 	// The pool's account administers the repository so that it may install
 	// its webhook; the reviewer writes.
-	if err = sb.Forge.AddCollaborator(ctx, sb.OwnerToken, sb.Owner, sb.Repo, sb.PoolUser, "admin"); err != nil {
+	if err := sb.Forge.AddCollaborator(ctx, sb.OwnerToken, sb.Owner, name, sb.PoolUser, "admin"); err != nil {
 		return err
 	}
-	return sb.Forge.AddCollaborator(ctx, sb.OwnerToken, sb.Owner, sb.Repo, sb.ReviewerUser, "write")
+	return sb.Forge.AddCollaborator(ctx, sb.OwnerToken, sb.Owner, name, sb.ReviewerUser, "write")
 }
 
 // CIContext is the status context the sandbox's stand-in CI reports.
@@ -115,18 +122,33 @@ func (sb *Sandbox) AddPR(ctx context.Context, i int) (int, error) {
 // AddPRWithoutCI opens PR number i's change, with no status reported on
 // its head, and returns its number and head.
 func (sb *Sandbox) AddPRWithoutCI(ctx context.Context, i int) (int, string, error) {
-	branch := fmt.Sprintf("feature-%d", i)
-	path := fmt.Sprintf("features/feature-%d.txt", i)
-	if err := sb.Forge.CreateBranchWithFile(ctx, sb.OwnerToken, sb.Owner, sb.Repo, branch, path, fmt.Sprintf("feature %d\n", i)); err != nil {
-		return 0, "", err
-	}
-	n, head, err := sb.Forge.CreatePR(ctx, sb.OwnerToken, sb.Owner, sb.Repo, branch, "main",
-		fmt.Sprintf("Add feature %d", i), fmt.Sprintf("Adds feature %d.", i))
+	n, head, err := sb.openPR(ctx, sb.Repo, i)
 	if err != nil {
 		return 0, "", err
 	}
 	sb.PRs = append(sb.PRs, n)
 	return n, head, nil
+}
+
+// AddPRTo opens PR number i's change in the owner's repository repo (made
+// by AddRepo), with its head reported green, and returns its number. PRs
+// lists only the first repository's.
+func (sb *Sandbox) AddPRTo(ctx context.Context, repo string, i int) (int, error) {
+	n, head, err := sb.openPR(ctx, repo, i)
+	if err != nil {
+		return 0, err
+	}
+	return n, sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, repo, head, CIContext, "success", "", "passed")
+}
+
+func (sb *Sandbox) openPR(ctx context.Context, repo string, i int) (int, string, error) {
+	branch := fmt.Sprintf("feature-%d", i)
+	path := fmt.Sprintf("features/feature-%d.txt", i)
+	if err := sb.Forge.CreateBranchWithFile(ctx, sb.OwnerToken, sb.Owner, repo, branch, path, fmt.Sprintf("feature %d\n", i)); err != nil {
+		return 0, "", err
+	}
+	return sb.Forge.CreatePR(ctx, sb.OwnerToken, sb.Owner, repo, branch, "main",
+		fmt.Sprintf("Add feature %d", i), fmt.Sprintf("Adds feature %d.", i))
 }
 
 // WriteTokenFile writes the pool's token to a 0600 file and returns its path.

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"pool/agent"
+	"pool/internal/sandbox"
+)
+
+// gated holds every reviewer session on a shell command until the file gate
+// exists, then reviews as inner says: sessions that are surely running when
+// a test kills their pool.
+func gated(gate string, inner sandbox.Script) sandbox.Script {
+	return func(prompt string, outputs []string) sandbox.Turn {
+		if len(outputs) == 0 {
+			return sandbox.Turn{Bash: "while [ ! -e '" + gate + "' ]; do sleep 0.2; done; echo open"}
+		}
+		return inner(prompt, outputs[1:])
+	}
+}
+
+// TestTwoRepositoriesOneAgentServerKillNine: two pools, each serving its own
+// repository, share one agent server; each repository has a PR numbered 1.
+// Both pools are killed (SIGKILL) while their sessions run, and relaunched:
+// each adopts its own session, neither adopts or deletes the other's, and
+// both PRs merge after one reviewer session each.
+func TestTwoRepositoriesOneAgentServerKillNine(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	gate := filepath.Join(t.TempDir(), "gate")
+	sb := startSandbox(t, ctx, 1, gated(gate, sandbox.Reviewer(sandbox.Approve)))
+	const other = "demo2"
+	if err := sb.AddRepo(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := sb.AddPRTo(ctx, other, 1); err != nil || n != 1 || sb.PRs[0] != 1 {
+		t.Fatalf("seeding: PRs %v and %d (%v), want #1 in each repository", sb.PRs, n, err)
+	}
+	bin := buildPool(t)
+	repos := []string{sb.Owner + "/" + sb.Repo, sb.Owner + "/" + other}
+	envs := make([][]string, len(repos))
+	first := make([]*poolProc, len(repos))
+	for i, repo := range repos {
+		envs[i] = poolEnv(t, sb, t.TempDir(), "POOL_REPO="+repo)
+		first[i] = startPool(t, ctx, bin, envs[i], "--workers", "1")
+	}
+	eventually(t, ctx, "a reviewer prompt per repository", func() bool { return len(sb.Model.Prompts()) >= 2 }, first...)
+	for _, p := range first {
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-p.exited
+	}
+
+	// Whose session is whose, by the titles the pools gave them.
+	sessions, err := agent.New(sb.Agent.URL, "", agent.Options{}).Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{} // repository → session id
+	for _, s := range sessions {
+		for _, repo := range repos {
+			if s.Title == "[CA-AUTO] worker-review: "+repo+" PR-1" {
+				want[repo] = s.ID
+			}
+		}
+	}
+	if len(sessions) != 2 || len(want) != 2 {
+		t.Fatalf("sessions after the kill: %+v; want one titled for each repository", sessions)
+	}
+
+	second := make([]*poolProc, len(repos))
+	for i := range repos {
+		second[i] = startPool(t, ctx, bin, envs[i], "--workers", "1")
+	}
+	eventually(t, ctx, "both relaunches adopting", func() bool {
+		return strings.Contains(second[0].stderr.String(), "adopted a running session") &&
+			strings.Contains(second[1].stderr.String(), "adopted a running session")
+	}, second...)
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range second {
+		p.wait(t, ctx)
+	}
+
+	for i, repo := range repos {
+		logs := second[i].stderr.String()
+		if got := adoptedSessions(logs); len(got) != 1 || got[0] != want[repo] {
+			t.Errorf("the relaunched pool of %s adopted %v, want only its own session %s", repo, got, want[repo])
+		}
+		if strings.Contains(logs, "removing a session that was never prompted") {
+			t.Errorf("the relaunched pool of %s deleted a session:\n%s", repo, logs)
+		}
+		if !strings.Contains(second[i].stdout.String(), "Approved and merged: 1") {
+			t.Errorf("report of %s:\n%s", repo, second[i].stdout.String())
+		}
+		name := strings.TrimPrefix(repo, sb.Owner+"/")
+		var pr apiPR
+		if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", "/repos/"+sb.Owner+"/"+name+"/pulls/1", nil, &pr); err != nil {
+			t.Fatal(err)
+		}
+		if !pr.Merged {
+			t.Errorf("%s#1 is not merged", repo)
+		}
+	}
+	perTarget := map[string]int{}
+	for _, p := range sb.Model.Prompts() {
+		if pr, repo, head, ok := sandbox.PromptTarget(p); ok {
+			perTarget[repo+"#"+pr+"@"+head]++
+		}
+	}
+	if len(perTarget) != 2 {
+		t.Errorf("reviewer prompts per target %v, want one for each repository's PR 1", perTarget)
+	}
+	for key, count := range perTarget {
+		if count != 1 {
+			t.Errorf("%s got %d reviewer sessions, want 1", key, count)
+		}
+	}
+	assertNoSessions(t, ctx, sb)
+}
+
+// adoptedSessions lists the session ids a pool's log says it adopted.
+func adoptedSessions(logs string) []string {
+	var out []string
+	for _, line := range strings.Split(logs, "\n") {
+		if !strings.Contains(line, `msg="adopted a running session"`) {
+			continue
+		}
+		_, rest, _ := strings.Cut(line, " session=")
+		id, _, _ := strings.Cut(rest, " ")
+		out = append(out, id)
+	}
+	return out
+}
