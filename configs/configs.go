@@ -31,8 +31,18 @@ type Config struct {
 	// Token is the forge token. It is never logged: Config has a String
 	// method that redacts it.
 	Token string
+	// Owner and Name are the first repository served: the only one, unless
+	// Several.
 	Owner string
 	Name  string
+	// Repos are all the repositories named ("owner/name"), from repo
+	// (--repo, which may be repeated) and repos, each once.
+	Repos []string
+	// Org adds every repository of this organisation the token can see,
+	// listed again every OrgRelist.
+	Org string
+	// MaxPerRepo caps the slots one repository holds; 0: no cap.
+	MaxPerRepo int
 
 	AgentURL      string
 	AgentName     string
@@ -106,6 +116,20 @@ type Config struct {
 // Repo is "owner/name".
 func (c Config) Repo() string { return c.Owner + "/" + c.Name }
 
+// OrgRelist is how often an organisation's repositories are listed again.
+const OrgRelist = 10 * time.Minute
+
+// Several reports whether the pool serves more than one repository, or an
+// organisation's, in one process.
+func (c Config) Several() bool { return len(c.Repos) > 1 || c.Org != "" }
+
+// For returns the configuration of one of the repositories served.
+func (c Config) For(repo string) Config {
+	c.Owner, c.Name = splitRepo(repo)
+	c.Repos, c.Org = []string{repo}, ""
+	return c
+}
+
 // String renders the config for logs, with the token redacted.
 func (c Config) String() string {
 	c.Token = hidden(c.Token)
@@ -151,7 +175,10 @@ var settings = []setting{
 	{"forgejo.url", "forgejo-url", []string{"POOL_FORGEJO_URL"}, "", "base `URL` of the Forgejo server (required)"},
 	{"forgejo.token", "", []string{"POOL_FORGEJO_TOKEN"}, "", ""},
 	{"forgejo.token_file", "forgejo-token-file", []string{"POOL_FORGEJO_TOKEN_FILE"}, "", "`file` holding the forge token"},
-	{"repo", "repo", []string{"POOL_REPO"}, "", "repository as `owner/name` (required)"},
+	{"repo", "repo", []string{"POOL_REPO"}, "", "repository as `owner/name`; repeat it to serve several (required, unless repos or org)"},
+	{"repos", "", []string{"POOL_REPOS"}, "", ""},
+	{"org", "org", []string{"POOL_ORG"}, "", "serve every repository of this `organisation` the token can see, listed again every 10 minutes"},
+	{"max_per_repo", "max-per-repo", []string{"POOL_MAX_PER_REPO"}, "0", "at most `N` of the workers on one repository (0: no cap)"},
 	{"agent.url", "agent-url", []string{"POOL_AGENT_URL"}, "http://localhost:4096", "agent (OpenCode) server `URL`"},
 	{"agent.name", "agent", []string{"POOL_AGENT_NAME"}, "ca-pr-self-reviewer", "`agent` that reviews a PR"},
 	{"agent.password", "", []string{"POOL_AGENT_PASSWORD", "OPENCODE_SERVER_PASSWORD"}, "", ""},
@@ -274,6 +301,9 @@ func ForgeFlags(fs *pflag.FlagSet) func() (Config, error) {
 	}
 }
 
+// repeatable are the settings whose flag may be given more than once.
+var repeatable = map[string]bool{"repo": true}
+
 func bind(v *viper.Viper, fs *pflag.FlagSet, list []setting) error {
 	for _, s := range list {
 		v.SetDefault(s.key, s.def)
@@ -283,7 +313,11 @@ func bind(v *viper.Viper, fs *pflag.FlagSet, list []setting) error {
 		if s.flag == "" {
 			continue
 		}
-		fs.String(s.flag, s.def, s.usage)
+		if repeatable[s.key] {
+			fs.StringArray(s.flag, nil, s.usage)
+		} else {
+			fs.String(s.flag, s.def, s.usage)
+		}
 		if s.def == "false" {
 			fs.Lookup(s.flag).NoOptDefVal = "true" // a switch: --auto-merge alone means true
 		}
@@ -390,7 +424,12 @@ func decode(v *viper.Viper) (Config, error) {
 		AllowInsecureHTTP: d.boolean("allow_insecure_http"),
 	}
 	cfg.Reviewers, cfg.AllowUnofficial = d.reviewers()
-	cfg.Owner, cfg.Name = splitRepo(d.str("repo"))
+	cfg.Repos = unique(append(d.list("repo"), d.list("repos")...))
+	if len(cfg.Repos) > 0 {
+		cfg.Owner, cfg.Name = splitRepo(cfg.Repos[0])
+	}
+	cfg.Org = d.str("org")
+	cfg.MaxPerRepo = d.integer("max_per_repo")
 	if d.err != nil {
 		return Config{}, d.err
 	}
@@ -536,6 +575,18 @@ func loopbackDefault(addr string) string {
 		return "127.0.0.1" + addr
 	}
 	return addr
+}
+
+// unique keeps the first of names that the forge would take for one
+// (it ignores case).
+func unique(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if !slices.ContainsFunc(out, func(o string) bool { return strings.EqualFold(o, n) }) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func splitRepo(s string) (owner, name string) {

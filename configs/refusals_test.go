@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,7 +97,7 @@ func TestAccepted(t *testing.T) {
 		{"floors exactly", []string{"--poll-interval", "1s", "--status-interval", "100ms"},
 			func(c Config) bool { return c.PollInterval == time.Second && c.StatusInterval == 100*time.Millisecond }},
 		{"names the forge allows", []string{"--repo", "Go_lang-2.x/my.repo_name-1"},
-			func(c Config) bool { return c.Owner == "Go_lang-2.x" && c.Name == "my.repo_name-1" }},
+			func(c Config) bool { return slices.Contains(c.Repos, "Go_lang-2.x/my.repo_name-1") }},
 		{"http to loopback", []string{"--forgejo-url", "http://127.0.0.1:3000", "--agent-url", "http://[::1]:4096"},
 			func(c Config) bool { return c.ForgejoURL == "http://127.0.0.1:3000" }},
 		{"http to localhost", []string{"--forgejo-url", "http://localhost:3000"},
@@ -160,7 +161,7 @@ func TestDefaultIsTheTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.ForgejoURL, cfg.Owner, cfg.Name, cfg.Token = "", "", "", ""
+	cfg.ForgejoURL, cfg.Owner, cfg.Name, cfg.Token, cfg.Repos = "", "", "", "", nil
 	if cfg.String() != d.String() {
 		t.Errorf("Load's defaults differ from Default():\n%s\n%s", cfg, d)
 	}

@@ -33,7 +33,8 @@ func (c Config) Validate() error {
 	checks := []func() *Error{
 		c.checkForgeURL,
 		func() *Error { return c.checkServerURL("agent.url", c.AgentURL) },
-		c.checkRepo,
+		c.checkRepos,
+		func() *Error { return atLeast("max_per_repo", c.MaxPerRepo, 0) },
 		c.checkToken,
 		c.checkMaxBody,
 		func() *Error { return atLeast("workers", c.Workers, 1) },
@@ -128,18 +129,52 @@ const (
 	maxRepoLen  = 100
 )
 
-func (c Config) checkRepo() *Error {
-	if c.Owner == "" && c.Name == "" {
-		return &Error{Key: "repo", Reason: "required, as owner/name"}
+// checkRepos checks every repository named and the organisation: at
+// least one of them is required.
+func (c Config) checkRepos() *Error {
+	if c.Org != "" {
+		if reason := ownerProblem(c.Org); reason != "" {
+			return &Error{Key: "org", Reason: fmt.Sprintf("%q: %s", c.Org, reason)}
+		}
 	}
-	if c.Owner == "" || c.Name == "" || strings.Contains(c.Name, "/") {
-		return &Error{Key: "repo", Reason: fmt.Sprintf("want owner/name, got %q", c.Owner+"/"+c.Name)}
+	if len(c.Repos) == 0 && c.Org == "" {
+		if c.Owner != "" || c.Name != "" {
+			return checkRepo(c.Owner, c.Name) // set by hand, as tests do
+		}
+		return &Error{Key: "repo", Reason: "required, as owner/name (or repos, or org)"}
 	}
-	if reason := ownerProblem(c.Owner); reason != "" {
-		return &Error{Key: "repo", Reason: fmt.Sprintf("owner %q: %s", c.Owner, reason)}
+	for _, r := range c.Repos {
+		if err := checkRepo(splitRepo(r)); err != nil {
+			return err
+		}
 	}
-	if reason := repoProblem(c.Name); reason != "" {
-		return &Error{Key: "repo", Reason: fmt.Sprintf("name %q: %s", c.Name, reason)}
+	return c.checkSeveral()
+}
+
+// checkSeveral refuses what one process cannot yet do for several
+// repositories: one webhook endpoint, one status page and one set of
+// commit statuses per repository.
+func (c Config) checkSeveral() *Error {
+	if !c.Several() {
+		return nil
+	}
+	for _, s := range []struct{ key, value string }{{"webhook.listen", c.Listen}, {"ops.listen", c.OpsListen}} {
+		if s.value != "" {
+			return &Error{Key: s.key, Reason: "not yet available when serving several repositories or an organisation"}
+		}
+	}
+	return nil
+}
+
+func checkRepo(owner, name string) *Error {
+	if owner == "" || name == "" || strings.Contains(name, "/") {
+		return &Error{Key: "repo", Reason: fmt.Sprintf("want owner/name, got %q", owner+"/"+name)}
+	}
+	if reason := ownerProblem(owner); reason != "" {
+		return &Error{Key: "repo", Reason: fmt.Sprintf("owner %q: %s", owner, reason)}
+	}
+	if reason := repoProblem(name); reason != "" {
+		return &Error{Key: "repo", Reason: fmt.Sprintf("name %q: %s", name, reason)}
 	}
 	return nil
 }

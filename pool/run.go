@@ -31,6 +31,9 @@ const keepWarnings = 20
 // trees for the next start to adopt. Every answer read from the forge or the
 // agent server is capped at cfg.MaxBody.
 func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, error) {
+	if cfg.Several() {
+		return runSeveral(ctx, cfg, log)
+	}
 	warnings := ops.NewWarnings(keepWarnings)
 	log = slog.New(warnings.Wrap(log.Handler()))
 	var p *Pool // read by the gauges only once the ops listener runs, after p is set
@@ -44,32 +47,12 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, err
 	if err != nil {
 		return Report{}, fmt.Errorf("pool: connect to the forge: %w", err)
 	}
-	store, err := OpenStore(cfg.StateDir, cfg.Owner, cfg.Name, log)
+	ac := agent.New(cfg.AgentURL, cfg.AgentPassword, agent.Options{MaxBody: cfg.MaxBody, Transport: m.AgentTransport(nil)})
+	p, cl, store, err := openRepo(ctx, cfg, Deps{Forge: fc, Agent: ac, Log: log, Metrics: m, Digests: tickDigester{c: fc, cfg: cfg}})
 	if err != nil {
 		return Report{}, err
 	}
 	defer store.Close()
-	ac := agent.New(cfg.AgentURL, cfg.AgentPassword, agent.Options{MaxBody: cfg.MaxBody, Transport: m.AgentTransport(nil)})
-	d := Deps{Forge: fc, Agent: ac, Store: store, Log: log, Metrics: m,
-		Digests: tickDigester{c: fc, cfg: cfg}, WorkDir: store.Dir()}
-	if err := retryStart(ctx, log, "read the token's account and the repository", startFirstWait, forgeRetryable, func() (err error) {
-		p, err = New(ctx, cfg, d)
-		return err
-	}); err != nil {
-		return Report{}, err
-	}
-	var cl *clone.Clone
-	err = retryStart(ctx, log, "clone", startFirstWait, cloneRetryable, func() (err error) {
-		cl, err = clone.Open(ctx, clone.Options{Dir: filepath.Join(store.Dir(), "clone"),
-			URL:   fmt.Sprintf("%s/%s/%s.git", cfg.ForgejoURL, cfg.Owner, cfg.Name),
-			Token: cfg.Token, Branch: p.base, GitName: cfg.GitName, GitEmail: cfg.GitEmail})
-		return err
-	})
-	if err != nil {
-		return Report{}, fmt.Errorf("pool: %w", err)
-	}
-	log.Info("clone ready", "dir", cl.Dir, "reused", cl.Reused)
-	p.trees = cl
 	servers, stopServers := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	if cfg.Listen != "" {
@@ -93,21 +76,66 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, err
 		wg.Add(1)
 		guard.Go(servers, log, "ops listener", func() { defer wg.Done(); serveOps(servers, cfg, srv, log) })
 	}
-	var rep Report
-	if cfg.StatusContext == "" || cfg.DryRun {
-		rep, err = p.Run(ctx)
-	} else {
-		rep, err = runPublishing(ctx, cfg, p, &commitstatus.Publisher{Forge: fc, Owner: cfg.Owner, Repo: cfg.Name,
-			Context: cfg.StatusContext, PageURL: cfg.OpsURL, Required: p.OwnStatusRequired, Log: log.With("component", "commitstatus")})
-	}
+	rep, err := runRepo(ctx, cfg, p, fc, log)
 	stopServers()
 	wg.Wait()
+	closeClone(p, cl, log)
+	return rep, err
+}
+
+// openRepo opens a repository's state store, makes its pool with d (to
+// which it adds the store) and opens its clone, retrying what the forge may
+// answer later. The caller closes the store once the pool has run.
+func openRepo(ctx context.Context, cfg configs.Config, d Deps) (*Pool, *clone.Clone, *Store, error) {
+	log := d.Log
+	store, err := OpenStore(cfg.StateDir, cfg.Owner, cfg.Name, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	d.Store, d.WorkDir = store, store.Dir()
+	var p *Pool
+	if err := retryStart(ctx, log, "read the token's account and the repository", startFirstWait, forgeRetryable, func() (err error) {
+		p, err = New(ctx, cfg, d)
+		return err
+	}); err != nil {
+		store.Close()
+		return nil, nil, nil, err
+	}
+	var cl *clone.Clone
+	err = retryStart(ctx, log, "clone", startFirstWait, cloneRetryable, func() (err error) {
+		cl, err = clone.Open(ctx, clone.Options{Dir: filepath.Join(store.Dir(), "clone"),
+			URL:   fmt.Sprintf("%s/%s/%s.git", cfg.ForgejoURL, cfg.Owner, cfg.Name),
+			Token: cfg.Token, Branch: p.base, GitName: cfg.GitName, GitEmail: cfg.GitEmail})
+		return err
+	})
+	if err != nil {
+		p.slots.leave(cfg.Repo()) // it will not run
+		store.Close()
+		return nil, nil, nil, fmt.Errorf("pool: %w", err)
+	}
+	log.Info("clone ready", "dir", cl.Dir, "reused", cl.Reused)
+	p.trees = cl
+	return p, cl, store, nil
+}
+
+// runRepo runs a repository's pool, keeping its commit statuses unless
+// there are none to keep.
+func runRepo(ctx context.Context, cfg configs.Config, p *Pool, fc *forgejo.Client, log *slog.Logger) (Report, error) {
+	if cfg.StatusContext == "" || cfg.DryRun {
+		return p.Run(ctx)
+	}
+	return runPublishing(ctx, cfg, p, &commitstatus.Publisher{Forge: fc, Owner: cfg.Owner, Repo: cfg.Name,
+		Context: cfg.StatusContext, PageURL: cfg.OpsURL, Required: p.OwnStatusRequired, Log: log.With("component", "commitstatus")})
+}
+
+// closeClone removes a repository's clone after its pool ran, unless
+// sessions were left running in its work trees for the next start.
+func closeClone(p *Pool, cl *clone.Clone, log *slog.Logger) {
 	if left := p.leftRunning(); left > 0 {
 		log.Info("keeping the clone: sessions left running work in it", "sessions", left, "dir", cl.Dir)
-	} else if rerr := cl.Remove(); rerr != nil {
-		log.Error("removing the clone failed", "dir", cl.Dir, "err", rerr)
+	} else if err := cl.Remove(); err != nil {
+		log.Error("removing the clone failed", "dir", cl.Dir, "err", err)
 	}
-	return rep, err
 }
 
 // runPublishing runs the pool with its commit statuses kept up to date, and

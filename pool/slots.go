@@ -34,7 +34,8 @@ func NewSlots(workers, maxPerRepo int) *Slots {
 		reported: map[string]bool{}, wake: map[string]func(){}}
 }
 
-// join adds a repository; wake must not block.
+// join adds a repository; wake must not block. One that joins after slots
+// were given (an organisation's new repository) holds no one up.
 func (s *Slots) join(repo string, wake func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -42,6 +43,9 @@ func (s *Slots) join(repo string, wake func()) {
 		s.repos = slices.Insert(s.repos, i, repo)
 	}
 	s.wake[repo] = wake
+	if s.grants > 0 {
+		s.reported[repo] = true
+	}
 }
 
 // leave drops a repository that stopped; its slots must have been released.

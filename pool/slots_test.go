@@ -129,3 +129,20 @@ func TestSlotsAloneAreJustACount(t *testing.T) {
 		t.Fatal("a released slot was not free again")
 	}
 }
+
+// TestSlotsLateJoinerHoldsNoOneUp: a repository that joins once slots have
+// been given (an organisation's new one, still cloning) does not stop them.
+func TestSlotsLateJoinerHoldsNoOneUp(t *testing.T) {
+	s := NewSlots(2, 0)
+	s.join("a/a", func() {})
+	s.join("b/b", func() {})
+	s.want("a/a", 3)
+	s.want("b/b", 0)
+	if !s.take("a/a") {
+		t.Fatal("no first slot")
+	}
+	s.join("c/c", func() {})
+	if !s.take("a/a") {
+		t.Fatal("a late joiner that has not cycled yet held up the slots")
+	}
+}

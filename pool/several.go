@@ -1,0 +1,226 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"pool/agent"
+	"pool/configs"
+	"pool/forgejo"
+	"pool/internal/guard"
+)
+
+// orgLister lists an organisation's repositories.
+type orgLister interface {
+	OrgRepos(ctx context.Context, org string) ([]string, error)
+}
+
+// runSeveral serves several repositories, or an organisation's, in one
+// process: one pool per repository, each with its own default branch,
+// protection, state store, index, claims, merge queue and clone, sharing
+// the forge and agent clients and the workers (Slots, max_per_repo). An
+// organisation is listed again every configs.OrgRelist: a new repository
+// gets a pool, an archived or removed one's pool stops. It returns when
+// every pool has ended (each exits on its own idle limit, or when ctx
+// ends), with their reports summed.
+func runSeveral(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, error) {
+	var fc *forgejo.Client
+	err := retryStart(ctx, log, "connect to the forge", startFirstWait, forgeRetryable, func() (err error) {
+		fc, err = forgejo.New(ctx, cfg.ForgejoURL, cfg.Token, forgejo.Options{MaxBody: cfg.MaxBody, Log: log.With("component", "forgejo")})
+		return err
+	})
+	if err != nil {
+		return Report{}, fmt.Errorf("pool: connect to the forge: %w", err)
+	}
+	s := &several{cfg: cfg, log: log, fc: fc, slots: NewSlots(cfg.Workers, cfg.MaxPerRepo), running: map[string]context.CancelFunc{},
+		ac: agent.New(cfg.AgentURL, cfg.AgentPassword, agent.Options{MaxBody: cfg.MaxBody}), ended: make(chan struct{})}
+	targets, err := s.targets(ctx, fc)
+	if err != nil {
+		return Report{}, err
+	}
+	log.Info("serving several repositories", "repos", targets, "org", cfg.Org, "workers", cfg.Workers, "max_per_repo", cfg.MaxPerRepo)
+	live := s.startAll(ctx, targets)
+	var relist <-chan time.Time
+	if cfg.Org != "" {
+		t := time.NewTicker(configs.OrgRelist)
+		defer t.Stop()
+		relist = t.C
+	}
+	for live > 0 {
+		select {
+		case <-s.ended:
+			live--
+		case <-relist:
+			live += s.relist(ctx, fc)
+		}
+	}
+	return s.total, s.firstErr
+}
+
+// several is the state of runSeveral.
+type several struct {
+	cfg   configs.Config
+	log   *slog.Logger
+	fc    *forgejo.Client
+	ac    *agent.Client
+	slots *Slots
+	ended chan struct{} // a pool ended; received by runSeveral alone
+
+	mu       sync.Mutex // guards running, total and firstErr
+	running  map[string]context.CancelFunc
+	total    Report
+	firstErr error
+}
+
+// targets are the repositories named, and the organisation's.
+func (s *several) targets(ctx context.Context, org orgLister) ([]string, error) {
+	out := slices.Clone(s.cfg.Repos)
+	if s.cfg.Org == "" {
+		return out, nil
+	}
+	var listed []string
+	err := retryStart(ctx, s.log, "list the organisation's repositories", startFirstWait, forgeRetryable, func() (err error) {
+		listed, err = org.OrgRepos(ctx, s.cfg.Org)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pool: list the repositories of %s: %w", s.cfg.Org, err)
+	}
+	return mergeTargets(out, listed), nil
+}
+
+// mergeTargets adds listed to named, each repository once (the forge
+// ignores case in names).
+func mergeTargets(named, listed []string) []string {
+	out := slices.Clone(named)
+	for _, r := range listed {
+		if !slices.ContainsFunc(out, func(o string) bool { return strings.EqualFold(o, r) }) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// startAll makes the pools of repos that have none, all before any runs:
+// each joins the slots when made, and no slot is given before every one's
+// first cycle (see Slots). A repository whose pool cannot start is logged
+// and left out; the others go on. It returns how many it started; each
+// sends on s.ended when it has ended.
+func (s *several) startAll(ctx context.Context, repos []string) int {
+	type made struct {
+		p   *Pool
+		run func()
+	}
+	var pools []made
+	for _, repo := range repos {
+		s.mu.Lock()
+		_, running := s.running[repo]
+		s.mu.Unlock()
+		if running {
+			continue
+		}
+		p, run, err := s.open(ctx, repo)
+		if err != nil {
+			s.log.Error("a repository's pool could not start; serving the others", "repo", repo, "err", err)
+			s.note(repo, Report{}, err)
+			continue
+		}
+		pools = append(pools, made{p, run})
+	}
+	for _, m := range pools {
+		guard.Go(ctx, s.log, "repository pool", func() {
+			defer func() { s.ended <- struct{}{} }()
+			m.run()
+		})
+	}
+	return len(pools)
+}
+
+// open makes one repository's pool; run runs it to its end and cleans up.
+func (s *several) open(ctx context.Context, repo string) (*Pool, func(), error) {
+	cfg := s.cfg.For(repo)
+	log := s.log.With("repo", repo)
+	p, cl, store, err := openRepo(ctx, cfg, Deps{Forge: s.fc, Agent: s.ac, Log: log, Slots: s.slots,
+		Digests: tickDigester{c: s.fc, cfg: cfg}})
+	if err != nil {
+		return nil, nil, err
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	s.mu.Lock()
+	s.running[repo] = cancel
+	s.mu.Unlock()
+	return p, func() {
+		defer store.Close()
+		defer cancel()
+		rep, err := runRepo(pctx, cfg, p, s.fc, log)
+		closeClone(p, cl, log)
+		s.mu.Lock()
+		delete(s.running, repo)
+		s.mu.Unlock()
+		s.note(repo, rep, err)
+	}, nil
+}
+
+// note adds a repository's report to the total, and keeps the first error.
+func (s *several) note(repo string, r Report, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total = s.total.add(r)
+	if err != nil && s.firstErr == nil {
+		s.firstErr = fmt.Errorf("%s: %w", repo, err)
+	}
+}
+
+// relist lists the organisation again: new repositories get a pool, those
+// no longer listed (archived, removed, or out of the token's sight) are
+// stopped. A failed listing changes nothing. It returns how many pools it
+// started.
+func (s *several) relist(ctx context.Context, org orgLister) int {
+	if ctx.Err() != nil {
+		return 0
+	}
+	listed, err := org.OrgRepos(ctx, s.cfg.Org)
+	if err != nil {
+		s.log.Warn("listing the organisation's repositories failed; keeping the ones served", "err", err)
+		return 0
+	}
+	want := mergeTargets(s.cfg.Repos, listed)
+	s.stopUnlisted(want)
+	return s.startAll(ctx, want)
+}
+
+// stopUnlisted stops the pools of repositories not in want.
+func (s *several) stopUnlisted(want []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for repo, cancel := range s.running {
+		if !slices.ContainsFunc(want, func(w string) bool { return strings.EqualFold(w, repo) }) {
+			s.log.Info("a repository is no longer listed; stopping its pool", "repo", repo)
+			cancel()
+		}
+	}
+}
+
+// add sums two reports: the figures of several repositories' pools.
+func (r Report) add(o Report) Report {
+	if r.InstanceID == "" {
+		r.InstanceID = o.InstanceID
+	}
+	r.Reviewed += o.Reviewed
+	r.Merged += o.Merged
+	r.Scheduled += o.Scheduled
+	r.ChangesRequested += o.ChangesRequested
+	r.Conflicts += o.Conflicts
+	r.Skipped += o.Skipped
+	r.Retrying += o.Retrying
+	r.PendingMerge = append(r.PendingMerge, o.PendingMerge...)
+	r.CIFixes += o.CIFixes
+	r.Cycles += o.Cycles
+	r.PeakSlots = max(r.PeakSlots, o.PeakSlots) // the busiest repository's
+	return r
+}
