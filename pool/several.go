@@ -23,7 +23,8 @@ type orgLister interface {
 // runSeveral serves several repositories, or an organisation's, in one
 // process: one pool per repository, each with its own default branch,
 // protection, state store, index, claims, merge queue and clone, sharing
-// the forge and agent clients and the workers (Slots, max_per_repo). An
+// the forge and agent clients, the workers (Slots, max_per_repo) and the
+// quiet-cycle delta (changeFeed: one request per owner a round). An
 // organisation is listed again every configs.OrgRelist: a new repository
 // gets a pool, an archived or removed one's pool stops. It returns when
 // every pool has ended (each exits on its own idle limit, or when ctx
@@ -38,7 +39,8 @@ func runSeveral(ctx context.Context, cfg configs.Config, log *slog.Logger) (Repo
 		return Report{}, fmt.Errorf("pool: connect to the forge: %w", err)
 	}
 	s := &several{cfg: cfg, log: log, fc: fc, slots: NewSlots(cfg.Workers, cfg.MaxPerRepo), running: map[string]context.CancelFunc{},
-		ac: agent.New(cfg.AgentURL, cfg.AgentPassword, agent.Options{MaxBody: cfg.MaxBody}), ended: make(chan struct{})}
+		ac: agent.New(cfg.AgentURL, cfg.AgentPassword, agent.Options{MaxBody: cfg.MaxBody}), ended: make(chan struct{}),
+		feed: newChangeFeed(fc, time.Now)}
 	targets, err := s.targets(ctx, fc)
 	if err != nil {
 		return Report{}, err
@@ -69,6 +71,7 @@ type several struct {
 	fc    *forgejo.Client
 	ac    *agent.Client
 	slots *Slots
+	feed  *changeFeed   // the quiet-cycle delta of every repository, one search per owner
 	ended chan struct{} // a pool ended; received by runSeveral alone
 
 	mu       sync.Mutex // guards running, total and firstErr
@@ -145,7 +148,7 @@ func (s *several) startAll(ctx context.Context, repos []string) int {
 func (s *several) open(ctx context.Context, repo string) (*Pool, func(), error) {
 	cfg := s.cfg.For(repo)
 	log := s.log.With("repo", repo)
-	p, cl, store, err := openRepo(ctx, cfg, Deps{Forge: s.fc, Agent: s.ac, Log: log, Slots: s.slots,
+	p, cl, store, err := openRepo(ctx, cfg, Deps{Forge: feedForge{Forge: s.fc, feed: s.feed}, Agent: s.ac, Log: log, Slots: s.slots,
 		Digests: tickDigester{c: s.fc, cfg: cfg}})
 	if err != nil {
 		return nil, nil, err
