@@ -152,16 +152,10 @@ func (c Config) checkRepos() *Error {
 }
 
 // checkSeveral refuses what one process cannot yet do for several
-// repositories: one webhook endpoint, one status page and one set of
-// commit statuses per repository.
+// repositories: the status page.
 func (c Config) checkSeveral() *Error {
-	if !c.Several() {
-		return nil
-	}
-	for _, s := range []struct{ key, value string }{{"webhook.listen", c.Listen}, {"ops.listen", c.OpsListen}} {
-		if s.value != "" {
-			return &Error{Key: s.key, Reason: "not yet available when serving several repositories or an organisation"}
-		}
+	if c.Several() && c.OpsListen != "" {
+		return &Error{Key: "ops.listen", Reason: "not yet available when serving several repositories or an organisation"}
 	}
 	return nil
 }

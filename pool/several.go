@@ -13,6 +13,7 @@ import (
 	"pool/configs"
 	"pool/forgejo"
 	"pool/internal/guard"
+	"pool/webhook"
 )
 
 // orgLister lists an organisation's repositories.
@@ -39,7 +40,8 @@ func runSeveral(ctx context.Context, cfg configs.Config, log *slog.Logger) (Repo
 		return Report{}, fmt.Errorf("pool: connect to the forge: %w", err)
 	}
 	s := &several{cfg: cfg, log: log, fc: fc, slots: NewSlots(cfg.Workers, cfg.MaxPerRepo), running: map[string]context.CancelFunc{},
-		ac: agent.New(cfg.AgentURL, cfg.AgentPassword, agent.Options{MaxBody: cfg.MaxBody}), ended: make(chan struct{}),
+		pools: map[string]*Pool{},
+		ac:    agent.New(cfg.AgentURL, cfg.AgentPassword, agent.Options{MaxBody: cfg.MaxBody}), ended: make(chan struct{}),
 		feed: newChangeFeed(fc, time.Now)}
 	targets, err := s.targets(ctx, fc)
 	if err != nil {
@@ -47,6 +49,12 @@ func runSeveral(ctx context.Context, cfg configs.Config, log *slog.Logger) (Repo
 	}
 	log.Info("serving several repositories", "repos", targets, "org", cfg.Org, "workers", cfg.Workers, "max_per_repo", cfg.MaxPerRepo)
 	live := s.startAll(ctx, targets)
+	if cfg.Listen != "" {
+		servers, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		guard.Go(servers, log, "webhook receiver", func() { defer close(done); s.serveWebhooks(servers) })
+		defer func() { stop(); <-done }()
+	}
 	var relist <-chan time.Time
 	if cfg.Org != "" {
 		t := time.NewTicker(configs.OrgRelist)
@@ -74,8 +82,9 @@ type several struct {
 	feed  *changeFeed   // the quiet-cycle delta of every repository, one search per owner
 	ended chan struct{} // a pool ended; received by runSeveral alone
 
-	mu       sync.Mutex // guards running, total and firstErr
+	mu       sync.Mutex // guards running, pools, total and firstErr
 	running  map[string]context.CancelFunc
+	pools    map[string]*Pool // by lower-case name, while it runs
 	total    Report
 	firstErr error
 }
@@ -156,6 +165,7 @@ func (s *several) open(ctx context.Context, repo string) (*Pool, func(), error) 
 	pctx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()
 	s.running[repo] = cancel
+	s.pools[strings.ToLower(repo)] = p
 	s.mu.Unlock()
 	return p, func() {
 		defer store.Close()
@@ -164,6 +174,7 @@ func (s *several) open(ctx context.Context, repo string) (*Pool, func(), error) 
 		closeClone(p, cl, log)
 		s.mu.Lock()
 		delete(s.running, repo)
+		delete(s.pools, strings.ToLower(repo))
 		s.mu.Unlock()
 		s.note(repo, rep, err)
 	}, nil
@@ -206,6 +217,26 @@ func (s *several) stopUnlisted(want []string) {
 			s.log.Info("a repository is no longer listed; stopping its pool", "repo", repo)
 			cancel()
 		}
+	}
+}
+
+// serveWebhooks serves one webhook endpoint for every repository served
+// until ctx ends: a delivery wakes its repository's pool. If it cannot
+// serve, polling carries on alone.
+func (s *several) serveWebhooks(ctx context.Context) {
+	log := s.log.With("component", "webhook")
+	h := webhook.Router([]byte(s.cfg.WebhookSecret), log, func(repo string) (webhook.Wake, bool) {
+		s.mu.Lock()
+		p := s.pools[strings.ToLower(repo)]
+		s.mu.Unlock()
+		if p == nil {
+			return nil, false
+		}
+		return p.Wake, true
+	})
+	log.Info("serving forge webhooks for every repository", "addr", s.cfg.Listen)
+	if err := webhook.Serve(ctx, s.cfg.Listen, h, log); err != nil {
+		log.Error("webhook receiver stopped; polling continues", "err", err)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"pool/internal/redact"
@@ -67,8 +68,47 @@ type handler struct {
 	repo   string // owner/name, compared case-insensitively
 	log    *slog.Logger
 	waker  *waker
+	// wakers, when set (Router), give each served repository's waker
+	// instead of repo and waker.
+	wakers func(repo string) (*waker, bool)
 	seen   *deliveries
 	now    func() time.Time
+}
+
+// Router is Handler for several repositories behind one endpoint: a
+// delivery for a repository wakeFor serves (its "owner/name", as the
+// delivery spells it) wakes that repository's discovery loop, each at most
+// once a second; any other is ignored (202). wakeFor is asked at each
+// delivery, so the repositories served may change.
+func Router(secret []byte, log *slog.Logger, wakeFor func(repo string) (Wake, bool)) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("component", "webhook")
+	var mu sync.Mutex
+	wakers := map[string]*waker{} // by lower-case name; only served repositories, so bounded
+	lookup := func(repo string) (*waker, bool) {
+		wake, ok := wakeFor(repo)
+		if !ok {
+			return nil, false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		key := strings.ToLower(repo)
+		if wakers[key] == nil {
+			wakers[key] = newWaker(wake, log.With("repo", redact.Clip(repo, 200)))
+		}
+		return wakers[key], true
+	}
+	return &handler{secret: secret, log: log, wakers: lookup, seen: newDeliveries(), now: time.Now}
+}
+
+// wakerFor returns the waker of a delivery's repository, if it is served.
+func (h *handler) wakerFor(repo string) (*waker, bool) {
+	if h.wakers != nil {
+		return h.wakers(repo)
+	}
+	return h.waker, strings.EqualFold(repo, h.repo)
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -100,13 +140,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "body is not JSON", http.StatusBadRequest)
 		return
 	}
-	pr, ok := h.route(r.Header, &p)
+	pr, wk, ok := h.route(r.Header, &p)
 	h.log.Debug("delivery", "event", event, "delivery", id, "wake", ok, "pr", pr)
 	if !ok {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	h.waker.add(r.Context(), pr)
+	wk.add(r.Context(), pr)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -161,16 +201,18 @@ func (h *handler) verify(hdr http.Header, body []byte) string {
 	return ""
 }
 
-// route says whether a verified delivery should wake the loop, and for
-// which PR.
-func (h *handler) route(hdr http.Header, p *payload) (pr int, wake bool) {
-	if p.Repository == nil || !strings.EqualFold(p.Repository.FullName, h.repo) {
-		return 0, false
+// route says whether a verified delivery should wake a loop, whose (its
+// repository's waker), and for which PR.
+func (h *handler) route(hdr http.Header, p *payload) (pr int, w *waker, wake bool) {
+	if p.Repository == nil {
+		return 0, nil, false
 	}
-	if !relevant(hdr) {
-		return 0, false
+	w, served := h.wakerFor(p.Repository.FullName)
+	if !served || !relevant(hdr) {
+		return 0, nil, false
 	}
-	return p.prNumber()
+	pr, wake = p.prNumber()
+	return pr, w, wake
 }
 
 // relevant reports whether the delivery's event can change what the pool
