@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 )
 
 // Hook is a repository webhook: its id and where it delivers.
@@ -25,10 +26,28 @@ func (h *apiHook) check() error {
 	return nil
 }
 
-// Hooks lists the repository's webhooks (all pages). The token's account
-// must administer the repository.
+// hooksPath is where the webhooks of owner/repo live, or, with repo "",
+// those of the organisation owner.
+func hooksPath(owner, repo string) string {
+	if repo == "" {
+		return "/orgs/" + url.PathEscape(owner) + "/hooks"
+	}
+	return repoPath(owner, repo) + "/hooks"
+}
+
+// hookTarget names owner/repo, or the organisation owner, in errors.
+func hookTarget(owner, repo string) string {
+	if repo == "" {
+		return "organisation " + owner
+	}
+	return owner + "/" + repo
+}
+
+// Hooks lists the repository's webhooks (all pages), or with repo "" the
+// organisation's. The token's account must administer the repository or
+// own the organisation.
 func (c *Client) Hooks(ctx context.Context, owner, repo string) ([]Hook, error) {
-	l := listing{op: fmt.Sprintf("list hooks of %s/%s", owner, repo), path: repoPath(owner, repo) + "/hooks"}
+	l := listing{op: "list hooks of " + hookTarget(owner, repo), path: hooksPath(owner, repo)}
 	var out []Hook
 	err := c.eachPage(ctx, l, func(_ int, body []byte, _ http.Header) (int, error) {
 		batch, n, err := strictEntries(body, (*apiHook).check)
@@ -51,17 +70,18 @@ type NewHook struct {
 	Events []string
 }
 
-// CreateHook adds an active webhook to the repository. The secret goes in
+// CreateHook adds an active webhook to the repository (with repo "", to the
+// organisation: it delivers for all its repositories). The secret goes in
 // the request body only, never into an error.
 func (c *Client) CreateHook(ctx context.Context, owner, repo string, h NewHook) error {
-	op := fmt.Sprintf("create hook on %s/%s", owner, repo)
+	op := "create hook on " + hookTarget(owner, repo)
 	body := map[string]any{
 		"type":   "gitea",
 		"config": map[string]string{"url": h.URL, "content_type": "json", "secret": h.Secret},
 		"events": h.Events,
 		"active": true,
 	}
-	status, b, err := c.do(ctx, op, http.MethodPost, repoPath(owner, repo)+"/hooks", body)
+	status, b, err := c.do(ctx, op, http.MethodPost, hooksPath(owner, repo), body)
 	if err != nil {
 		return err
 	}
@@ -71,10 +91,11 @@ func (c *Client) CreateHook(ctx context.Context, owner, repo string, h NewHook) 
 	return nil
 }
 
-// DeleteHook removes a webhook; one already gone is not an error.
+// DeleteHook removes a webhook (with repo "", the organisation's); one
+// already gone is not an error.
 func (c *Client) DeleteHook(ctx context.Context, owner, repo string, id int64) error {
-	op := fmt.Sprintf("delete hook %d of %s/%s", id, owner, repo)
-	status, b, err := c.do(ctx, op, http.MethodDelete, fmt.Sprintf("%s/hooks/%d", repoPath(owner, repo), id), nil)
+	op := fmt.Sprintf("delete hook %d of %s", id, hookTarget(owner, repo))
+	status, b, err := c.do(ctx, op, http.MethodDelete, fmt.Sprintf("%s/%d", hooksPath(owner, repo), id), nil)
 	if err != nil {
 		return err
 	}

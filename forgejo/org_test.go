@@ -3,6 +3,7 @@ package forgejo
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -49,6 +50,30 @@ func TestSearchChangedPRsNamesEachRepository(t *testing.T) {
 	for _, r := range f.served() {
 		if !strings.Contains(r, "owner=acme") || !strings.Contains(r, "type=pulls") || !strings.Contains(r, "state=all") || !strings.Contains(r, "since=2026-07-01T00") {
 			t.Errorf("request %s lacks the owner, type, state or since", r)
+		}
+	}
+}
+
+func TestOrganisationHooksLiveUnderTheOrganisation(t *testing.T) {
+	f := newFakeForge(t, 50)
+	f.mux.HandleFunc("GET /api/v1/orgs/acme/hooks", pagedList([]map[string]any{{"id": 4, "config": map[string]any{"url": "http://h/"}}}, nil))
+	f.mux.HandleFunc("POST /api/v1/orgs/acme/hooks", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusCreated) })
+	f.mux.HandleFunc("DELETE /api/v1/orgs/acme/hooks/4", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	c := f.client(Options{})
+	ctx := context.Background()
+	hooks, err := c.Hooks(ctx, "acme", "")
+	if err != nil || len(hooks) != 1 || hooks[0].ID != 4 || hooks[0].URL != "http://h/" {
+		t.Fatalf("Hooks = %+v, %v", hooks, err)
+	}
+	if err := c.CreateHook(ctx, "acme", "", NewHook{URL: "http://h/", Secret: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteHook(ctx, "acme", "", 4); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.served() {
+		if !strings.HasPrefix(r, "/api/v1/orgs/acme/hooks") {
+			t.Errorf("request %s is not to the organisation's hooks", r)
 		}
 	}
 }

@@ -44,6 +44,15 @@ func Install(ctx context.Context, api HookAPI, owner, repo, hookURL string, secr
 	return nil
 }
 
+// InstallOrg is Install for an organisation: one hook that delivers the
+// events of all its repositories, present and future.
+func InstallOrg(ctx context.Context, api HookAPI, org, hookURL string, secret []byte) error {
+	if err := install(ctx, api, org, "", hookURL, secret); err != nil {
+		return fmt.Errorf("webhook: install on organisation %s: %w", org, err)
+	}
+	return nil
+}
+
 func install(ctx context.Context, api HookAPI, owner, repo, target string, secret []byte) error {
 	if len(secret) == 0 {
 		return errors.New("empty secret")

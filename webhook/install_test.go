@@ -112,3 +112,18 @@ func TestInstallErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestInstallOrgInstallsOnTheOrganisation(t *testing.T) {
+	f := &fakeHooks{hooks: map[int64]forgejo.NewHook{}}
+	if err := InstallOrg(context.Background(), f, "acme", "http://127.0.0.1:1/a", []byte("s")); err != nil {
+		t.Fatal(err)
+	}
+	if want := "[list acme/ create http://127.0.0.1:1/a]"; fmt.Sprint(f.calls) != want {
+		t.Errorf("calls %v, want %s", f.calls, want)
+	}
+	f.fail = "list"
+	err := InstallOrg(context.Background(), f, "acme", "http://127.0.0.1:1/a", []byte("s"))
+	if err == nil || err.Error() != "webhook: install on organisation acme: boom" {
+		t.Errorf("error %v", err)
+	}
+}

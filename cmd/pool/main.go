@@ -143,7 +143,7 @@ func hook(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pool: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "webhook installed on %s for %s\n", cfg.Repo(), cfg.HookURL)
+	fmt.Fprintf(stdout, "webhook installed on %s for %s\n", pool.HookTargets(cfg), cfg.HookURL)
 	return 0
 }
 

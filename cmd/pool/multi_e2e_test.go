@@ -2,9 +2,15 @@ package main
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -139,4 +145,133 @@ func adoptedSessions(logs string) []string {
 		out = append(out, id)
 	}
 	return out
+}
+
+// TestThreeRepositoriesOneProcess: one pool process serves three
+// repositories (8 PRs, 1 and 1) with two workers: all ten merge with one
+// reviewer session per head, and each small repository's PR is among the
+// first four sessions.
+func TestThreeRepositoriesOneProcess(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	sb := startSandbox(t, ctx, 8, nil)
+	smalls := []string{"gadgets", "gizmos"}
+	for _, name := range smalls {
+		if err := sb.AddRepo(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sb.AddPRTo(ctx, name, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := buildPool(t)
+	repos := sb.Owner + "/" + sb.Repo + "," + sb.Owner + "/" + smalls[0] + "," + sb.Owner + "/" + smalls[1]
+	forge := countRequests(t, sb.Forge.URL)
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_REPO="+repos, "POOL_FORGEJO_URL="+forge.url, "POOL_IDLE_EXIT=5"), "--workers", "2")
+	pool.wait(t, ctx)
+
+	// The forge requests of each round of quiet cycles, from one search of
+	// the owner's changed PRs to the next, after the last merge: the last
+	// round is left out, the pools may have exited in it.
+	rounds := forge.roundsAfterLastMerge()
+	t.Logf("figure: forge requests per round of quiet cycles (3 repositories): %v", rounds)
+	if len(rounds) < 2 {
+		t.Errorf("%d rounds of quiet cycles seen after the last merge, want at least 2", len(rounds))
+	}
+	for _, n := range rounds[:max(len(rounds)-1, 0)] {
+		if n > 3 {
+			t.Errorf("a round of quiet cycles cost %d forge requests, want at most 3: %v", n, rounds)
+		}
+	}
+
+	for _, n := range sb.PRs {
+		assertMerged(t, ctx, sb, n)
+	}
+	for _, name := range smalls {
+		var pr apiPR
+		if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", "/repos/"+sb.Owner+"/"+name+"/pulls/1", nil, &pr); err != nil {
+			t.Fatal(err)
+		}
+		if !pr.Merged {
+			t.Errorf("%s#1 is not merged", name)
+		}
+	}
+	var order []string // the repository of each reviewer session, in start order
+	perTarget := map[string]int{}
+	for _, p := range sb.Model.Prompts() {
+		if pr, repo, head, ok := sandbox.PromptTarget(p); ok {
+			order = append(order, repo)
+			perTarget[repo+"#"+pr+"@"+head]++
+		}
+	}
+	if len(perTarget) != 10 {
+		t.Errorf("%d PR heads reviewed, want 10: %v", len(perTarget), perTarget)
+	}
+	for key, count := range perTarget {
+		if count != 1 {
+			t.Errorf("%s got %d reviewer sessions, want 1", key, count)
+		}
+	}
+	for _, name := range smalls {
+		if at := slices.Index(order, sb.Owner+"/"+name); at < 0 || at >= 4 {
+			t.Errorf("%s's PR started as session %d, want among the first 4; order %v", name, at+1, order)
+		}
+	}
+	if !strings.Contains(pool.stdout.String(), "TOTAL_PRS_REVIEWED: 10") {
+		t.Errorf("report:\n%s", pool.stdout.String())
+	}
+	assertNoSessions(t, ctx, sb)
+}
+
+// requestLog is a reverse proxy in front of the forge that records the
+// requests it carries.
+type requestLog struct {
+	url  string
+	mu   sync.Mutex // guards reqs
+	reqs []string   // method and request URI
+}
+
+func countRequests(t *testing.T, target string) *requestLog {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &requestLog{}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		l.reqs = append(l.reqs, r.Method+" "+r.URL.RequestURI())
+		l.mu.Unlock()
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	l.url = srv.URL
+	return l
+}
+
+// roundsAfterLastMerge counts the requests from each search of changed PRs
+// (its first page) to the next, after the last merge call.
+func (l *requestLog) roundsAfterLastMerge() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	last := -1
+	for i, r := range l.reqs {
+		if strings.HasPrefix(r, "POST ") && strings.HasSuffix(r, "/merge") {
+			last = i
+		}
+	}
+	var rounds []int
+	for _, r := range l.reqs[last+1:] {
+		if strings.HasPrefix(r, "GET /api/v1/repos/issues/search?") && strings.HasSuffix(r, "&page=1") {
+			rounds = append(rounds, 0)
+		}
+		if len(rounds) > 0 {
+			rounds[len(rounds)-1]++
+		}
+	}
+	if len(rounds) > 0 {
+		rounds = rounds[1:] // the first may hold the end of the work
+	}
+	return rounds
 }
