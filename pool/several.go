@@ -184,6 +184,7 @@ func (s *several) open(ctx context.Context, repo string) (*Pool, func(), error) 
 func (s *several) note(repo string, r Report, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	r.Repo = repo
 	s.total = s.total.add(r)
 	if err != nil && s.firstErr == nil {
 		s.firstErr = fmt.Errorf("%s: %w", repo, err)
@@ -240,8 +241,11 @@ func (s *several) serveWebhooks(ctx context.Context) {
 	}
 }
 
-// add sums two reports: the figures of several repositories' pools.
+// add adds a repository's report (o, whose Repo is set) to a total: the
+// figures summed, and o kept in Repos, sorted by name.
 func (r Report) add(o Report) Report {
+	r.Repos = append(slices.Clone(r.Repos), o)
+	slices.SortFunc(r.Repos, func(a, b Report) int { return strings.Compare(a.Repo, b.Repo) })
 	if r.InstanceID == "" {
 		r.InstanceID = o.InstanceID
 	}
