@@ -16,6 +16,7 @@
 //	go run ./cmd/poolbench -out figures.md                 also write the table to a file
 //	go run ./cmd/poolbench -mode merge -k 50               issue 11: merging approved PRs (merge.go)
 //	go run ./cmd/poolbench -mode backlog -backlog 55       issue 11: reviewing and merging a backlog (backlog.go)
+//	go run ./cmd/poolbench -mode repos -repos 100 -repo-prs 20   issue 14: one pool, many repositories (repos.go)
 //
 // The table goes to stdout, progress to stderr. The bench asserts nothing:
 // it prints what it measured next to the targets. Each pool process logs to
@@ -54,6 +55,8 @@ type options struct {
 	mergeK       int    // approved PRs per strategy in the merge mode
 	mergeWorkers int
 	backlogPRs   int // unreviewed PRs in the backlog mode
+	repos        int // repositories in the repos mode
+	repoPRs      int // open PRs in each
 }
 
 // The bench's modes.
@@ -61,6 +64,7 @@ const (
 	modeFigures = "figures"
 	modeMerge   = "merge"
 	modeBacklog = "backlog"
+	modeRepos   = "repos"
 )
 
 func parseFlags() options {
@@ -74,10 +78,12 @@ func parseFlags() options {
 	flag.StringVar(&o.seed, "seed", seedAGit, "how the quiet PRs are opened: agit (git pushes to refs/for/main/*, then labels) or api (branches, then the create-PR API)")
 	flag.StringVar(&o.out, "out", "", "also write the table to this file")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work dir (servers' data and the pool logs)")
-	flag.StringVar(&o.mode, "mode", modeFigures, "figures (issue 6's four figures) or merge (a backlog of approved PRs: serial limit against the pool)")
+	flag.StringVar(&o.mode, "mode", modeFigures, "figures (issue 6's four figures), merge (a backlog of approved PRs: serial limit against the pool), backlog, or repos (one pool, many repositories)")
 	flag.IntVar(&o.mergeK, "k", 50, "with -mode merge: approved PRs merged by each strategy")
 	flag.IntVar(&o.mergeWorkers, "merge-workers", 4, "with -mode merge or backlog: the pool's workers")
 	flag.IntVar(&o.backlogPRs, "backlog", 55, "with -mode backlog: unreviewed PRs")
+	flag.IntVar(&o.repos, "repos", 100, "with -mode repos: repositories served by one pool")
+	flag.IntVar(&o.repoPRs, "repo-prs", 20, "with -mode repos: open PRs in each repository")
 	flag.Parse()
 	return o
 }
@@ -109,10 +115,10 @@ func (o options) check() error {
 		return fmt.Errorf("-cycles3 and -parallel must be positive")
 	case o.seed != seedAGit && o.seed != seedAPI:
 		return fmt.Errorf("-seed must be %s or %s, got %q", seedAGit, seedAPI, o.seed)
-	case o.mode != modeFigures && o.mode != modeMerge && o.mode != modeBacklog:
-		return fmt.Errorf("-mode must be %s, %s or %s, got %q", modeFigures, modeMerge, modeBacklog, o.mode)
-	case o.mergeK < 1 || o.mergeWorkers < 1 || o.backlogPRs < 1:
-		return fmt.Errorf("-k, -merge-workers and -backlog must be positive")
+	case o.mode != modeFigures && o.mode != modeMerge && o.mode != modeBacklog && o.mode != modeRepos:
+		return fmt.Errorf("-mode must be %s, %s, %s or %s, got %q", modeFigures, modeMerge, modeBacklog, modeRepos, o.mode)
+	case o.mergeK < 1 || o.mergeWorkers < 1 || o.backlogPRs < 1 || o.repos < 2 || o.repoPRs < 1:
+		return fmt.Errorf("-k, -merge-workers, -backlog and -repo-prs must be positive, -repos at least 2")
 	}
 	return nil
 }
@@ -159,6 +165,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return b.runMode(stdout, func() (renderer, error) { return b.mergeBacklog(ctx) })
 	case modeBacklog:
 		return b.runMode(stdout, func() (renderer, error) { return b.backlog(ctx) })
+	case modeRepos:
+		return b.runMode(stdout, func() (renderer, error) { return b.manyRepos(ctx) })
 	}
 	tbl, err := b.measure(ctx)
 	if err != nil {

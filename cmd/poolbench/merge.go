@@ -236,6 +236,7 @@ type countingProxy struct {
 	*httptest.Server
 	mu    sync.Mutex
 	times []time.Time
+	reqs  []string // method and request URI, in the order of times
 }
 
 func newCountingProxy(target string) (*countingProxy, error) {
@@ -248,6 +249,7 @@ func newCountingProxy(target string) (*countingProxy, error) {
 	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
 		c.times = append(c.times, time.Now())
+		c.reqs = append(c.reqs, r.Method+" "+r.URL.RequestURI())
 		c.mu.Unlock()
 		rp.ServeHTTP(w, r)
 	}))

@@ -36,9 +36,12 @@ type Bulk struct {
 }
 
 // Bulk returns a seeder working in dir, which it makes if missing.
-func (sb *Sandbox) Bulk(dir string) *Bulk {
+func (sb *Sandbox) Bulk(dir string) *Bulk { return sb.BulkIn(dir, sb.Repo) }
+
+// BulkIn is Bulk for another of the owner's repositories (see AddRepo).
+func (sb *Sandbox) BulkIn(dir, repo string) *Bulk {
 	return &Bulk{sb: sb, git: gitRunner{dir: dir, env: gitAuthEnv(sb.OwnerToken)},
-		remote: fmt.Sprintf("%s/%s/%s.git", sb.Forge.URL, sb.Owner, sb.Repo)}
+		remote: fmt.Sprintf("%s/%s/%s.git", sb.Forge.URL, sb.Owner, repo)}
 }
 
 // PushBranches creates one branch per name, each one commit on main adding
