@@ -30,6 +30,9 @@ type Publisher struct {
 	// PageURL is the status page's public URL; each status links to the
 	// PR's row there. Empty: no link.
 	PageURL string
+	// OnePageOfSeveral: the page shows several repositories, whose rows
+	// are named by repository too (ops.Anchor).
+	OnePageOfSeveral bool
 	// Required reports whether the branch protection waits for the pool's
 	// context; then the status is success from the start, so that it never
 	// holds a merge. May be nil.
@@ -103,7 +106,11 @@ func (p *Publisher) want(pr ops.PR, required bool) (forgejo.NewStatus, bool) {
 		s.State = "success"
 	}
 	if p.PageURL != "" {
-		s.TargetURL = fmt.Sprintf("%s/#pr-%d", strings.TrimRight(p.PageURL, "/"), pr.Number)
+		repo := ""
+		if p.OnePageOfSeveral {
+			repo = p.Owner + "/" + p.Repo
+		}
+		s.TargetURL = fmt.Sprintf("%s/#%s", strings.TrimRight(p.PageURL, "/"), ops.Anchor(repo, pr.Number))
 	}
 	return s, true
 }

@@ -150,3 +150,16 @@ func TestSuccessWhenTheProtectionRequiresTheContext(t *testing.T) {
 		t.Errorf("writes = %q, want %q", f.writes, want)
 	}
 }
+
+// TestLinksToTheRowOfItsRepository: on the page of several repositories,
+// a status links to its repository's row.
+func TestLinksToTheRowOfItsRepository(t *testing.T) {
+	f := &fakeForge{}
+	p := newPublisher(f)
+	p.OnePageOfSeveral = true
+	p.Sync(context.Background(), status(ops.PR{Number: 3, Head: "h1", Next: "queued for review (next)"}))
+	want := []string{`o/r@h1 pool=pending "queued for review (next)" https://pool.example/#pr-o/r-3`}
+	if !slices.Equal(f.writes, want) {
+		t.Errorf("writes %q, want %q", f.writes, want)
+	}
+}

@@ -31,7 +31,7 @@ func TestSeveralRepositories(t *testing.T) {
 		{name: "a bad one among several", args: []string{"--repo", "a/b", "--repo", "a/x..y"}, wantKey: "repo"},
 		{name: "bad org", args: []string{"--org", "-acme"}, wantKey: "org"},
 		{name: "negative max per repo", args: []string{"--repo", "a/b", "--max-per-repo", "-1"}, wantKey: "max_per_repo"},
-		{name: "status page with several", args: []string{"--repo", "a/b", "--repo", "a/c", "--ops-listen", "9090"}, wantKey: "ops.listen"},
+		{name: "status page with several", args: []string{"--repo", "a/b", "--repo", "a/c", "--ops-listen", "9090"}, repos: []string{"a/b", "a/c"}},
 		{name: "unknown key in the file", file: "repositories: [a/b]\n", wantKey: "repositories"},
 	}
 	for _, tt := range tests {

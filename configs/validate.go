@@ -148,15 +148,6 @@ func (c Config) checkRepos() *Error {
 			return err
 		}
 	}
-	return c.checkSeveral()
-}
-
-// checkSeveral refuses what one process cannot yet do for several
-// repositories: the status page.
-func (c Config) checkSeveral() *Error {
-	if c.Several() && c.OpsListen != "" {
-		return &Error{Key: "ops.listen", Reason: "not yet available when serving several repositories or an organisation"}
-	}
 	return nil
 }
 

@@ -56,11 +56,19 @@ func WriteTable(w io.Writer, st Status) error {
 		if kind == "" {
 			kind = "claiming"
 		}
-		fmt.Fprintf(tw, "#%d\t%s\t%s\t%s\t%s\n", s.PR, kind, Age(st.Now.Sub(s.Since)), dash(s.Session), oneLine(s.Title))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", oneLine(PRName(s.Repo, s.PR)), kind, Age(st.Now.Sub(s.Since)), dash(s.Session), oneLine(s.Title))
 	}
 	fmt.Fprintf(tw, "\nPRS %d\nPR\tSTATE\tATTEMPTS\tLAST ANSWER\tNEXT\n", len(st.PRs))
 	for _, p := range st.PRs {
-		fmt.Fprintf(tw, "#%d\t%s\t%d\t%s\t%s\n", p.Number, p.State, p.Attempts, dash(oneLine(p.LastAnswer)), oneLine(p.Next))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", oneLine(PRName(p.Repo, p.Number)), p.State, p.Attempts, dash(oneLine(p.LastAnswer)), oneLine(p.Next))
+	}
+	if len(st.Repos) > 0 {
+		fmt.Fprintf(tw, "\nREPOSITORIES %d\nREPOSITORY\tSLOTS\tOPEN\tMERGED\n", len(st.Repos))
+		for _, r := range st.Repos {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", oneLine(r.Repo), r.Busy, r.Open, r.Merged)
+		}
+		t := st.Total()
+		fmt.Fprintf(tw, "total\t%d\t%d\t%d\n", t.Busy, t.Open, t.Merged)
 	}
 	fmt.Fprintf(tw, "\nWARNINGS %d\n", len(st.Warnings))
 	for _, x := range st.Warnings {

@@ -13,10 +13,12 @@ import (
 const refreshSeconds = 5
 
 var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
-	"age":   func(now, t time.Time) string { return Age(now.Sub(t)) },
-	"short": func(sha string) string { return shortSHA(sha) },
-	"clock": func(t time.Time) string { return t.UTC().Format("15:04:05") },
-	"inc":   func(i int) int { return i + 1 },
+	"age":    func(now, t time.Time) string { return Age(now.Sub(t)) },
+	"short":  func(sha string) string { return shortSHA(sha) },
+	"clock":  func(t time.Time) string { return t.UTC().Format("15:04:05") },
+	"inc":    func(i int) int { return i + 1 },
+	"pr":     PRName,
+	"anchor": Anchor,
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -42,17 +44,24 @@ th { background: #f6f8fa; }
 <span>slots {{.S.Busy}}/{{.S.Workers}} busy</span><span>last cycle {{if .S.LastCycle.IsZero}}none yet{{else}}{{age .S.Now .S.LastCycle}} ago{{end}}</span></p>
 <p class="meta"><span>forge {{.S.ForgeURL}}</span><span>agent {{.S.AgentURL}}</span><span>as of {{clock .S.Now}} UTC, refreshed every {{.Refresh}} s</span></p>
 
+{{if .S.Repos}}<h2>Repositories</h2>
+<table>
+<tr><th>repository</th><th>slots held</th><th>open PRs tracked</th><th>merged</th><th>last cycle</th></tr>
+{{range .S.Repos}}<tr><td>{{.Repo}}</td><td>{{.Busy}}</td><td>{{.Open}}</td><td>{{.Merged}}</td><td>{{if .LastCycle.IsZero}}none yet{{else}}{{age $.S.Now .LastCycle}} ago{{end}}</td></tr>
+{{end}}{{with .S.Total}}<tr><th>total</th><th>{{.Busy}}</th><th>{{.Open}}</th><th>{{.Merged}}</th><th></th></tr>{{end}}
+</table>
+{{end}}
 <h2>Slots</h2>
 <table>
 <tr><th>slot</th><th>PR</th><th>title</th><th>kind</th><th>age</th><th>session</th></tr>
-{{range $i, $s := .S.Slots}}<tr><td>{{inc $i}}</td><td>#{{$s.PR}}</td><td>{{$s.Title}}</td><td>{{if $s.Kind}}{{$s.Kind}}{{else}}claiming{{end}}</td><td>{{age $.S.Now $s.Since}}</td><td class="state">{{$s.Session}}</td></tr>
+{{range $i, $s := .S.Slots}}<tr><td>{{inc $i}}</td><td>{{pr $s.Repo $s.PR}}</td><td>{{$s.Title}}</td><td>{{if $s.Kind}}{{$s.Kind}}{{else}}claiming{{end}}</td><td>{{age $.S.Now $s.Since}}</td><td class="state">{{$s.Session}}</td></tr>
 {{else}}<tr><td colspan="6" class="empty">all slots free</td></tr>
 {{end}}</table>
 
 <h2>Pull requests</h2>
 <table>
 <tr><th>PR</th><th>title</th><th>head</th><th>state</th><th>attempts</th><th>last forge answer</th><th>next</th></tr>
-{{range .S.PRs}}<tr id="pr-{{.Number}}"{{if .Done}} class="done"{{end}}><td>{{if .URL}}<a href="{{.URL}}">#{{.Number}}</a>{{else}}#{{.Number}}{{end}}</td><td>{{.Title}}</td><td class="state">{{short .Head}}</td><td class="state">{{.State}}</td><td>{{.Attempts}}</td><td>{{.LastAnswer}}</td><td>{{.Next}}</td></tr>
+{{range .S.PRs}}<tr id="{{anchor .Repo .Number}}"{{if .Done}} class="done"{{end}}><td>{{if .URL}}<a href="{{.URL}}">{{pr .Repo .Number}}</a>{{else}}{{pr .Repo .Number}}{{end}}</td><td>{{.Title}}</td><td class="state">{{short .Head}}</td><td class="state">{{.State}}</td><td>{{.Attempts}}</td><td>{{.LastAnswer}}</td><td>{{.Next}}</td></tr>
 {{else}}<tr><td colspan="7" class="empty">no pull requests tracked</td></tr>
 {{end}}</table>
 

@@ -3,7 +3,10 @@
 // same data as JSON. It also reads that JSON back for `pool status`.
 package ops
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Status is what the pool shows of itself: the data behind the status page
 // and /api/status. It holds no secret.
@@ -20,10 +23,53 @@ type Status struct {
 	Slots     []Slot    `json:"slots"`
 	PRs       []PR      `json:"prs"`
 	Warnings  []Warning `json:"warnings"`
+	// Repos are the figures of each repository of a pool serving several;
+	// empty for a pool of one. Slots and PRs then name their repository.
+	Repos []RepoFigures `json:"repos,omitempty"`
+}
+
+// RepoFigures are one repository's figures, on the page of a pool serving
+// several.
+type RepoFigures struct {
+	Repo      string    `json:"repo"`
+	Busy      int       `json:"busy"`   // slots it holds
+	Open      int       `json:"open"`   // tracked PRs not done
+	Merged    int       `json:"merged"` // merged PRs still on the page
+	LastCycle time.Time `json:"last_cycle"`
+}
+
+// Total adds up the figures of every repository.
+func (s Status) Total() RepoFigures {
+	var t RepoFigures
+	for _, r := range s.Repos {
+		t.Busy += r.Busy
+		t.Open += r.Open
+		t.Merged += r.Merged
+	}
+	return t
+}
+
+// PRName names a PR as the page shows it: #<N>, or, with several
+// repositories, <owner>/<name>#<N>.
+func PRName(repo string, n int) string {
+	if repo == "" {
+		return fmt.Sprintf("#%d", n)
+	}
+	return fmt.Sprintf("%s#%d", repo, n)
+}
+
+// Anchor is the id of a PR's row on the status page: pr-<N>, or, on the
+// page of several repositories, pr-<owner>/<name>-<N>.
+func Anchor(repo string, n int) string {
+	if repo == "" {
+		return fmt.Sprintf("pr-%d", n)
+	}
+	return fmt.Sprintf("pr-%s-%d", repo, n)
 }
 
 // Slot is one busy slot.
 type Slot struct {
+	Repo    string    `json:"repo,omitempty"` // with several repositories
 	PR      int       `json:"pr"`
 	Title   string    `json:"title"`
 	Kind    string    `json:"kind"`    // review or fix; "" while claiming
@@ -33,6 +79,7 @@ type Slot struct {
 
 // PR is one tracked pull request.
 type PR struct {
+	Repo     string `json:"repo,omitempty"` // with several repositories
 	Number   int    `json:"number"`
 	Title    string `json:"title"`
 	URL      string `json:"url"`

@@ -77,7 +77,7 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, err
 		wg.Add(1)
 		guard.Go(servers, log, "ops listener", func() { defer wg.Done(); serveOps(servers, cfg, srv, log) })
 	}
-	rep, err := runRepo(ctx, cfg, p, fc, log)
+	rep, err := runRepo(ctx, cfg, p, fc, log, false)
 	stopServers()
 	wg.Wait()
 	closeClone(p, cl, log)
@@ -120,13 +120,15 @@ func openRepo(ctx context.Context, cfg configs.Config, d Deps) (*Pool, *clone.Cl
 }
 
 // runRepo runs a repository's pool, keeping its commit statuses unless
-// there are none to keep.
-func runRepo(ctx context.Context, cfg configs.Config, p *Pool, fc *forgejo.Client, log *slog.Logger) (Report, error) {
+// there are none to keep. several: its status page shows several
+// repositories.
+func runRepo(ctx context.Context, cfg configs.Config, p *Pool, fc *forgejo.Client, log *slog.Logger, several bool) (Report, error) {
 	if cfg.StatusContext == "" || cfg.DryRun {
 		return p.Run(ctx)
 	}
 	return runPublishing(ctx, cfg, p, &commitstatus.Publisher{Forge: fc, Owner: cfg.Owner, Repo: cfg.Name,
-		Context: cfg.StatusContext, PageURL: cfg.OpsURL, Required: p.OwnStatusRequired, Log: log.With("component", "commitstatus")})
+		Context: cfg.StatusContext, PageURL: cfg.OpsURL, OnePageOfSeveral: several, Required: p.OwnStatusRequired,
+		Log: log.With("component", "commitstatus")})
 }
 
 // closeClone removes a repository's clone after its pool ran, unless

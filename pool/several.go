@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,8 @@ import (
 	"pool/configs"
 	"pool/forgejo"
 	"pool/internal/guard"
+	"pool/metrics"
+	"pool/ops"
 	"pool/webhook"
 )
 
@@ -31,29 +34,38 @@ type orgLister interface {
 // every pool has ended (each exits on its own idle limit, or when ctx
 // ends), with their reports summed.
 func runSeveral(ctx context.Context, cfg configs.Config, log *slog.Logger) (Report, error) {
+	warnings := ops.NewWarnings(keepWarnings)
+	log = slog.New(warnings.Wrap(log.Handler()))
+	s := &several{cfg: cfg, log: log, warnings: warnings, slots: NewSlots(cfg.Workers, cfg.MaxPerRepo),
+		running: map[string]context.CancelFunc{}, pools: map[string]*Pool{}, stores: map[string]*Store{}, ended: make(chan struct{})}
+	s.metrics = metrics.New(func() metrics.Gauges { return gauges(s.status()) })
 	var fc *forgejo.Client
 	err := retryStart(ctx, log, "connect to the forge", startFirstWait, forgeRetryable, func() (err error) {
-		fc, err = forgejo.New(ctx, cfg.ForgejoURL, cfg.Token, forgejo.Options{MaxBody: cfg.MaxBody, Log: log.With("component", "forgejo")})
+		fc, err = forgejo.New(ctx, cfg.ForgejoURL, cfg.Token, forgejo.Options{MaxBody: cfg.MaxBody,
+			Transport: s.metrics.ForgeTransport(nil), Log: log.With("component", "forgejo")})
 		return err
 	})
 	if err != nil {
 		return Report{}, fmt.Errorf("pool: connect to the forge: %w", err)
 	}
-	s := &several{cfg: cfg, log: log, fc: fc, slots: NewSlots(cfg.Workers, cfg.MaxPerRepo), running: map[string]context.CancelFunc{},
-		pools: map[string]*Pool{},
-		ac:    agent.New(cfg.AgentURL, cfg.AgentPassword, agent.Options{MaxBody: cfg.MaxBody}), ended: make(chan struct{}),
-		feed: newChangeFeed(fc, time.Now)}
+	s.fc, s.feed = fc, newChangeFeed(fc, time.Now)
+	s.ac = agent.New(cfg.AgentURL, cfg.AgentPassword, agent.Options{MaxBody: cfg.MaxBody, Transport: s.metrics.AgentTransport(nil)})
 	targets, err := s.targets(ctx, fc)
 	if err != nil {
 		return Report{}, err
 	}
 	log.Info("serving several repositories", "repos", targets, "org", cfg.Org, "workers", cfg.Workers, "max_per_repo", cfg.MaxPerRepo)
 	live := s.startAll(ctx, targets)
+	servers, stopServers := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stopServers(); wg.Wait() }()
 	if cfg.Listen != "" {
-		servers, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		guard.Go(servers, log, "webhook receiver", func() { defer close(done); s.serveWebhooks(servers) })
-		defer func() { stop(); <-done }()
+		wg.Add(1)
+		guard.Go(servers, log, "webhook receiver", func() { defer wg.Done(); s.serveWebhooks(servers) })
+	}
+	if cfg.OpsListen != "" {
+		wg.Add(1)
+		guard.Go(servers, log, "ops listener", func() { defer wg.Done(); serveOps(servers, cfg, s.opsServer(), log) })
 	}
 	var relist <-chan time.Time
 	if cfg.Org != "" {
@@ -74,17 +86,20 @@ func runSeveral(ctx context.Context, cfg configs.Config, log *slog.Logger) (Repo
 
 // several is the state of runSeveral.
 type several struct {
-	cfg   configs.Config
-	log   *slog.Logger
-	fc    *forgejo.Client
-	ac    *agent.Client
-	slots *Slots
-	feed  *changeFeed   // the quiet-cycle delta of every repository, one search per owner
-	ended chan struct{} // a pool ended; received by runSeveral alone
+	cfg      configs.Config
+	log      *slog.Logger
+	warnings *ops.Warnings
+	metrics  *metrics.Metrics
+	fc       *forgejo.Client
+	ac       *agent.Client
+	slots    *Slots
+	feed     *changeFeed   // the quiet-cycle delta of every repository, one search per owner
+	ended    chan struct{} // a pool ended; received by runSeveral alone
 
-	mu       sync.Mutex // guards running, pools, total and firstErr
+	mu       sync.Mutex // guards running, pools, stores, total and firstErr
 	running  map[string]context.CancelFunc
-	pools    map[string]*Pool // by lower-case name, while it runs
+	pools    map[string]*Pool  // by lower-case name, while it runs
+	stores   map[string]*Store // by lower-case name, while its pool runs
 	total    Report
 	firstErr error
 }
@@ -158,6 +173,7 @@ func (s *several) open(ctx context.Context, repo string) (*Pool, func(), error) 
 	cfg := s.cfg.For(repo)
 	log := s.log.With("repo", repo)
 	p, cl, store, err := openRepo(ctx, cfg, Deps{Forge: feedForge{Forge: s.fc, feed: s.feed}, Agent: s.ac, Log: log, Slots: s.slots,
+		Metrics: s.metrics,
 		Digests: tickDigester{c: s.fc, cfg: cfg}})
 	if err != nil {
 		return nil, nil, err
@@ -166,15 +182,17 @@ func (s *several) open(ctx context.Context, repo string) (*Pool, func(), error) 
 	s.mu.Lock()
 	s.running[repo] = cancel
 	s.pools[strings.ToLower(repo)] = p
+	s.stores[strings.ToLower(repo)] = store
 	s.mu.Unlock()
 	return p, func() {
 		defer store.Close()
 		defer cancel()
-		rep, err := runRepo(pctx, cfg, p, s.fc, log)
+		rep, err := runRepo(pctx, cfg, p, s.fc, log, true)
 		closeClone(p, cl, log)
 		s.mu.Lock()
 		delete(s.running, repo)
 		delete(s.pools, strings.ToLower(repo))
+		delete(s.stores, strings.ToLower(repo))
 		s.mu.Unlock()
 		s.note(repo, rep, err)
 	}, nil
@@ -239,6 +257,79 @@ func (s *several) serveWebhooks(ctx context.Context) {
 	if err := webhook.Serve(ctx, s.cfg.Listen, h, log); err != nil {
 		log.Error("webhook receiver stopped; polling continues", "err", err)
 	}
+}
+
+// status is what the status page shows: every repository's slots and PRs,
+// named by repository, and its figures; the oldest last cycle, so that a
+// stuck repository shows (and fails readiness).
+func (s *several) status() ops.Status {
+	s.mu.Lock()
+	names := slices.Sorted(maps.Keys(s.pools))
+	pools := make([]*Pool, len(names))
+	for i, n := range names {
+		pools[i] = s.pools[n]
+	}
+	s.mu.Unlock()
+	st := ops.Status{Repo: fmt.Sprintf("%d repositories", len(pools)), ForgeURL: s.cfg.ForgejoURL, AgentURL: s.cfg.AgentURL,
+		Workers: s.cfg.Workers, Version: version(), Now: time.Now(), Warnings: s.warnings.List()}
+	if s.cfg.Org != "" {
+		st.Repo = fmt.Sprintf("organisation %s (%d repositories)", s.cfg.Org, len(pools))
+	}
+	for i, p := range pools {
+		ps := p.Status()
+		repo := p.cfg.Repo()
+		if i == 0 || ps.Started.Before(st.Started) {
+			st.Started = ps.Started
+		}
+		if i == 0 || ps.LastCycle.Before(st.LastCycle) {
+			st.LastCycle = ps.LastCycle
+		}
+		if st.Instance == "" {
+			st.Instance = ps.Instance
+		}
+		fig := ops.RepoFigures{Repo: repo, Busy: len(ps.Slots), LastCycle: ps.LastCycle}
+		for _, slot := range ps.Slots {
+			slot.Repo = repo
+			st.Slots = append(st.Slots, slot)
+		}
+		for _, pr := range ps.PRs {
+			pr.Repo = repo
+			st.PRs = append(st.PRs, pr)
+			switch {
+			case pr.Merged:
+				fig.Merged++
+			case !pr.Done:
+				fig.Open++
+			}
+		}
+		st.Repos = append(st.Repos, fig)
+	}
+	return st
+}
+
+// opsServer serves the status page of every repository, with the health
+// and readiness checks of the whole process.
+func (s *several) opsServer() *ops.Server {
+	checks := []ops.Check{
+		{Name: "forge", Probe: func(ctx context.Context) error { _, err := s.fc.Me(ctx); return err }},
+		{Name: "agent", Probe: func(ctx context.Context) error { _, err := s.ac.Statuses(ctx, ""); return err }},
+		{Name: "store", Probe: func(context.Context) error { return s.checkStores() }},
+		{Name: "events", Probe: func(context.Context) error { return streamConnected(s.metrics) }},
+		ops.CycleFresh(s.status, 3*s.cfg.PollInterval),
+	}
+	return &ops.Server{Status: s.status, Metrics: s.metrics.Handler(), Checks: checks}
+}
+
+// checkStores checks every running repository's state store.
+func (s *several) checkStores() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for repo, st := range s.stores {
+		if err := st.Check(); err != nil {
+			return fmt.Errorf("%s: %w", repo, err)
+		}
+	}
+	return nil
 }
 
 // add adds a repository's report (o, whose Repo is set) to a total: the

@@ -1,9 +1,14 @@
 package pool
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"pool/lifecycle"
+	"pool/ops"
 )
 
 func TestMergeTargetsKeepsEachRepositoryOnce(t *testing.T) {
@@ -40,5 +45,38 @@ func TestReportOfOneRepositoryIsAsBefore(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "BY_REPOSITORY") || !strings.Contains(out.String(), "PENDING_MERGE_PRS: [#4]\n") {
 		t.Errorf("report:\n%s", out.String())
+	}
+}
+
+// TestStatusOfSeveralRepositories: the status page's data names each PR's
+// repository and counts each repository's PRs.
+func TestStatusOfSeveralRepositories(t *testing.T) {
+	ctx := context.Background()
+	slots := NewSlots(2, 0)
+	s := &several{cfg: testConfig(2), warnings: ops.NewWarnings(5), pools: map[string]*Pool{}}
+	for _, repo := range []string{"o/b", "o/a"} {
+		cfg := testConfig(2)
+		cfg.Owner, cfg.Name = "o", repo[2:]
+		f := newFakeForge(1, 2)
+		p, err := New(ctx, cfg, Deps{Forge: f, Agent: newFakeAgent(approver(f, time.Millisecond)), Slots: slots})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{1, 2} {
+			p.book.decided(*f.prs[n], lifecycle.Track{State: lifecycle.Unreviewed}, lifecycle.Action{Kind: lifecycle.Review}, time.Now())
+			p.setTrack(n, lifecycle.Track{State: lifecycle.Unreviewed})
+		}
+		s.pools[repo] = p
+	}
+	st := s.status()
+	if len(st.Repos) != 2 || st.Repos[0].Repo != "o/a" || st.Repos[0].Open != 2 || st.Total().Open != 4 {
+		t.Errorf("repositories %+v", st.Repos)
+	}
+	var names []string
+	for _, pr := range st.PRs {
+		names = append(names, ops.PRName(pr.Repo, pr.Number))
+	}
+	if want := []string{"o/a#1", "o/a#2", "o/b#1", "o/b#2"}; !slices.Equal(names, want) {
+		t.Errorf("PRs %v, want %v", names, want)
 	}
 }
