@@ -25,7 +25,7 @@ type Slots struct {
 	reported map[string]bool
 	wake     map[string]func() // wakes a repository's discovery loop; never blocks
 	last     string            // the repository given the last slot
-	grants   int               // slots given so far, for the benchmark
+	grants   int               // slots given so far: one who joins later holds no one up
 }
 
 // NewSlots shares workers slots; maxPerRepo caps one repository (0: no cap).
