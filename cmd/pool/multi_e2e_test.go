@@ -217,8 +217,11 @@ func TestThreeRepositoriesOneProcess(t *testing.T) {
 			t.Errorf("%s's PR started as session %d, want among the first 4; order %v", name, at+1, order)
 		}
 	}
-	if !strings.Contains(pool.stdout.String(), "TOTAL_PRS_REVIEWED: 10") {
-		t.Errorf("report:\n%s", pool.stdout.String())
+	for _, want := range []string{"TOTAL_PRS_REVIEWED: 10\n", "  - Approved and merged: 10\n", "BY_REPOSITORY:\n",
+		"  - owner/demo: reviewed 8, merged 8,", "  - owner/gadgets: reviewed 1, merged 1,", "  - owner/gizmos: reviewed 1, merged 1,"} {
+		if !strings.Contains(pool.stdout.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, pool.stdout.String())
+		}
 	}
 	assertNoSessions(t, ctx, sb)
 }
