@@ -343,7 +343,7 @@ func readFile(v *viper.Viper, path string) (string, error) {
 	if err := fv.ReadInConfig(); err != nil {
 		return "", &Error{Key: "config", Reason: fmt.Sprintf("read %s: %s", path, parseError(err))}
 	}
-	for _, k := range fv.AllKeys() {
+	for _, k := range slices.Sorted(slices.Values(fv.AllKeys())) { // sorted: the same file names the same key
 		if !known(k) && !(section(k) && fv.Get(k) == nil) {
 			return "", &Error{Key: k, Reason: fmt.Sprintf("unknown key in %s", path)}
 		}
