@@ -345,13 +345,33 @@ func readFile(v *viper.Viper, path string) (string, error) {
 	}
 	for _, k := range slices.Sorted(slices.Values(fv.AllKeys())) { // sorted: the same file names the same key
 		if !known(k) && !(section(k) && fv.Get(k) == nil) {
-			return "", &Error{Key: k, Reason: fmt.Sprintf("unknown key in %s", path)}
+			return "", &Error{Key: printableKey(k), Reason: fmt.Sprintf("unknown key in %s", path)}
 		}
 	}
 	if err := v.MergeConfigMap(fv.AllSettings()); err != nil {
 		return "", &Error{Key: "config", Reason: fmt.Sprintf("read %s: %v", path, err)}
 	}
 	return path, nil
+}
+
+// printableKey is a key read from a file as an error can name it: as it is
+// when it is a plain dotted name, quoted (and cut to 64 bytes) when it is
+// empty or holds anything else, such as a newline.
+func printableKey(k string) string {
+	plain := k != ""
+	for _, r := range k {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune("._-", r)) {
+			plain = false
+			break
+		}
+	}
+	if plain && len(k) <= 64 {
+		return k
+	}
+	if len(k) > 64 {
+		k = strings.ToValidUTF8(k[:64], "") + "…"
+	}
+	return strconv.Quote(k)
 }
 
 // known reports whether key is a setting, or "reviewers" given as the plain

@@ -51,6 +51,8 @@ func TestRefusals(t *testing.T) {
 		{name: "max body too large", args: base("--max-body", "2GiB"), wantKey: "limits.max_body"},
 		{name: "unknown key in the file", args: base(), file: "forgejo:\n  tokn: x\n", wantKey: "forgejo.tokn", wantIn: "unknown key"},
 		{name: "unknown top-level key", args: base(), file: "worker: 3\n", wantKey: "worker", wantIn: "unknown key"},
+		{name: "empty key in the file", args: base(), file: "\"\": 1\n", wantKey: `""`, wantIn: "unknown key"},
+		{name: "key with a newline in the file", args: base(), file: "\"a\\nb\": 1\n", wantKey: `"a\nb"`, wantIn: "unknown key"},
 		{name: "scalar where a section belongs", args: base(), file: "forgejo: 3\n", wantKey: "forgejo", wantIn: "unknown key"},
 		{name: "file line with a password", args: base(), file: "forgejo:\n  url: [https://bob:hunter2@f.test\n", wantKey: "config"},
 	}
