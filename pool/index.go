@@ -11,6 +11,7 @@ import (
 
 // fullListEvery is how often a cycle lists every open PR instead of asking
 // for the delta since the last cycle: the safety net for a missed change.
+// The pools of several repositories in one process take turns (Deps.FullList).
 const fullListEvery = 20
 
 // index is the discovery loop's view of the open PRs, kept between cycles so
@@ -45,7 +46,7 @@ type seenPR struct {
 func (p *Pool) listPRs(ctx context.Context) ([]forgejo.PR, error) {
 	ix := &p.index
 	ix.cycles++
-	if ix.open == nil || ix.cycles%fullListEvery == 0 {
+	if ix.open == nil || ix.cycles%p.turn.Every == p.turn.Phase%p.turn.Every {
 		return p.listAll(ctx)
 	}
 	changes, served, err := p.forge.ChangedPRs(ctx, p.cfg.Owner, p.cfg.Name, ix.mark.Add(-time.Second))

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 )
@@ -49,5 +50,51 @@ func TestSameSecondChangesAreNotMissed(t *testing.T) {
 	}
 	if got := f.calls["pr"] - before; got > 1 {
 		t.Errorf("quiet deltas read %d PRs, want at most 1 (the last re-read of the settled second)", got)
+	}
+}
+
+// TestFullListingTurns: a pool lists every open PR on its first cycle and
+// then on the cycles of its turn; pools given consecutive phases (as one
+// process serving several repositories gives them) never list in the same
+// round.
+func TestFullListingTurns(t *testing.T) {
+	ctx := context.Background()
+	listed := func(turn ListTurn, cycles int) []int {
+		f := newFakeForge(1)
+		p, err := New(ctx, testConfig(1), Deps{Forge: f, Agent: newFakeAgent(nil), Now: f.now, FullList: turn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int
+		for c := 1; c <= cycles; c++ {
+			before := f.calls["list"]
+			if _, err := p.listPRs(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if f.calls["list"] > before {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	if got, want := listed(ListTurn{}, 41), []int{1, 20, 40}; !slices.Equal(got, want) {
+		t.Errorf("default turn: full listings on cycles %v, want %v", got, want)
+	}
+	if got, want := listed(ListTurn{Every: 5, Phase: 3}, 14), []int{1, 3, 8, 13}; !slices.Equal(got, want) {
+		t.Errorf("every 5, phase 3: full listings on cycles %v, want %v", got, want)
+	}
+	rounds := map[int]int{}
+	for phase := range 5 {
+		for _, c := range listed(ListTurn{Every: 5, Phase: phase}, 30)[1:] {
+			rounds[c]++
+		}
+	}
+	for c, n := range rounds {
+		if n > 1 {
+			t.Errorf("round %d held %d full listings, want at most 1", c, n)
+		}
+	}
+	if len(rounds) != 29 {
+		t.Errorf("rounds 2..30 with a full listing: %d, want 29 (one pool in each, in turn)", len(rounds))
 	}
 }

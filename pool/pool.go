@@ -47,7 +47,15 @@ type Deps struct {
 	// never takes a session titled in the old form, which names no
 	// repository.
 	Slots *Slots
+	// FullList spreads the full listings of the pools one process serves,
+	// so that a round of their cycles holds at most one; zero: every
+	// fullListEvery-th cycle.
+	FullList ListTurn
 }
+
+// ListTurn is when a pool lists all its open PRs instead of reading the
+// delta: after its first cycle, on the cycles n with n%Every == Phase.
+type ListTurn struct{ Every, Phase int }
 
 // Pool is one running supervisor.
 type Pool struct {
@@ -79,6 +87,7 @@ type Pool struct {
 	rules          int
 
 	index   index         // owned by the discovery loop goroutine
+	turn    ListTurn      // when the discovery loop lists every open PR
 	freed   chan struct{} // a slot was released; buffered 1
 	wakeups chan struct{} // a webhook said something changed; buffered 1
 	workers sync.WaitGroup
@@ -107,6 +116,10 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 		p.now = time.Now
 	}
 	p.slots, p.shared = d.Slots, d.Slots != nil
+	p.turn = d.FullList
+	if p.turn.Every <= 0 {
+		p.turn = ListTurn{Every: fullListEvery}
+	}
 	if p.slots == nil {
 		p.slots = NewSlots(cfg.Workers, 0)
 	}

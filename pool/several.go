@@ -54,6 +54,7 @@ func runSeveral(ctx context.Context, cfg configs.Config, log *slog.Logger) (Repo
 	if err != nil {
 		return Report{}, err
 	}
+	s.listEvery = max(fullListEvery, len(targets))
 	log.Info("serving several repositories", "repos", targets, "org", cfg.Org, "workers", cfg.Workers, "max_per_repo", cfg.MaxPerRepo)
 	live := s.startAll(ctx, targets)
 	servers, stopServers := context.WithCancel(ctx)
@@ -96,12 +97,14 @@ type several struct {
 	feed     *changeFeed   // the quiet-cycle delta of every repository, one search per owner
 	ended    chan struct{} // a pool ended; received by runSeveral alone
 
-	mu       sync.Mutex // guards running, pools, stores, total and firstErr
-	running  map[string]context.CancelFunc
-	pools    map[string]*Pool  // by lower-case name, while it runs
-	stores   map[string]*Store // by lower-case name, while its pool runs
-	total    Report
-	firstErr error
+	mu        sync.Mutex // guards running, pools, stores, total, firstErr, listEvery and turns
+	listEvery int        // cycles between one pool's full listings: fullListEvery, or one per repository
+	turns     int        // full-listing phases given out
+	running   map[string]context.CancelFunc
+	pools     map[string]*Pool  // by lower-case name, while it runs
+	stores    map[string]*Store // by lower-case name, while its pool runs
+	total     Report
+	firstErr  error
 }
 
 // targets are the repositories named, and the organisation's.
@@ -173,7 +176,7 @@ func (s *several) open(ctx context.Context, repo string) (*Pool, func(), error) 
 	cfg := s.cfg.For(repo)
 	log := s.log.With("repo", repo)
 	p, cl, store, err := openRepo(ctx, cfg, Deps{Forge: feedForge{Forge: s.fc, feed: s.feed}, Agent: s.ac, Log: log, Slots: s.slots,
-		Metrics: s.metrics,
+		Metrics: s.metrics, FullList: s.nextTurn(),
 		Digests: tickDigester{c: s.fc, cfg: cfg}})
 	if err != nil {
 		return nil, nil, err
@@ -196,6 +199,21 @@ func (s *several) open(ctx context.Context, repo string) (*Pool, func(), error) 
 		s.mu.Unlock()
 		s.note(repo, rep, err)
 	}, nil
+}
+
+// nextTurn is the full-listing turn of the next pool made: the pools, which
+// cycle at the same pace, take consecutive phases, so a round of their
+// cycles holds at most one full listing (while there are fewer pools than
+// listEvery, or listEvery is one per repository, as it is from the start).
+func (s *several) nextTurn() ListTurn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listEvery == 0 {
+		s.listEvery = fullListEvery
+	}
+	t := ListTurn{Every: s.listEvery, Phase: s.turns % s.listEvery}
+	s.turns++
+	return t
 }
 
 // note adds a repository's report to the total, and keeps the first error.

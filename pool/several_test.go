@@ -80,3 +80,20 @@ func TestStatusOfSeveralRepositories(t *testing.T) {
 		t.Errorf("PRs %v, want %v", names, want)
 	}
 }
+
+// TestPoolsTakeFullListingTurns: the pools of a process take consecutive
+// phases; with more repositories than fullListEvery, one turn per
+// repository, so that a round holds one full listing at most.
+func TestPoolsTakeFullListingTurns(t *testing.T) {
+	for _, n := range []int{3, 20, 100} {
+		s := &several{listEvery: max(fullListEvery, n)}
+		phases := map[int]bool{}
+		for range n {
+			turn := s.nextTurn()
+			if turn.Every != max(fullListEvery, n) || phases[turn.Phase] {
+				t.Fatalf("%d repositories: turn %+v (phases so far %v)", n, turn, phases)
+			}
+			phases[turn.Phase] = true
+		}
+	}
+}
