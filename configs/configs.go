@@ -41,6 +41,8 @@ type Config struct {
 	// Org adds every repository of this organisation the token can see,
 	// listed again every OrgRelist.
 	Org string
+	// OrgRelist is how often Org's repositories are listed again.
+	OrgRelist time.Duration
 	// MaxPerRepo caps the slots one repository holds; 0: no cap.
 	MaxPerRepo int
 
@@ -116,9 +118,6 @@ type Config struct {
 // Repo is "owner/name".
 func (c Config) Repo() string { return c.Owner + "/" + c.Name }
 
-// OrgRelist is how often an organisation's repositories are listed again.
-const OrgRelist = 10 * time.Minute
-
 // Several reports whether the pool serves more than one repository, or an
 // organisation's, in one process.
 func (c Config) Several() bool { return len(c.Repos) > 1 || c.Org != "" }
@@ -177,7 +176,8 @@ var settings = []setting{
 	{"forgejo.token_file", "forgejo-token-file", []string{"POOL_FORGEJO_TOKEN_FILE"}, "", "`file` holding the forge token"},
 	{"repo", "repo", []string{"POOL_REPO"}, "", "repository as `owner/name`; repeat it to serve several (required, unless repos or org)"},
 	{"repos", "", []string{"POOL_REPOS"}, "", ""},
-	{"org", "org", []string{"POOL_ORG"}, "", "serve every repository of this `organisation` the token can see, listed again every 10 minutes"},
+	{"org", "org", []string{"POOL_ORG"}, "", "serve every repository of this `organisation` the token can see"},
+	{"org_relist", "org-relist", []string{"POOL_ORG_RELIST"}, "10m", "list the organisation's repositories again after this `duration`, to serve new ones and drop archived ones"},
 	{"max_per_repo", "max-per-repo", []string{"POOL_MAX_PER_REPO"}, "0", "at most `N` of the workers on one repository (0: no cap)"},
 	{"agent.url", "agent-url", []string{"POOL_AGENT_URL"}, "http://localhost:4096", "agent (OpenCode) server `URL`"},
 	{"agent.name", "agent", []string{"POOL_AGENT_NAME"}, "ca-pr-self-reviewer", "`agent` that reviews a PR"},
@@ -449,6 +449,7 @@ func decode(v *viper.Viper) (Config, error) {
 		cfg.Owner, cfg.Name = splitRepo(cfg.Repos[0])
 	}
 	cfg.Org = d.str("org")
+	cfg.OrgRelist = d.duration("org_relist")
 	cfg.MaxPerRepo = d.integer("max_per_repo")
 	if d.err != nil {
 		return Config{}, d.err

@@ -20,6 +20,7 @@ var mergeStyles = map[string]bool{
 const (
 	MinPollInterval   = time.Second
 	MinStatusInterval = 100 * time.Millisecond
+	MinOrgRelist      = time.Second
 )
 
 const (
@@ -42,6 +43,7 @@ func (c Config) Validate() error {
 		func() *Error { return atLeast("diagnostic_every", c.DiagnosticEvery, 1) },
 		func() *Error { return atLeastDuration("poll_interval", c.PollInterval, MinPollInterval) },
 		func() *Error { return atLeastDuration("status_interval", c.StatusInterval, MinStatusInterval) },
+		func() *Error { return atLeastDuration("org_relist", c.OrgRelist, MinOrgRelist) },
 		func() *Error { return positive("claim_ttl", c.ClaimTTL) },
 		func() *Error { return positive("session_timeout", c.SessionTimeout) },
 		func() *Error { return positive("shutdown_timeout", c.ShutdownTimeout) },

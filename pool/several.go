@@ -29,7 +29,7 @@ type orgLister interface {
 // protection, state store, index, claims, merge queue and clone, sharing
 // the forge and agent clients, the workers (Slots, max_per_repo) and the
 // quiet-cycle delta (changeFeed: one request per owner a round). An
-// organisation is listed again every configs.OrgRelist: a new repository
+// organisation is listed again every cfg.OrgRelist: a new repository
 // gets a pool, an archived or removed one's pool stops. It returns when
 // every pool has ended (each exits on its own idle limit, or when ctx
 // ends), with their reports summed.
@@ -50,6 +50,9 @@ func runSeveral(ctx context.Context, cfg configs.Config, log *slog.Logger) (Repo
 	}
 	s.fc, s.feed = fc, newChangeFeed(fc, time.Now)
 	s.ac = agent.New(cfg.AgentURL, cfg.AgentPassword, agent.Options{MaxBody: cfg.MaxBody, Transport: s.metrics.AgentTransport(nil)})
+	hubCtx, stopHub := context.WithCancel(ctx)
+	s.hub = newEventHub(hubCtx, s.ac, log.With("component", "agent"))
+	defer func() { stopHub(); <-s.hub.done }()
 	targets, err := s.targets(ctx, fc)
 	if err != nil {
 		return Report{}, err
@@ -70,7 +73,7 @@ func runSeveral(ctx context.Context, cfg configs.Config, log *slog.Logger) (Repo
 	}
 	var relist <-chan time.Time
 	if cfg.Org != "" {
-		t := time.NewTicker(configs.OrgRelist)
+		t := time.NewTicker(cfg.OrgRelist)
 		defer t.Stop()
 		relist = t.C
 	}
@@ -93,6 +96,7 @@ type several struct {
 	metrics  *metrics.Metrics
 	fc       *forgejo.Client
 	ac       *agent.Client
+	hub      *eventHub // the agent server's event stream, one for every pool
 	slots    *Slots
 	feed     *changeFeed   // the quiet-cycle delta of every repository, one search per owner
 	ended    chan struct{} // a pool ended; received by runSeveral alone
@@ -175,7 +179,7 @@ func (s *several) startAll(ctx context.Context, repos []string) int {
 func (s *several) open(ctx context.Context, repo string) (*Pool, func(), error) {
 	cfg := s.cfg.For(repo)
 	log := s.log.With("repo", repo)
-	p, cl, store, err := openRepo(ctx, cfg, Deps{Forge: feedForge{Forge: s.fc, feed: s.feed}, Agent: s.ac, Log: log, Slots: s.slots,
+	p, cl, store, err := openRepo(ctx, cfg, Deps{Forge: feedForge{Forge: s.fc, feed: s.feed}, Agent: hubAgent{Agent: s.ac, hub: s.hub}, Log: log, Slots: s.slots,
 		Metrics: s.metrics, FullList: s.nextTurn(),
 		Digests: tickDigester{c: s.fc, cfg: cfg}})
 	if err != nil {

@@ -168,16 +168,24 @@ func TestThreeRepositoriesOneProcess(t *testing.T) {
 	bin := buildPool(t)
 	repos := sb.Owner + "/" + sb.Repo + "," + sb.Owner + "/" + smalls[0] + "," + sb.Owner + "/" + smalls[1]
 	forge := countRequests(t, sb.Forge.URL)
-	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_REPO="+repos, "POOL_FORGEJO_URL="+forge.url, "POOL_IDLE_EXIT=5"), "--workers", "2")
+	agentLog := countRequests(t, sb.Agent.URL)
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_REPO="+repos, "POOL_FORGEJO_URL="+forge.url,
+		"POOL_AGENT_URL="+agentLog.url, "POOL_IDLE_EXIT=5"), "--workers", "2")
 	pool.wait(t, ctx)
+
+	// One subscription to the agent server's events for the three
+	// repositories (a reconnect after a break would add one).
+	if n := agentLog.count("GET /global/event"); n < 1 || n > 2 {
+		t.Errorf("the pool subscribed to the agent server's events %d times, want once for all repositories", n)
+	}
 
 	// The forge requests of each round of cycles, from one search of the
 	// owner's changed PRs to the next, after the last merge. The rounds
 	// right after it still settle the merge (its commit status, the PR read
 	// again); the pools exit after 5 quiet cycles each, so the last two
 	// whole rounds before the exit are quiet ones. A round in which a
-	// repository lists all its open PRs (every 20th cycle) costs that
-	// listing too: it is shown apart (+L).
+	// repository lists all its open PRs (in its turn, one a round at most)
+	// costs that listing too: it is shown apart (+L).
 	rounds := forge.roundsAfterLastMerge()
 	t.Logf("figure: forge requests per round of cycles after the last merge (3 repositories; the last two are quiet): %v", rounds)
 	if len(rounds) < 3 {
@@ -230,8 +238,8 @@ func TestThreeRepositoriesOneProcess(t *testing.T) {
 	assertNoSessions(t, ctx, sb)
 }
 
-// requestLog is a reverse proxy in front of the forge that records the
-// requests it carries.
+// requestLog is a reverse proxy in front of the forge or the agent server
+// that records the requests it carries.
 type requestLog struct {
 	url  string
 	mu   sync.Mutex // guards reqs
@@ -255,6 +263,19 @@ func countRequests(t *testing.T, target string) *requestLog {
 	t.Cleanup(srv.Close)
 	l.url = srv.URL
 	return l
+}
+
+// count is how many requests began with prefix.
+func (l *requestLog) count(prefix string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, r := range l.reqs {
+		if strings.HasPrefix(r, prefix) {
+			n++
+		}
+	}
+	return n
 }
 
 // round is the requests from one search of changed PRs to the next;
