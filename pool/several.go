@@ -17,6 +17,8 @@ import (
 	"pool/metrics"
 	"pool/ops"
 	"pool/webhook"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // orgLister lists an organisation's repositories.
@@ -140,17 +142,22 @@ func mergeTargets(named, listed []string) []string {
 	return out
 }
 
-// startAll makes the pools of repos that have none, all before any runs:
-// each joins the slots when made, and no slot is given before every one's
-// first cycle (see Slots). A repository whose pool cannot start is logged
-// and left out; the others go on. It returns how many it started; each
-// sends on s.ended when it has ended.
+// startConcurrency is how many repositories' pools startAll opens at once:
+// each reads its repository and opens (or clones) its git clone.
+const startConcurrency = 4
+
+// startAll makes the pools of repos that have none, startConcurrency at a
+// time, all before any runs: each joins the slots when made, and no slot is
+// given before every one's first cycle (see Slots). A repository whose pool
+// cannot start is logged and left out; the others go on. It returns how
+// many it started; each sends on s.ended when it has ended.
 func (s *several) startAll(ctx context.Context, repos []string) int {
-	type made struct {
-		p   *Pool
-		run func()
-	}
-	var pools []made
+	var (
+		mu   sync.Mutex
+		runs []func()
+		g    errgroup.Group
+	)
+	g.SetLimit(startConcurrency)
 	for _, repo := range repos {
 		s.mu.Lock()
 		_, running := s.running[repo]
@@ -158,21 +165,27 @@ func (s *several) startAll(ctx context.Context, repos []string) int {
 		if running {
 			continue
 		}
-		p, run, err := s.open(ctx, repo)
-		if err != nil {
-			s.log.Error("a repository's pool could not start; serving the others", "repo", repo, "err", err)
-			s.note(repo, Report{}, err)
-			continue
-		}
-		pools = append(pools, made{p, run})
-	}
-	for _, m := range pools {
-		guard.Go(ctx, s.log, "repository pool", func() {
-			defer func() { s.ended <- struct{}{} }()
-			m.run()
+		g.Go(func() error {
+			_, run, err := s.open(ctx, repo)
+			if err != nil {
+				s.log.Error("a repository's pool could not start; serving the others", "repo", repo, "err", err)
+				s.note(repo, Report{}, err)
+				return nil
+			}
+			mu.Lock()
+			runs = append(runs, run)
+			mu.Unlock()
+			return nil
 		})
 	}
-	return len(pools)
+	_ = g.Wait() // every open reports its own failure
+	for _, run := range runs {
+		guard.Go(ctx, s.log, "repository pool", func() {
+			defer func() { s.ended <- struct{}{} }()
+			run()
+		})
+	}
+	return len(runs)
 }
 
 // open makes one repository's pool; run runs it to its end and cleans up.
