@@ -531,6 +531,53 @@ func (f *Forge) CreateRepo(ctx context.Context, ownerToken, name string) error {
 	return nil
 }
 
+// CreateOrg creates a public organisation owned by the token's user.
+func (f *Forge) CreateOrg(ctx context.Context, ownerToken, org string) error {
+	if _, err := f.Do(ctx, ownerToken, http.MethodPost, "/orgs", map[string]any{"username": org, "visibility": "public"}, nil); err != nil {
+		return fmt.Errorf("sandbox: create organisation %s: %w", org, err)
+	}
+	return nil
+}
+
+// CreateOrgRepo creates a public repository of the organisation, with an
+// initial commit on main.
+func (f *Forge) CreateOrgRepo(ctx context.Context, ownerToken, org, name string) error {
+	repo := map[string]any{"name": name, "auto_init": true, "default_branch": "main"}
+	if _, err := f.Do(ctx, ownerToken, http.MethodPost, "/orgs/"+url.PathEscape(org)+"/repos", repo, nil); err != nil {
+		return fmt.Errorf("sandbox: create repo %s/%s: %w", org, name, err)
+	}
+	return nil
+}
+
+// AddOwner puts user in the organisation's Owners team.
+func (f *Forge) AddOwner(ctx context.Context, ownerToken, org, user string) error {
+	var teams []struct {
+		ID   int64  `json:"id"`
+		Name string `json:"name"`
+	}
+	if _, err := f.Do(ctx, ownerToken, http.MethodGet, "/orgs/"+url.PathEscape(org)+"/teams", nil, &teams); err != nil {
+		return fmt.Errorf("sandbox: list the teams of %s: %w", org, err)
+	}
+	for _, t := range teams {
+		if t.Name == "Owners" {
+			path := fmt.Sprintf("/teams/%d/members/%s", t.ID, url.PathEscape(user))
+			if _, err := f.Do(ctx, ownerToken, http.MethodPut, path, nil, nil); err != nil {
+				return fmt.Errorf("sandbox: add %s to the owners of %s: %w", user, org, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("sandbox: %s has no Owners team", org)
+}
+
+// ArchiveRepo archives owner/repo.
+func (f *Forge) ArchiveRepo(ctx context.Context, ownerToken, owner, repo string) error {
+	if _, err := f.Do(ctx, ownerToken, http.MethodPatch, repoPath(owner, repo), map[string]any{"archived": true}, nil); err != nil {
+		return fmt.Errorf("sandbox: archive %s/%s: %w", owner, repo, err)
+	}
+	return nil
+}
+
 // AddCollaborator gives user a permission ("read", "write" or "admin") on
 // owner/repo.
 func (f *Forge) AddCollaborator(ctx context.Context, ownerToken, owner, repo, user, permission string) error {

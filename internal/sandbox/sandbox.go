@@ -142,13 +142,46 @@ func (sb *Sandbox) AddPRTo(ctx context.Context, repo string, i int) (int, error)
 }
 
 func (sb *Sandbox) openPR(ctx context.Context, repo string, i int) (int, string, error) {
+	return sb.openPRIn(ctx, sb.Owner, repo, i)
+}
+
+func (sb *Sandbox) openPRIn(ctx context.Context, owner, repo string, i int) (int, string, error) {
 	branch := fmt.Sprintf("feature-%d", i)
 	path := fmt.Sprintf("features/feature-%d.txt", i)
-	if err := sb.Forge.CreateBranchWithFile(ctx, sb.OwnerToken, sb.Owner, repo, branch, path, fmt.Sprintf("feature %d\n", i)); err != nil {
+	if err := sb.Forge.CreateBranchWithFile(ctx, sb.OwnerToken, owner, repo, branch, path, fmt.Sprintf("feature %d\n", i)); err != nil {
 		return 0, "", err
 	}
-	return sb.Forge.CreatePR(ctx, sb.OwnerToken, sb.Owner, repo, branch, "main",
+	return sb.Forge.CreatePR(ctx, sb.OwnerToken, owner, repo, branch, "main",
 		fmt.Sprintf("Add feature %d", i), fmt.Sprintf("Adds feature %d.", i))
+}
+
+// AddOrg creates the organisation org, owned by the sandbox's owner, with
+// the pool's account in its Owners team: it administers every repository
+// of the organisation and may install the organisation's webhook.
+func (sb *Sandbox) AddOrg(ctx context.Context, org string) error {
+	if err := sb.Forge.CreateOrg(ctx, sb.OwnerToken, org); err != nil {
+		return err
+	}
+	return sb.Forge.AddOwner(ctx, sb.OwnerToken, org, sb.PoolUser)
+}
+
+// AddOrgRepo creates a repository of the organisation org (made by
+// AddOrg), with an initial commit on main, on which the reviewer writes.
+func (sb *Sandbox) AddOrgRepo(ctx context.Context, org, name string) error {
+	if err := sb.Forge.CreateOrgRepo(ctx, sb.OwnerToken, org, name); err != nil {
+		return err
+	}
+	return sb.Forge.AddCollaborator(ctx, sb.OwnerToken, org, name, sb.ReviewerUser, "write")
+}
+
+// AddOrgPR opens PR number i's change in org/repo, with its head reported
+// green, and returns its number.
+func (sb *Sandbox) AddOrgPR(ctx context.Context, org, repo string, i int) (int, error) {
+	n, head, err := sb.openPRIn(ctx, org, repo, i)
+	if err != nil {
+		return 0, err
+	}
+	return n, sb.Forge.PostStatus(ctx, sb.OwnerToken, org, repo, head, CIContext, "success", "", "passed")
 }
 
 // WriteTokenFile writes the pool's token to a 0600 file and returns its path.

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"pool/internal/sandbox"
+)
+
+// TestOrganisationServedAndRelisted: `pool hook install --org` installs one
+// organisation hook; a pool started with --org serves the organisation's
+// repositories (and the named one beside it), woken by that hook; a
+// repository made while it runs is served after the next listing, and an
+// archived one's pool stops. Every PR merges after one reviewer session.
+func TestOrganisationServedAndRelisted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	sb := startSandbox(t, ctx, 0, nil)
+	const org = "acme"
+	if err := sb.AddOrg(ctx, org); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"alpha", "beta"} {
+		if err := sb.AddOrgRepo(ctx, org, name); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sb.AddOrgPR(ctx, org, name, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := buildPool(t)
+	addr := freeAddr(t)
+	hookURL := "http://" + addr + "/hook"
+	env := poolEnv(t, sb, t.TempDir(), "POOL_ORG="+org, "POOL_ORG_RELIST=2s", "POOL_IDLE_EXIT=0",
+		"POOL_WEBHOOK_SECRET=s3cret-for-tests", "POOL_LOG_LEVEL=debug")
+
+	install := exec.CommandContext(ctx, bin, "hook", "install", "--hook-url", hookURL)
+	install.Env = env
+	var out bytes.Buffer
+	install.Stdout, install.Stderr = &out, &out
+	if err := install.Run(); err != nil {
+		t.Fatalf("pool hook install: %v\n%s", err, out.String())
+	}
+	var hooks []struct {
+		Config map[string]string `json:"config"`
+	}
+	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", "/orgs/"+org+"/hooks", nil, &hooks); err != nil {
+		t.Fatal(err)
+	}
+	if len(hooks) != 1 || hooks[0].Config["url"] != hookURL {
+		t.Fatalf("hooks of %s after pool hook install --org: %+v, want one at %s\n%s", org, hooks, hookURL, out.String())
+	}
+
+	pool := startPool(t, ctx, bin, env, "--workers", "2", "--listen", addr)
+	merged := func(repo string) func() bool {
+		return func() bool {
+			var pr apiPR
+			_, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", "/repos/"+org+"/"+repo+"/pulls/1", nil, &pr)
+			return err == nil && pr.Merged
+		}
+	}
+	for _, name := range []string{"alpha", "beta"} {
+		eventually(t, ctx, org+"/"+name+"#1 merged", merged(name), pool)
+	}
+	eventually(t, ctx, "a delivery of the organisation's hook", func() bool {
+		return strings.Contains(pool.stderr.String(), `msg=delivery`) && strings.Contains(pool.stderr.String(), "wake=true")
+	}, pool)
+
+	if err := sb.AddOrgRepo(ctx, org, "gamma"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sb.AddOrgPR(ctx, org, "gamma", 1); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, org+"/gamma#1 merged", merged("gamma"), pool)
+
+	if err := sb.Forge.ArchiveRepo(ctx, sb.OwnerToken, org, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "the archived repository's pool stopped", func() bool {
+		return strings.Contains(pool.stderr.String(), `msg="a repository is no longer listed; stopping its pool" repo=acme/alpha`)
+	}, pool)
+	_ = pool.cmd.Process.Signal(sigterm)
+	pool.wait(t, ctx)
+
+	report := pool.stdout.String()
+	for _, want := range []string{"TOTAL_PRS_REVIEWED: 3\n", "BY_REPOSITORY:\n", "  - acme/alpha: reviewed 1, merged 1,",
+		"  - acme/beta: reviewed 1, merged 1,", "  - acme/gamma: reviewed 1, merged 1,", "  - owner/demo: reviewed 0, merged 0,"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	perTarget := map[string]int{}
+	for _, p := range sb.Model.Prompts() {
+		if pr, repo, head, ok := sandbox.PromptTarget(p); ok {
+			perTarget[repo+"#"+pr+"@"+head]++
+		}
+	}
+	if len(perTarget) != 3 {
+		t.Errorf("PR heads reviewed %v, want the three repositories' #1", perTarget)
+	}
+	for key, count := range perTarget {
+		if count != 1 {
+			t.Errorf("%s got %d reviewer sessions, want 1", key, count)
+		}
+	}
+	assertNoSessions(t, ctx, sb)
+}
