@@ -79,12 +79,17 @@ func runSeveral(ctx context.Context, cfg configs.Config, log *slog.Logger) (Repo
 		defer t.Stop()
 		relist = t.C
 	}
-	for live > 0 {
+	// With no pool left, an organisation is still waited on when the pools
+	// never exit on their own (idle_exit 0): its next listing may bring one.
+	done := ctx.Done()
+	for live > 0 || (relist != nil && cfg.IdleExit == 0 && done != nil) {
 		select {
 		case <-s.ended:
 			live--
 		case <-relist:
 			live += s.relist(ctx, fc)
+		case <-done:
+			done = nil // the pools end on their own
 		}
 	}
 	return s.total, s.firstErr
@@ -168,8 +173,7 @@ func (s *several) startAll(ctx context.Context, repos []string) int {
 		g.Go(func() error {
 			_, run, err := s.open(ctx, repo)
 			if err != nil {
-				s.log.Error("a repository's pool could not start; serving the others", "repo", repo, "err", err)
-				s.note(repo, Report{}, err)
+				s.startFailed(repo, err)
 				return nil
 			}
 			mu.Lock()
@@ -186,6 +190,20 @@ func (s *several) startAll(ctx context.Context, repos []string) int {
 		})
 	}
 	return len(runs)
+}
+
+// startFailed reports a repository whose pool could not start. With an
+// organisation, the next listing tries it again (a repository made a moment
+// ago may not have its default branch yet): a warning. Otherwise it is left
+// out for good, and the process's exit says so.
+func (s *several) startFailed(repo string, err error) {
+	if s.cfg.Org != "" {
+		s.log.Warn("a repository's pool could not start; serving the others, and trying it again at the next listing",
+			"repo", repo, "err", err, "next_listing", s.cfg.OrgRelist)
+		return
+	}
+	s.log.Error("a repository's pool could not start; serving the others", "repo", repo, "err", err)
+	s.note(repo, Report{}, err)
 }
 
 // open makes one repository's pool; run runs it to its end and cleans up.

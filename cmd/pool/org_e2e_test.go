@@ -14,8 +14,9 @@ import (
 // TestOrganisationServedAndRelisted: `pool hook install --org` installs one
 // organisation hook; a pool started with --org serves the organisation's
 // repositories (and the named one beside it), woken by that hook; a
-// repository made while it runs is served after the next listing, and an
-// archived one's pool stops. Every PR merges after one reviewer session.
+// repository made while it runs, empty at first, is tried at each listing
+// and served once it has its branch; an archived one's pool stops. Every
+// PR merges after one reviewer session, and the exit is clean.
 func TestOrganisationServedAndRelisted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -70,7 +71,16 @@ func TestOrganisationServedAndRelisted(t *testing.T) {
 		return strings.Contains(pool.stderr.String(), `msg=delivery`) && strings.Contains(pool.stderr.String(), "wake=true")
 	}, pool)
 
-	if err := sb.AddOrgRepo(ctx, org, "gamma"); err != nil {
+	// A repository made while the pool runs, empty at first: it has no
+	// default branch to serve yet, and is tried again at each listing.
+	if err := sb.AddEmptyOrgRepo(ctx, org, "gamma"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "the empty repository tried, to be tried again", func() bool {
+		return strings.Contains(pool.stderr.String(), "trying it again at the next listing") &&
+			strings.Contains(pool.stderr.String(), "repo=acme/gamma")
+	}, pool)
+	if err := sb.InitRepo(ctx, org, "gamma"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sb.AddOrgPR(ctx, org, "gamma", 1); err != nil {

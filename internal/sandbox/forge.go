@@ -540,9 +540,9 @@ func (f *Forge) CreateOrg(ctx context.Context, ownerToken, org string) error {
 }
 
 // CreateOrgRepo creates a public repository of the organisation, with an
-// initial commit on main.
-func (f *Forge) CreateOrgRepo(ctx context.Context, ownerToken, org, name string) error {
-	repo := map[string]any{"name": name, "auto_init": true, "default_branch": "main"}
+// initial commit on main when initial, empty (no branch at all) otherwise.
+func (f *Forge) CreateOrgRepo(ctx context.Context, ownerToken, org, name string, initial bool) error {
+	repo := map[string]any{"name": name, "auto_init": initial, "default_branch": "main"}
 	if _, err := f.Do(ctx, ownerToken, http.MethodPost, "/orgs/"+url.PathEscape(org)+"/repos", repo, nil); err != nil {
 		return fmt.Errorf("sandbox: create repo %s/%s: %w", org, name, err)
 	}

@@ -168,10 +168,27 @@ func (sb *Sandbox) AddOrg(ctx context.Context, org string) error {
 // AddOrgRepo creates a repository of the organisation org (made by
 // AddOrg), with an initial commit on main, on which the reviewer writes.
 func (sb *Sandbox) AddOrgRepo(ctx context.Context, org, name string) error {
-	if err := sb.Forge.CreateOrgRepo(ctx, sb.OwnerToken, org, name); err != nil {
+	return sb.addOrgRepo(ctx, org, name, true)
+}
+
+// AddEmptyOrgRepo is AddOrgRepo with no commit and no branch yet: see
+// InitRepo.
+func (sb *Sandbox) AddEmptyOrgRepo(ctx context.Context, org, name string) error {
+	return sb.addOrgRepo(ctx, org, name, false)
+}
+
+func (sb *Sandbox) addOrgRepo(ctx context.Context, org, name string, initial bool) error {
+	if err := sb.Forge.CreateOrgRepo(ctx, sb.OwnerToken, org, name, initial); err != nil {
 		return err
 	}
 	return sb.Forge.AddCollaborator(ctx, sb.OwnerToken, org, name, sb.ReviewerUser, "write")
+}
+
+// InitRepo makes the first commit, and so the main branch, of an empty
+// repository.
+func (sb *Sandbox) InitRepo(ctx context.Context, owner, name string) error {
+	_, err := sb.Forge.PushFile(ctx, sb.OwnerToken, owner, name, "main", "README.md", "# "+name+"\n", "Initial commit")
+	return err
 }
 
 // AddOrgPR opens PR number i's change in org/repo, with its head reported
