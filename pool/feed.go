@@ -44,10 +44,15 @@ func newChangeFeed(forge searcher, now func() time.Time) *changeFeed {
 }
 
 // changed is ChangedPRs for one repository, answered from the shared
-// search. A since in the future (the pool reading the forge's clock before
-// a full listing) asks the repository itself.
+// search. A since in the future is the pool reading the forge's clock
+// before a full listing: the latest search's answer time serves (the
+// listing, made after it, holds every update stamped before it), or, before
+// any search, the repository is asked.
 func (f *changeFeed) changed(ctx context.Context, owner, repo string, since time.Time) ([]forgejo.PRChange, time.Time, error) {
 	if since.After(f.now()) {
+		if served := f.lastServed(owner); !served.IsZero() {
+			return nil, served, nil
+		}
 		return f.forge.ChangedPRs(ctx, owner, repo, since)
 	}
 	f.mu.Lock()
@@ -72,6 +77,17 @@ func (f *changeFeed) changed(ctx context.Context, owner, repo string, since time
 		}
 	}
 	return out, of.served, nil
+}
+
+// lastServed is the forge's clock at the owner's latest search, or zero
+// before any.
+func (f *changeFeed) lastServed(owner string) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if of := f.owners[strings.ToLower(owner)]; of != nil {
+		return of.served
+	}
+	return time.Time{}
 }
 
 // search reads the owner's changes from the earlier of since and a second

@@ -75,22 +75,29 @@ func TestChangeFeedOneSearchARound(t *testing.T) {
 }
 
 // TestChangeFeedSearchesAgainForAnOlderSince: a pool asking from before the
-// latest search's start gets a search of its own, and one asking from the
-// future (reading the forge's clock) asks its repository.
+// latest search's start gets a search of its own; one asking from the
+// future (reading the forge's clock before a full listing) asks its
+// repository before any search, and takes the latest search's answer time
+// after, with no request.
 func TestChangeFeedSearchesAgainForAnOlderSince(t *testing.T) {
 	t0 := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
 	fs := &fakeSearch{clock: t0}
 	feed := newChangeFeed(fs, func() time.Time { return t0 })
 	ctx := context.Background()
-	for _, since := range []time.Time{t0.Add(-time.Minute), t0.Add(-time.Hour), t0.Add(24 * time.Hour)} {
+	future := t0.Add(24 * time.Hour)
+	for _, since := range []time.Time{future, t0.Add(-time.Minute), t0.Add(-time.Hour), future} {
 		if _, _, err := feed.changed(ctx, "acme", "a", since); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := feed.changed(ctx, "acme", "b", since); err != nil {
+		changes, served, err := feed.changed(ctx, "acme", "b", since)
+		if err != nil {
 			t.Fatal(err)
 		}
+		if since == future && (len(changes) != 0 || !served.Equal(fs.clock)) {
+			t.Errorf("reading the clock: changes %v, served %v; want none, at %v", changes, served, fs.clock)
+		}
 	}
-	want := []string{"search acme since 11:59:00", "search acme since 11:00:00", "changed acme/a", "changed acme/b"}
+	want := []string{"changed acme/a", "changed acme/b", "search acme since 11:59:00", "search acme since 11:00:00"}
 	if !slices.Equal(fs.calls, want) {
 		t.Errorf("calls %v, want %v", fs.calls, want)
 	}
