@@ -48,7 +48,8 @@ type Deps struct {
 	// repository.
 	Slots *Slots
 	// FullList spreads the full listings of the pools one process serves,
-	// so that a round of their cycles holds at most one; zero: every
+	// so that a round of their cycles holds one at most while they cycle in
+	// step (a woken pool cycles at once, and they drift); zero: every
 	// fullListEvery-th cycle.
 	FullList ListTurn
 }

@@ -238,8 +238,9 @@ func (s *several) open(ctx context.Context, repo string) (*Pool, func(), error) 
 
 // nextTurn is the full-listing turn of the next pool made: the pools, which
 // cycle at the same pace, take consecutive phases, so a round of their
-// cycles holds at most one full listing (while there are fewer pools than
-// listEvery, or listEvery is one per repository, as it is from the start).
+// cycles holds one full listing at most while they stay in step (and while
+// there are fewer pools than listEvery, or listEvery is one per repository,
+// as it is from the start). A pool woken between rounds drifts out of step.
 func (s *several) nextTurn() ListTurn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
