@@ -16,8 +16,8 @@ import (
 func FuzzHandler(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, event, eventType string, forgejo bool, sigMode uint8, rawSig string) {
 		wakes := make(chan int, 16)
-		h := Handler([]byte(testSecret), "Owner", "Demo", slog.New(slog.DiscardHandler), func(pr int) { wakes <- pr }).(*handler)
-		h.waker.pause = func(time.Duration) {} // wake at once: the test waits for the waker to go idle
+		h := newSingle([]byte(testSecret), "Owner/Demo", slog.New(slog.DiscardHandler), func(pr int) { wakes <- pr })
+		h.single.pause = func(time.Duration) {} // wake at once: the test waits for the waker to go idle
 		vendor := map[bool]string{false: "Gitea", true: "Forgejo"}[forgejo]
 		signed := sigMode%4 == 0
 		sig := map[uint8]string{0: sign(testSecret, string(body)), 1: sign("not-the-secret", string(body)), 2: "", 3: rawSig}[sigMode%4]
@@ -63,9 +63,9 @@ func wakesOf(t *testing.T, h *handler, wakes <-chan int) []int {
 	t.Helper()
 	deadline := time.Now().Add(wakeWait)
 	for {
-		h.waker.mu.Lock()
-		idle := !h.waker.running
-		h.waker.mu.Unlock()
+		h.single.mu.Lock()
+		idle := !h.single.running
+		h.single.mu.Unlock()
 		if idle {
 			break
 		}

@@ -49,28 +49,27 @@ type Wake func(pr int)
 // a body that is not JSON. With an empty secret it rejects every delivery:
 // anyone can sign with an empty key.
 func Handler(secret []byte, owner, repo string, log *slog.Logger, wake Wake) http.Handler {
+	return newSingle(secret, owner+"/"+repo, log, wake)
+}
+
+// newSingle is Handler, with its one waker at hand.
+func newSingle(secret []byte, repo string, log *slog.Logger, wake Wake) *handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("component", "webhook")
-	return &handler{
-		secret: secret,
-		repo:   owner + "/" + repo,
-		log:    log,
-		waker:  newWaker(wake, log),
-		seen:   newDeliveries(),
-		now:    time.Now,
-	}
+	w := newWaker(wake, log)
+	return &handler{secret: secret, log: log, seen: newDeliveries(), now: time.Now, single: w,
+		wakers: func(r string) (*waker, bool) { return w, strings.EqualFold(r, repo) }}
 }
 
 type handler struct {
 	secret []byte
-	repo   string // owner/name, compared case-insensitively
 	log    *slog.Logger
-	waker  *waker
-	// wakers, when set (Router), give each served repository's waker
-	// instead of repo and waker.
+	// wakers gives the waker of each repository served ("owner/name",
+	// compared case-insensitively), or false.
 	wakers func(repo string) (*waker, bool)
+	single *waker // Handler's one waker; nil for a Router
 	seen   *deliveries
 	now    func() time.Time
 }
@@ -101,14 +100,6 @@ func Router(secret []byte, log *slog.Logger, wakeFor func(repo string) (Wake, bo
 		return wakers[key], true
 	}
 	return &handler{secret: secret, log: log, wakers: lookup, seen: newDeliveries(), now: time.Now}
-}
-
-// wakerFor returns the waker of a delivery's repository, if it is served.
-func (h *handler) wakerFor(repo string) (*waker, bool) {
-	if h.wakers != nil {
-		return h.wakers(repo)
-	}
-	return h.waker, strings.EqualFold(repo, h.repo)
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -207,7 +198,7 @@ func (h *handler) route(hdr http.Header, p *payload) (pr int, w *waker, wake boo
 	if p.Repository == nil {
 		return 0, nil, false
 	}
-	w, served := h.wakerFor(p.Repository.FullName)
+	w, served := h.wakers(p.Repository.FullName)
 	if !served || !relevant(hdr) {
 		return 0, nil, false
 	}

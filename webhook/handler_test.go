@@ -105,7 +105,7 @@ func newFixture(wake Wake) *fixture {
 	}
 	logger := slog.New(slog.NewTextHandler(f.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	f.h = Handler([]byte(testSecret), "Owner", "Demo", logger, wake)
-	f.h.(*handler).waker.every = time.Millisecond // the rate limit has its own test
+	f.h.(*handler).single.every = time.Millisecond // the rate limit has its own test
 	return f
 }
 
