@@ -37,6 +37,7 @@ type ownerFeed struct {
 	changes map[string][]forgejo.PRChange
 	// answered is, per repository, the search its last answer came from.
 	answered map[string]int
+	listed   int // the search after which a repository last made a full listing
 }
 
 func newChangeFeed(forge searcher, now func() time.Time) *changeFeed {
@@ -77,6 +78,23 @@ func (f *changeFeed) changed(ctx context.Context, owner, repo string, since time
 		}
 	}
 	return out, of.served, nil
+}
+
+// takeListing is the gate of the full listings of owner's repositories:
+// it allows one between two searches (and any before the first), so that a
+// round of quiet cycles holds one at most however the pools drift.
+func (f *changeFeed) takeListing(owner string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	of := f.owners[strings.ToLower(owner)]
+	if of == nil || of.gen == 0 {
+		return true
+	}
+	if of.listed == of.gen {
+		return false
+	}
+	of.listed = of.gen
+	return true
 }
 
 // lastServed is the forge's clock at the owner's latest search, or zero

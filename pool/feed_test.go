@@ -102,3 +102,31 @@ func TestChangeFeedSearchesAgainForAnOlderSince(t *testing.T) {
 		t.Errorf("calls %v, want %v", fs.calls, want)
 	}
 }
+
+// TestChangeFeedGatesFullListings: one full listing of an owner's
+// repositories between two searches, and any before the first.
+func TestChangeFeedGatesFullListings(t *testing.T) {
+	t0 := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+	fs := &fakeSearch{clock: t0}
+	feed := newChangeFeed(fs, func() time.Time { return fs.clock.Add(time.Hour) })
+	ctx := context.Background()
+	var got []bool
+	take := func() { got = append(got, feed.takeListing("acme")) }
+	search := func() {
+		fs.clock = fs.clock.Add(time.Minute)
+		if _, _, err := feed.changed(ctx, "acme", "a", fs.clock.Add(-time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take()
+	take() // before any search: the start, every pool lists
+	search()
+	take()
+	take()
+	got = append(got, feed.takeListing("other")) // another owner has its own
+	search()
+	take()
+	if want := []bool{true, true, true, false, true, true}; !slices.Equal(got, want) {
+		t.Errorf("listings allowed %v, want %v", got, want)
+	}
+}

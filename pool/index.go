@@ -27,6 +27,7 @@ type index struct {
 	final  map[int]time.Time // per PR: updates stamped before this are in our copy
 	mark   time.Time         // the next delta asks from here
 	cycles int
+	owed   bool // a full listing was due and its turn's gate refused it
 	seen   map[int]seenPR
 }
 
@@ -46,9 +47,12 @@ type seenPR struct {
 func (p *Pool) listPRs(ctx context.Context) ([]forgejo.PR, error) {
 	ix := &p.index
 	ix.cycles++
-	if ix.open == nil || ix.cycles%p.turn.Every == p.turn.Phase%p.turn.Every {
+	due := ix.owed || ix.cycles%p.turn.Every == p.turn.Phase%p.turn.Every
+	if ix.open == nil || due && (p.turn.Gate == nil || p.turn.Gate()) {
+		ix.owed = false
 		return p.listAll(ctx)
 	}
+	ix.owed = due // refused by the gate: at a later cycle
 	changes, served, err := p.forge.ChangedPRs(ctx, p.cfg.Owner, p.cfg.Name, ix.mark.Add(-time.Second))
 	if err != nil {
 		return nil, err

@@ -83,6 +83,11 @@ func TestFullListingTurns(t *testing.T) {
 	if got, want := listed(ListTurn{Every: 5, Phase: 3}, 14), []int{1, 3, 8, 13}; !slices.Equal(got, want) {
 		t.Errorf("every 5, phase 3: full listings on cycles %v, want %v", got, want)
 	}
+	refusals := 1
+	gate := func() bool { refusals--; return refusals < 0 }
+	if got, want := listed(ListTurn{Every: 5, Phase: 3, Gate: gate}, 14), []int{1, 4, 8, 13}; !slices.Equal(got, want) {
+		t.Errorf("every 5, phase 3, the first turn refused by the gate: full listings on cycles %v, want %v", got, want)
+	}
 	rounds := map[int]int{}
 	for phase := range 5 {
 		for _, c := range listed(ListTurn{Every: 5, Phase: phase}, 30)[1:] {

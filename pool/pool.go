@@ -48,15 +48,19 @@ type Deps struct {
 	// repository.
 	Slots *Slots
 	// FullList spreads the full listings of the pools one process serves,
-	// so that a round of their cycles holds one at most while they cycle in
-	// step (a woken pool cycles at once, and they drift); zero: every
+	// so that a round of their cycles holds one at most; zero: every
 	// fullListEvery-th cycle.
 	FullList ListTurn
 }
 
 // ListTurn is when a pool lists all its open PRs instead of reading the
 // delta: after its first cycle, on the cycles n with n%Every == Phase.
-type ListTurn struct{ Every, Phase int }
+// Gate, when set, must allow a listing that is due; one it refuses is
+// made at a later cycle that it allows.
+type ListTurn struct {
+	Every, Phase int
+	Gate         func() bool
+}
 
 // Pool is one running supervisor.
 type Pool struct {

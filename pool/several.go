@@ -211,7 +211,7 @@ func (s *several) open(ctx context.Context, repo string) (*Pool, func(), error) 
 	cfg := s.cfg.For(repo)
 	log := s.log.With("repo", repo)
 	p, cl, store, err := openRepo(ctx, cfg, Deps{Forge: feedForge{Forge: s.fc, feed: s.feed}, Agent: hubAgent{Agent: s.ac, hub: s.hub}, Log: log, Slots: s.slots,
-		Metrics: s.metrics, FullList: s.nextTurn(),
+		Metrics: s.metrics, FullList: s.nextTurn(cfg.Owner),
 		Digests: tickDigester{c: s.fc, cfg: cfg}})
 	if err != nil {
 		return nil, nil, err
@@ -236,18 +236,22 @@ func (s *several) open(ctx context.Context, repo string) (*Pool, func(), error) 
 	}, nil
 }
 
-// nextTurn is the full-listing turn of the next pool made: the pools, which
-// cycle at the same pace, take consecutive phases, so a round of their
-// cycles holds one full listing at most while they stay in step (and while
-// there are fewer pools than listEvery, or listEvery is one per repository,
-// as it is from the start). A pool woken between rounds drifts out of step.
-func (s *several) nextTurn() ListTurn {
+// nextTurn is the full-listing turn of the next pool made, of a
+// repository of owner: the pools, which cycle at the same pace, take
+// consecutive phases, so their turns fall in different rounds while they
+// stay in step; a pool woken between rounds drifts out of step, and the
+// gate (one listing between two searches of the owner) defers a turn that
+// falls in a round already holding one.
+func (s *several) nextTurn(owner string) ListTurn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.listEvery == 0 {
 		s.listEvery = fullListEvery
 	}
 	t := ListTurn{Every: s.listEvery, Phase: s.turns % s.listEvery}
+	if s.feed != nil {
+		t.Gate = func() bool { return s.feed.takeListing(owner) }
+	}
 	s.turns++
 	return t
 }

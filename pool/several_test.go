@@ -89,7 +89,7 @@ func TestPoolsTakeFullListingTurns(t *testing.T) {
 		s := &several{listEvery: max(fullListEvery, n)}
 		phases := map[int]bool{}
 		for range n {
-			turn := s.nextTurn()
+			turn := s.nextTurn("acme")
 			if turn.Every != max(fullListEvery, n) || phases[turn.Phase] {
 				t.Fatalf("%d repositories: turn %+v (phases so far %v)", n, turn, phases)
 			}
