@@ -20,11 +20,13 @@ type cycleResult struct {
 	retrying   int // approved PRs waiting to merge, or PRs backing off
 	queued     int // PRs in the merge queue
 	waiting    int // PRs that need a session and got no slot
+	failed     int // PRs whose step failed: tried again next cycle
 }
 
 // quiet is a cycle with nothing to do.
 func (r cycleResult) quiet() bool {
-	return r.dispatched == 0 && r.acted == 0 && r.running == 0 && r.retrying == 0 && r.queued == 0 && r.waiting == 0
+	return r.dispatched == 0 && r.acted == 0 && r.running == 0 && r.retrying == 0 && r.queued == 0 && r.waiting == 0 &&
+		r.failed == 0
 }
 
 // candidate is a PR that needs a session.
@@ -91,6 +93,7 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 				return res, err
 			}
 			p.log.Warn("PR step failed; retrying next cycle", "pr", pr.Number, "err", err)
+			res.failed++ // not idle: the PR is still to be decided
 			continue
 		}
 		t := p.track(pr.Number)
@@ -106,7 +109,7 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 			p.log.Info("dry run: would start a session", "pr", c.pr.Number, "kind", c.kind)
 		}
 		p.slots.want(p.cfg.Repo(), 0)
-		return cycleResult{running: res.running}, nil
+		return cycleResult{running: res.running, failed: res.failed}, nil
 	}
 	res.dispatched = p.dispatchAll(ctx, work, todo)
 	res.waiting = len(todo) - res.dispatched

@@ -601,3 +601,28 @@ func TestLostPromptAnswerKeepsTheSession(t *testing.T) {
 		t.Errorf("%d prompts and %d sessions left; want one prompt and none left", prompts, sessions)
 	}
 }
+
+// TestFailingStepsAreNotIdle: cycles in which a PR's step failed (the forge
+// answering errors for its reviews) are work still to do, not idle ones:
+// the pool does not reach its idle exit before the forge answers again and
+// the PR merges.
+func TestFailingStepsAreNotIdle(t *testing.T) {
+	f := newFakeForge(1)
+	f.mu.Lock()
+	f.failOps["reviews"] = errors.New("HTTP 502: bad gateway")
+	f.mu.Unlock()
+	a := newFakeAgent(approver(f, 10*time.Millisecond))
+	cfg := testConfig(1) // idle exit after 3 quiet cycles of 20 ms
+	rep := runPoolWith(t, cfg, f, a, func(ctx context.Context, p *Pool) {
+		select {
+		case <-time.After(20 * cfg.PollInterval):
+		case <-ctx.Done():
+		}
+		f.mu.Lock()
+		delete(f.failOps, "reviews")
+		f.mu.Unlock()
+	})
+	if !f.prs[1].Merged || rep.Merged != 1 {
+		t.Errorf("PR #1 merged %v, report %d merged: the pool left while its step was failing", f.prs[1].Merged, rep.Merged)
+	}
+}

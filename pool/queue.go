@@ -136,6 +136,19 @@ func (q *mergeQueue) restart() {
 	q.kick()
 }
 
+// settle makes every entry due one base wait from now: the base has just
+// moved, and the forge needs a moment to mark the other PRs as being tested
+// again (until it has, their mergeable flag is the one from before, and a
+// merge call is answered "try again later").
+func (q *mergeQueue) settle(now time.Time) {
+	q.mu.Lock()
+	for _, e := range q.entries {
+		e.waits, e.notBefore = 0, now.Add(q.base)
+	}
+	q.mu.Unlock()
+	q.kick()
+}
+
 func (q *mergeQueue) kick() {
 	select {
 	case q.wake <- struct{}{}:
@@ -220,7 +233,7 @@ func (p *Pool) mergeQueued(ctx context.Context, pr forgejo.PR) {
 		p.queue.notReady(pr.Number, p.now())
 	case res.Outcome == forgejo.MergeDone || res.Outcome == forgejo.MergeAlready:
 		p.queue.remove(pr.Number)
-		p.queue.restart() // the base moved: every other PR is checked again
+		p.queue.settle(p.now()) // the base moved: every other PR is checked again, once the forge has caught up
 		p.settleMerged(ctx, pr.Number)
 	default:
 		p.queue.remove(pr.Number)

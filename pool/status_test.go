@@ -211,3 +211,23 @@ func TestMergeQueuePosition(t *testing.T) {
 		t.Error("a PR not in the merge queue has a place in it")
 	}
 }
+
+// TestMergeQueueSettlesAfterAMerge: after a merge, the other queued PRs are
+// read again one base wait later, not at once (the forge's mergeable flag
+// is stale until it has marked them for testing), whatever their back-off.
+func TestMergeQueueSettlesAfterAMerge(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	q := newMergeQueue(time.Second)
+	q.add(1, "a", t0)
+	q.add(2, "b", t0)
+	for range 4 {
+		q.notReady(2, t0) // backed off well beyond a second
+	}
+	q.settle(t0)
+	if due, next := q.due(t0); len(due) != 0 || !next.Equal(t0.Add(time.Second)) {
+		t.Errorf("right after a merge: due %v, next %v; want none, next at %v", due, next, t0.Add(time.Second))
+	}
+	if due, _ := q.due(t0.Add(time.Second)); len(due) != 2 {
+		t.Errorf("a second after a merge: due %v, want both", due)
+	}
+}
