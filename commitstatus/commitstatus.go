@@ -41,7 +41,14 @@ type Publisher struct {
 
 	written map[key]forgejo.NewStatus // what the forge shows now, as far as we know
 	failed  map[key]bool              // the last write failed: logged once
+	absent  map[key]int               // syncs in a row a written PR head was not in the status
 }
+
+// forgetAfter is how many syncs in a row a PR head must be missing from
+// the status before what was written on it is forgotten: a PR can drop out
+// of one snapshot (between its merge and its settling) and come back, and
+// its status must not be written again then.
+const forgetAfter = 30
 
 type key struct {
 	pr   int
@@ -67,7 +74,7 @@ func (p *Publisher) Run(ctx context.Context, status func() ops.Status, changed <
 // state or text differ from what the forge shows.
 func (p *Publisher) Sync(ctx context.Context, st ops.Status) {
 	if p.written == nil {
-		p.written, p.failed = map[key]forgejo.NewStatus{}, map[key]bool{}
+		p.written, p.failed, p.absent = map[key]forgejo.NewStatus{}, map[key]bool{}, map[key]int{}
 	}
 	live := map[key]bool{}
 	required := p.Required != nil && p.Required()
@@ -88,8 +95,13 @@ func (p *Publisher) Sync(ctx context.Context, st ops.Status) {
 		delete(p.failed, k)
 	}
 	for k := range p.written {
-		if !live[k] {
+		if live[k] {
+			delete(p.absent, k)
+			continue
+		}
+		if p.absent[k]++; p.absent[k] >= forgetAfter {
 			delete(p.written, k)
+			delete(p.absent, k)
 		}
 	}
 }

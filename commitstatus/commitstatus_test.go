@@ -163,3 +163,27 @@ func TestLinksToTheRowOfItsRepository(t *testing.T) {
 		t.Errorf("writes %q, want %q", f.writes, want)
 	}
 }
+
+// TestAPRMissingFromOneSnapshotIsNotWrittenAgain: a PR that drops out of
+// the status for a sync or two (between its merge and its settling) and
+// comes back keeps what was written on it: no second write, no second
+// read. One missing for forgetAfter syncs in a row is forgotten.
+func TestAPRMissingFromOneSnapshotIsNotWrittenAgain(t *testing.T) {
+	f := &fakeForge{}
+	p := newPublisher(f)
+	ctx := context.Background()
+	merged := ops.PR{Number: 3, Head: "h1", Next: "merged", Done: true, Merged: true}
+	p.Sync(ctx, status(merged))
+	p.Sync(ctx, status())
+	p.Sync(ctx, status())
+	p.Sync(ctx, status(merged))
+	if len(f.writes) != 1 || f.reads != 1 {
+		t.Errorf("writes %q, reads %d; want the one write and one read", f.writes, f.reads)
+	}
+	for range forgetAfter {
+		p.Sync(ctx, status())
+	}
+	if len(p.written) != 0 {
+		t.Errorf("after %d syncs without it, still remembered: %v", forgetAfter, p.written)
+	}
+}
