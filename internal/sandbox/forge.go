@@ -377,7 +377,19 @@ func (f *Forge) Pause() error {
 	if err := f.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("sandbox: pause forge: %w", err)
 	}
-	return nil
+	// The signal is delivered asynchronously: wait until the kernel shows
+	// the process stopped, or a request made at once may still be answered.
+	stat := fmt.Sprintf("/proc/%d/stat", f.cmd.Process.Pid)
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return nil // no procfs: the signal was sent, as before
+		}
+		if i := strings.LastIndexByte(string(b), ')'); i >= 0 && len(b) > i+2 && (b[i+2] == 'T' || b[i+2] == 't') {
+			return nil
+		}
+	}
+	return errors.New("sandbox: pause forge: the process did not stop within 2s")
 }
 
 // Resume continues a server frozen by Pause.
