@@ -252,23 +252,33 @@ func (s *stream) pump(lines *lineReader, alive func()) (connected bool, tooLarge
 	}
 }
 
-// emit hands ev to the consumer without waiting. When the buffer is full, ev
-// is dropped and an EventReconnected owed instead: the consumer reconciles
-// from the server, so it needs nothing it missed.
+// emit hands ev to the consumer without waiting (see Offer), and logs an
+// event dropped for a slow consumer.
 func (s *stream) emit(ev Event) {
-	if s.owed {
+	var dropped bool
+	if s.owed, dropped = Offer(s.out, s.owed, ev); dropped {
+		s.log.Info("agent event consumer is behind; dropping events until it catches up", "dropped", ev.Type)
+	}
+}
+
+// Offer hands ev to out without waiting, an owed EventReconnected first.
+// When out is full, ev is dropped and an EventReconnected owed instead: the
+// consumer reconciles from the server, so it needs nothing it missed. It
+// returns whether one is owed now, and whether ev was the one dropped (not
+// held back behind an owed EventReconnected that did not fit either).
+func Offer(out chan<- Event, owed bool, ev Event) (nowOwed, dropped bool) {
+	if owed {
 		select {
-		case s.out <- Event{Type: EventReconnected}:
-			s.owed = false
+		case out <- Event{Type: EventReconnected}:
 		default:
-			return
+			return true, false
 		}
 	}
 	select {
-	case s.out <- ev:
+	case out <- ev:
+		return false, false
 	default:
-		s.owed = true
-		s.log.Info("agent event consumer is behind; dropping events until it catches up", "dropped", ev.Type)
+		return true, true
 	}
 }
 

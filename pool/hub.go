@@ -64,21 +64,9 @@ func (h *eventHub) fanOut(ev agent.Event) {
 	}
 }
 
-// send delivers ev, or drops it and owes an EventReconnected.
+// send delivers ev, or drops it and owes an EventReconnected (agent.Offer).
 func (s *hubSub) send(ev agent.Event) {
-	if s.owed {
-		select {
-		case s.out <- agent.Event{Type: agent.EventReconnected}:
-			s.owed = false
-		default:
-			return
-		}
-	}
-	select {
-	case s.out <- ev:
-	default:
-		s.owed = true
-	}
+	s.owed, _ = agent.Offer(s.out, s.owed, ev)
 }
 
 // Events is a subscription until ctx ends, when its channel closes. It

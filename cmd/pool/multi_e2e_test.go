@@ -117,21 +117,28 @@ func TestTwoRepositoriesOneAgentServerKillNine(t *testing.T) {
 			t.Errorf("%s#1 is not merged", repo)
 		}
 	}
+	assertOneSessionPerHead(t, sb, 2)
+	assertNoSessions(t, ctx, sb)
+}
+
+// assertOneSessionPerHead: the reviewer prompts name exactly heads
+// distinct PR heads (of any repository), each once.
+func assertOneSessionPerHead(t *testing.T, sb *sandbox.Sandbox, heads int) {
+	t.Helper()
 	perTarget := map[string]int{}
 	for _, p := range sb.Model.Prompts() {
 		if pr, repo, head, ok := sandbox.PromptTarget(p); ok {
 			perTarget[repo+"#"+pr+"@"+head]++
 		}
 	}
-	if len(perTarget) != 2 {
-		t.Errorf("reviewer prompts per target %v, want one for each repository's PR 1", perTarget)
+	if len(perTarget) != heads {
+		t.Errorf("%d PR heads reviewed, want %d: %v", len(perTarget), heads, perTarget)
 	}
 	for key, count := range perTarget {
 		if count != 1 {
 			t.Errorf("%s got %d reviewer sessions, want 1", key, count)
 		}
 	}
-	assertNoSessions(t, ctx, sb)
 }
 
 // adoptedSessions lists the session ids a pool's log says it adopted.
@@ -208,20 +215,11 @@ func TestThreeRepositoriesOneProcess(t *testing.T) {
 			t.Errorf("%s#1 is not merged", name)
 		}
 	}
+	assertOneSessionPerHead(t, sb, 10)
 	var order []string // the repository of each reviewer session, in start order
-	perTarget := map[string]int{}
 	for _, p := range sb.Model.Prompts() {
-		if pr, repo, head, ok := sandbox.PromptTarget(p); ok {
+		if _, repo, _, ok := sandbox.PromptTarget(p); ok {
 			order = append(order, repo)
-			perTarget[repo+"#"+pr+"@"+head]++
-		}
-	}
-	if len(perTarget) != 10 {
-		t.Errorf("%d PR heads reviewed, want 10: %v", len(perTarget), perTarget)
-	}
-	for key, count := range perTarget {
-		if count != 1 {
-			t.Errorf("%s got %d reviewer sessions, want 1", key, count)
 		}
 	}
 	for _, name := range smalls {

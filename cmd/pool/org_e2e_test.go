@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"pool/internal/sandbox"
 )
 
 // TestOrganisationServedAndRelisted: `pool hook install --org` installs one
@@ -104,19 +102,6 @@ func TestOrganisationServedAndRelisted(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
 	}
-	perTarget := map[string]int{}
-	for _, p := range sb.Model.Prompts() {
-		if pr, repo, head, ok := sandbox.PromptTarget(p); ok {
-			perTarget[repo+"#"+pr+"@"+head]++
-		}
-	}
-	if len(perTarget) != 3 {
-		t.Errorf("PR heads reviewed %v, want the three repositories' #1", perTarget)
-	}
-	for key, count := range perTarget {
-		if count != 1 {
-			t.Errorf("%s got %d reviewer sessions, want 1", key, count)
-		}
-	}
+	assertOneSessionPerHead(t, sb, 3) // the three repositories' #1
 	assertNoSessions(t, ctx, sb)
 }
