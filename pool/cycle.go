@@ -18,7 +18,7 @@ type cycleResult struct {
 	acted      int // mechanical actions taken (merge, comment, ...)
 	running    int // PRs held by a slot
 	retrying   int // approved PRs waiting to merge, or PRs backing off
-	queued     int // PRs in the merge queue
+	queued     int // PRs in the merge queue, listed or not
 	waiting    int // PRs that need a session and got no slot
 	failed     int // PRs whose step failed: tried again next cycle
 }
@@ -80,8 +80,7 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 			continue
 		}
 		if p.queue.has(pr.Number) {
-			res.queued++ // the merge queue holds it
-			continue
+			continue // the merge queue holds it: counted below
 		}
 		if act, ok := p.index.unchanged(pr, p.track(pr.Number), p.rules, p.now()); ok {
 			p.tally(&res, pr.Number, act, &todo, pr)
@@ -103,6 +102,9 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 	if err := p.forgetGone(ctx, open); err != nil {
 		return res, err
 	}
+	// Every queued PR counts, listed or not: one whose merge answer was lost
+	// is listed as closed before the queue reads it and settles it.
+	res.queued = p.queue.size()
 	if p.cfg.DryRun {
 		// Nothing changes by our hand, so a dry cycle is idle by definition.
 		for _, c := range todo {

@@ -626,3 +626,31 @@ func TestFailingStepsAreNotIdle(t *testing.T) {
 		t.Errorf("PR #1 merged %v, report %d merged: the pool left while its step was failing", f.prs[1].Merged, rep.Merged)
 	}
 }
+
+// TestAQueuedPRListedClosedIsNotIdle: a PR whose merge call went through
+// but whose answer was lost is listed closed before the merge queue reads
+// it again. The queue still holds it, so the cycle is not idle: the pool
+// must not reach its idle exit before the queue has settled the merge (a
+// fault run left with "11 merged, want 12").
+func TestAQueuedPRListedClosedIsNotIdle(t *testing.T) {
+	f := newFakeForge(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := New(ctx, testConfig(1), Deps{Forge: f, Agent: newFakeAgent(approver(f, 0))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	head := f.prs[1].HeadSHA
+	f.prs[1].Merged, f.prs[1].State = true, "closed"
+	f.touch(1)
+	f.mu.Unlock()
+	p.queue.add(1, head, p.now())
+	res, err := p.cycle(ctx, ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.quiet() || res.queued != 1 {
+		t.Errorf("cycle %+v with PR #1 in the merge queue: want 1 queued, not quiet", res)
+	}
+}
