@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"time"
 
 	"pool/claims"
 	"pool/forgejo"
@@ -86,7 +87,7 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 			p.tally(&res, pr.Number, act, &todo, pr)
 			continue
 		}
-		act, err := p.step(work, pr, "") // its comments and merges get the shutdown timeout
+		d, err := p.step(work, pr, "") // its comments and merges get the shutdown timeout
 		if err != nil {
 			if errors.Is(err, forgejo.ErrUnauthorized) {
 				return res, err
@@ -96,8 +97,10 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 			continue
 		}
 		t := p.track(pr.Number)
-		p.index.remember(pr, t, p.rules, act, p.quietUntil(t, act, p.now()))
-		p.tally(&res, pr.Number, act, &todo, pr)
+		// The quiet period counts from the decision's instant: one made on
+		// reads that took seconds (a slow forge) may already be stale.
+		p.index.remember(pr, t, p.rules, d.Action, p.quietUntil(t, d.Action, d.at))
+		p.tally(&res, pr.Number, d.Action, &todo, pr)
 	}
 	if err := p.forgetGone(ctx, open); err != nil {
 		return res, err
@@ -158,20 +161,28 @@ func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) int {
 // step observes one PR, decides, and performs the decision unless it needs a
 // session, which the caller arranges: a merge goes to the merge queue. hint
 // is a just-finished session's merge_status.
-func (p *Pool) step(ctx context.Context, pr forgejo.PR, hint string) (lifecycle.Action, error) {
+func (p *Pool) step(ctx context.Context, pr forgejo.PR, hint string) (decision, error) {
 	return p.decideAndAct(ctx, pr, hint)
 }
 
-func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (lifecycle.Action, error) {
+// decision is an action and the instant it was decided for: the
+// observation's, which may be seconds before the reads (and the decision)
+// returned. How long the decision holds counts from it.
+type decision struct {
+	lifecycle.Action
+	at time.Time
+}
+
+func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (decision, error) {
 	obs, err := p.observe(ctx, pr)
 	if err != nil {
-		return lifecycle.Action{}, err
+		return decision{}, err
 	}
 	obs.Hint = hint
 	approved := p.policy.Rule.HeadVerdict(pr.Author, pr.HeadSHA, obs.Reviews).State == forgejo.ReviewApproved
 	if approved && !p.hasTrack(pr.Number) {
 		if err := p.recoverAttempts(ctx, pr); err != nil {
-			return lifecycle.Action{}, err
+			return decision{}, err
 		}
 	}
 	next, act := lifecycle.Decide(p.policy, p.track(pr.Number), obs)
@@ -179,7 +190,7 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (li
 		// Claims matter only when a slot could take the PR now.
 		comments, err := p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 		if err != nil {
-			return lifecycle.Action{}, err
+			return decision{}, err
 		}
 		obs.Claim, _ = claims.Judge(p.view(pr, comments, obs.Reviews), p.instance)
 		next, act = lifecycle.Decide(p.policy, p.track(pr.Number), obs)
@@ -187,7 +198,7 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (li
 	p.setTrack(pr.Number, next)
 	p.logDecision(pr.Number, next, act)
 	p.book.decided(pr, next, act, p.now())
-	return act, p.act(ctx, pr, next, act)
+	return decision{Action: act, at: obs.Now}, p.act(ctx, pr, next, act)
 }
 
 // observe reads what the decision needs: the reviews always, the head's
