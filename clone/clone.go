@@ -194,6 +194,38 @@ func (c *Clone) AddTree(ctx context.Context, pr int, head string) (string, error
 	return dir, nil
 }
 
+// OnBase fetches the default branch and PR pr's head, and reports whether
+// head is already in the branch's history (a merge cut off mid-call can
+// push it there and leave the PR open). commit is then the branch's oldest
+// commit that holds head: the merge commit, or head itself when the branch
+// was fast-forwarded to it.
+func (c *Clone) OnBase(ctx context.Context, pr int, head string) (commit string, ok bool, err error) {
+	if !shaRE.MatchString(head) {
+		return "", false, fmt.Errorf("clone: is #%d on the base: %q is not a commit id", pr, head)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.fetch(ctx, c.baseSpec(), prSpec(pr)); err != nil {
+		return "", false, err
+	}
+	base := "refs/remotes/origin/" + c.branch
+	if _, err := c.gitOut(ctx, "merge-base", "--is-ancestor", head, base); err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() == 1 {
+			return "", false, nil // not an ancestor
+		}
+		return "", false, fmt.Errorf("clone: is #%d on the base: %w", pr, err)
+	}
+	out, err := c.gitOut(ctx, "rev-list", "--ancestry-path", "--topo-order", "--reverse", head+".."+base)
+	if err != nil {
+		return "", false, fmt.Errorf("clone: is #%d on the base: %w", pr, err)
+	}
+	if first, _, _ := strings.Cut(out, "\n"); first != "" {
+		return first, true, nil
+	}
+	return head, true, nil
+}
+
 // RemoveTree removes a work tree AddTree made. A directory that is not one
 // of the clone's work trees is left alone.
 func (c *Clone) RemoveTree(ctx context.Context, dir string) error {
@@ -250,20 +282,28 @@ func (c *Clone) PruneTrees(ctx context.Context, keep []string) error {
 // git runs the git CLI in the bare repository with the tree deadline. It
 // never carries the token: work tree operations are local.
 func (c *Clone) git(ctx context.Context, args ...string) error {
+	_, err := c.gitOut(ctx, args...)
+	return err
+}
+
+// gitOut is git that returns the standard output, trimmed. Its error wraps
+// git's *exec.ExitError and carries the error output.
+func (c *Clone) gitOut(ctx context.Context, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, deadlines.tree)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", c.repoDir()}, args...)...)
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
 	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		msg := strings.TrimSpace(string(out))
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(errOut.String())
 		if len(msg) > 500 {
 			msg = msg[:500] + "..."
 		}
-		return fmt.Errorf("git %s: %w: %s", strings.Join(args[:min(2, len(args))], " "), err, msg)
+		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args[:min(2, len(args))], " "), err, msg)
 	}
-	return nil
+	return strings.TrimSpace(out.String()), nil
 }
 
 // Remove deletes the clone and its work trees. It is safe to call more than

@@ -241,3 +241,43 @@ func TestWorkTreeOfAPrivateRepositoryKeepsTheTokenOut(t *testing.T) {
 		t.Errorf("work tree config holds the token or lacks the identity:\n%s", cfg)
 	}
 }
+
+// TestOnBase tells a PR head on the base from one that is not, and names
+// the base's commit that holds it: the merge commit after a merge, the
+// head itself after a fast-forward.
+func TestOnBase(t *testing.T) {
+	ctx := context.Background()
+	src := filepath.Join(t.TempDir(), "src")
+	head := localForge(t, src)
+	c, err := Open(ctx, Options{Dir: filepath.Join(t.TempDir(), "clone"), URL: src, Branch: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if commit, ok, err := c.OnBase(ctx, 1, head); err != nil || ok {
+		t.Errorf("OnBase before any merge = %q, %v, %v; want not on the base", commit, ok, err)
+	}
+	if _, _, err := c.OnBase(ctx, 1, "--all"); err == nil {
+		t.Error("a head that is not a commit id was passed to git")
+	}
+
+	gitIn(t, src, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
+	merge := gitIn(t, src, "rev-parse", "HEAD")
+	os.WriteFile(filepath.Join(src, "later.txt"), []byte("later\n"), 0o644)
+	gitIn(t, src, "add", ".")
+	gitIn(t, src, "commit", "-qm", "later")
+	if commit, ok, err := c.OnBase(ctx, 1, head); err != nil || !ok || commit != merge {
+		t.Errorf("OnBase after a merge and a later commit = %q, %v, %v; want the merge commit %s", commit, ok, err, merge)
+	}
+
+	gitIn(t, src, "checkout", "-qb", "second", "main")
+	os.WriteFile(filepath.Join(src, "second.txt"), []byte("second\n"), 0o644)
+	gitIn(t, src, "add", ".")
+	gitIn(t, src, "commit", "-qm", "second")
+	second := gitIn(t, src, "rev-parse", "HEAD")
+	gitIn(t, src, "update-ref", "refs/pull/2/head", second)
+	gitIn(t, src, "checkout", "-q", "main")
+	gitIn(t, src, "merge", "-q", "--ff-only", "second")
+	if commit, ok, err := c.OnBase(ctx, 2, second); err != nil || !ok || commit != second {
+		t.Errorf("OnBase after a fast-forward = %q, %v, %v; want the head %s", commit, ok, err, second)
+	}
+}

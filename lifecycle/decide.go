@@ -53,7 +53,7 @@ func (t Track) atHead(head string, now time.Time) Track {
 	if head != t.HeadSHA {
 		t.Attempts, t.Failures = 0, 0
 		t.NotBefore = time.Time{}
-		t.FixerSHA, t.LastStatus, t.Blocked, t.UncountedSHA = "", "", "", ""
+		t.FixerSHA, t.LastStatus, t.Blocked, t.UncountedSHA, t.LandedIn = "", "", "", "", ""
 		t.WaitedForChecks = false
 	}
 	t.HeadSHA, t.HeadSeen = head, now
@@ -88,6 +88,9 @@ func approved(p Policy, t Track, o Observation) (Track, Action) {
 	if o.Hint == string(Conflict) && !o.Mergeable {
 		t.State, t.ConflictSHA = Conflict, o.HeadSHA
 		return t, Action{Kind: NoteConflict, Reason: "reviewer reported a conflict and the forge cannot merge"}
+	}
+	if t.LandedIn != "" {
+		return blocked(t, o.HeadSHA, landedReason(t.LandedIn))
 	}
 	if reason := protectionRefuses(o); reason != "" {
 		return blocked(t, o.HeadSHA, reason)
@@ -166,6 +169,23 @@ func AfterMerge(p Policy, t Track, head string, res forgejo.MergeResult) (Track,
 	status := fmt.Sprintf("%s (HTTP %d: %s)", res.Outcome, res.Status, res.Message)
 	t, diag := t.retry(p, MergeFailed, status)
 	return t, Action{Kind: Wait, Reason: "merge failed; retrying next cycle", Diagnostic: diag}
+}
+
+// HeadOnBase records that the approved head is already in the base
+// branch's history, in commit, while the forge lists the PR open and
+// answers every merge "try again later" (a merge cut off mid-call pushed it
+// there), and that the forge refused to mark it merged with res. Nothing
+// the pool can do changes that: the PR waits for a person, with one note.
+func HeadOnBase(t Track, commit string, res forgejo.MergeResult) (Track, Action) {
+	t.LandedIn = commit
+	t.LastStatus = fmt.Sprintf("mark merged: %s (HTTP %d: %s)", res.Outcome, res.Status, res.Message)
+	return blocked(t, t.HeadSHA, landedReason(commit))
+}
+
+func landedReason(commit string) string {
+	return fmt.Sprintf("the head is already on the base branch (in commit %s), but the forge lists the PR as open and "+
+		"answers every merge \"try again later\"; the forge refused to mark it merged. Allow manual merges in the "+
+		"repository's settings, or mark the PR merged or close it by hand", commit)
 }
 
 // SessionLeftNoReview records a reviewer session that ended without a review

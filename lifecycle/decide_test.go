@@ -262,3 +262,33 @@ func TestFixerStarted(t *testing.T) {
 		t.Errorf("a fixer for an old head marked the new one: %+v", tr)
 	}
 }
+
+// TestHeadOnBaseWaitsForAPerson: a head the forge will neither merge nor
+// mark merged is noted once and then waits, until a new head or the forge
+// showing it merged.
+func TestHeadOnBaseWaitsForAPerson(t *testing.T) {
+	approvedAtH1 := open("h1")
+	approvedAtH1.Reviews = []forgejo.Review{review(forgejo.ReviewApproved)}
+	approvedAtH1.Checks = []Check{status("ci", "success")}
+	tr, act := Decide(policy, Track{}, approvedAtH1)
+	if act.Kind != Merge {
+		t.Fatalf("approved and green: %s, want merge", act.Kind)
+	}
+	tr, act = HeadOnBase(tr, "c1", forgejo.MergeResult{Outcome: forgejo.MergeBlocked, Status: 405, Message: "not allowed"})
+	if act.Kind != NoteBlocked || tr.State != AwaitingHuman || tr.LandedIn != "c1" {
+		t.Fatalf("HeadOnBase = %s, %+v; want one note and awaiting_human", act.Kind, tr)
+	}
+	tr, act = Decide(policy, tr, approvedAtH1)
+	if act.Kind != Wait || tr.State != AwaitingHuman {
+		t.Errorf("decided again: %s/%s; want a wait for a person, with no second note and no merge", act.Kind, tr.State)
+	}
+	merged := approvedAtH1
+	merged.Merged = true
+	if _, act := Decide(policy, tr, merged); act.Kind != Drop {
+		t.Errorf("merged by hand: %s, want drop", act.Kind)
+	}
+	newHead := open("h2")
+	if got, act := Decide(policy, tr, newHead); act.Kind != Review || got.LandedIn != "" {
+		t.Errorf("a new head: %s, landed in %q; want a review and the memory gone", act.Kind, got.LandedIn)
+	}
+}

@@ -63,6 +63,10 @@ type Track struct {
 	// WaitedForChecks: the approved head waited for pending checks; its
 	// merge is announced on the issues the PR closes.
 	WaitedForChecks bool `json:"waited_for_checks"`
+	// LandedIn is the base branch's commit that holds the head, when the
+	// forge lists the PR open, refuses to merge it and refused to mark it
+	// merged: the PR waits for a person.
+	LandedIn string `json:"landed_in,omitempty"`
 }
 
 // Observation is what the forge shows about a PR now, plus the claim verdict

@@ -23,6 +23,7 @@ type Forge interface {
 	StatusHistory(ctx context.Context, owner, repo, sha string) ([]forgejo.Status, error)
 	Protection(ctx context.Context, owner, repo, branch string) (forgejo.Protection, error)
 	Merge(ctx context.Context, owner, repo string, n int, opt forgejo.MergeOptions) (forgejo.MergeResult, error)
+	MarkMerged(ctx context.Context, owner, repo string, n int, commit string) (forgejo.MergeResult, error)
 	CancelAutoMerge(ctx context.Context, owner, repo string, n int) error
 }
 
@@ -54,4 +55,10 @@ type Trees interface {
 	Owns(dir string) bool
 	RemoveTree(ctx context.Context, dir string) error
 	PruneTrees(ctx context.Context, keep []string) error
+}
+
+// History tells whether a PR's head is already on the base branch, and in
+// which of its commits. The clone implements it.
+type History interface {
+	OnBase(ctx context.Context, pr int, head string) (commit string, ok bool, err error)
 }

@@ -28,6 +28,8 @@ type fakeForge struct {
 	failOps map[string]error
 	// mergeAnswer overrides the merge outcome per PR.
 	mergeAnswer map[int]forgejo.MergeResult
+	// manualMerges: the repository allows marking a PR merged by hand.
+	manualMerges bool
 	// lostRace: the merge of these PRs merges them but answers 409, as
 	// Forgejo does when another merge of the PR won the race.
 	lostRace   map[int]bool
@@ -264,6 +266,24 @@ func (f *fakeForge) Merge(ctx context.Context, _, _ string, n int, opt forgejo.M
 		body := `{"ID":11,"IssueID":0,"HeadRepoID":3,"BaseRepoID":3,"HeadBranch":"feature-1","BaseBranch":"main"}`
 		return forgejo.MergeResult{Outcome: forgejo.ClassifyMerge(409, body), Status: 409, Message: body}, nil
 	}
+	return forgejo.MergeResult{Outcome: forgejo.MergeDone, Status: 200}, nil
+}
+
+func (f *fakeForge) MarkMerged(_ context.Context, _, _ string, n int, commit string) (forgejo.MergeResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.fail("mark merged"); err != nil {
+		return forgejo.MergeResult{}, err
+	}
+	f.record("#%d: mark merged by %s", n, commit)
+	if !f.manualMerges {
+		msg := "manually-merged is not allowed an allowed merge style for this repository"
+		return forgejo.MergeResult{Outcome: forgejo.ClassifyMerge(405, msg), Status: 405, Message: msg}, nil
+	}
+	pr := f.prs[n]
+	pr.Merged, pr.State = true, "closed"
+	f.touch(n)
+	f.merged[n] = f.now()
 	return forgejo.MergeResult{Outcome: forgejo.MergeDone, Status: 200}, nil
 }
 
@@ -552,6 +572,22 @@ func (t *fakeTrees) PruneTrees(_ context.Context, keep []string) error {
 	}
 	t.effects = append(t.effects, fmt.Sprintf("prune keeping %v", keep))
 	return nil
+}
+
+// fakeHistory says which PR heads are on the base already, and in which
+// commit.
+type fakeHistory struct {
+	mu     sync.Mutex
+	landed map[string]string // head: commit of the base that holds it
+	looks  int
+}
+
+func (h *fakeHistory) OnBase(_ context.Context, _ int, head string) (string, bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.looks++
+	commit, ok := h.landed[head]
+	return commit, ok, nil
 }
 
 func (t *fakeTrees) left() []string {

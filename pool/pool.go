@@ -31,6 +31,9 @@ type Deps struct {
 	// Trees gives each session a work tree; nil: sessions work in the agent
 	// server's own directory.
 	Trees Trees
+	// History checks a PR the forge reads mergeable but will not merge; nil:
+	// such a PR waits for the forge.
+	History History
 	// WorkDir is where the clone and its work trees live, or their parent;
 	// New asks the agent server for its agents there ("" for the server's
 	// own directory), since the server loads its config per directory.
@@ -68,6 +71,7 @@ type Pool struct {
 	forge   Forge
 	agent   Agent
 	trees   Trees
+	history History
 	digests Digester
 	store   *Store
 	log     *slog.Logger
@@ -111,7 +115,7 @@ type Pool struct {
 // the agent server knows the agent, loads state and the instance identity.
 // It starts nothing.
 func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
-	p := &Pool{cfg: cfg, forge: d.Forge, agent: d.Agent, trees: d.Trees, digests: d.Digests, store: d.Store, log: d.Log, now: d.Now,
+	p := &Pool{cfg: cfg, forge: d.Forge, agent: d.Agent, trees: d.Trees, history: d.History, digests: d.Digests, store: d.Store, log: d.Log, now: d.Now,
 		freed: make(chan struct{}, 1), wakeups: make(chan struct{}, 1), busy: map[int]bool{}, sessions: map[int]*session{},
 		orphans: map[orphan]bool{}, tracks: map[int]lifecycle.Track{}, queue: newMergeQueue(cfg.PollInterval)}
 	if p.log == nil {

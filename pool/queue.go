@@ -20,6 +20,11 @@ const (
 	queueWaitMax  = 30 * time.Second
 )
 
+// onBaseCheckEvery: every so many merge calls answered "try again later"
+// while the PR read mergeable, the queue looks in the clone whether the
+// head is on the base already (checkOnBase).
+const onBaseCheckEvery = 3
+
 // mergeQueue holds the PRs of the base branch that are approved, green and
 // allowed to merge. One goroutine works it, so at most one merge call is in
 // flight: each merge makes the forge test every other open PR against the
@@ -41,6 +46,7 @@ type queued struct {
 	since     time.Time // when it entered: oldest first
 	notBefore time.Time // not read again before this
 	waits     int       // reads in a row that found it not mergeable
+	refused   int       // merge calls answered "try again later" while it read mergeable
 	tried     bool      // read at least once
 }
 
@@ -123,6 +129,19 @@ func (q *mergeQueue) notReady(n int, now time.Time) {
 		e.tried = true
 		e.notBefore = now.Add(jittered(e.waits, q.base, queueWaitMax))
 	}
+}
+
+// refusedAgain counts one more merge call answered "try again later" while
+// PR n read mergeable, and returns the count.
+func (q *mergeQueue) refusedAgain(n int) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e, ok := q.entries[n]
+	if !ok {
+		return 0
+	}
+	e.refused++
+	return e.refused
 }
 
 // restart makes every entry due now: the base moved, or the forge said
@@ -229,6 +248,8 @@ func (p *Pool) mergeQueued(ctx context.Context, pr forgejo.PR) {
 	case err != nil:
 		p.log.Warn("merge queue: the merge call failed; waiting", "pr", pr.Number, "err", err)
 		p.queue.notReady(pr.Number, p.now())
+	case res.Outcome == forgejo.MergeNotReady && p.queue.refusedAgain(pr.Number)%onBaseCheckEvery == 0:
+		p.checkOnBase(ctx, pr)
 	case res.Outcome == forgejo.MergeNotReady:
 		p.queue.notReady(pr.Number, p.now())
 	case res.Outcome == forgejo.MergeDone || res.Outcome == forgejo.MergeAlready:
@@ -238,6 +259,48 @@ func (p *Pool) mergeQueued(ctx context.Context, pr forgejo.PR) {
 	default:
 		p.queue.remove(pr.Number)
 	}
+}
+
+// checkOnBase looks in the clone at a PR the forge reads mergeable but
+// keeps answering "try again later". A merge cut off mid-call (the pool
+// killed while the forge merged) can push the head to the base and leave
+// the PR open: the forge then never merges it. Such a PR is marked merged
+// at the base's commit that holds its head; if the forge refuses that, the
+// PR waits for a person, with one note. Any other PR keeps waiting.
+func (p *Pool) checkOnBase(ctx context.Context, pr forgejo.PR) {
+	if p.history == nil {
+		p.queue.notReady(pr.Number, p.now())
+		return
+	}
+	commit, ok, err := p.history.OnBase(ctx, pr.Number, pr.HeadSHA)
+	if err != nil || !ok {
+		if err != nil {
+			p.log.Warn("merge queue: looking for the head on the base failed; waiting", "pr", pr.Number, "err", err)
+		}
+		p.queue.notReady(pr.Number, p.now())
+		return
+	}
+	p.log.Warn("merge queue: the head is on the base already, yet the forge lists the PR open and will not merge it; marking it merged",
+		"pr", pr.Number, "head", pr.HeadSHA, "commit", commit)
+	res, err := p.forge.MarkMerged(ctx, p.cfg.Owner, p.cfg.Name, pr.Number, commit)
+	if err != nil {
+		p.log.Warn("merge queue: marking the PR merged failed; waiting", "pr", pr.Number, "err", err)
+		p.queue.notReady(pr.Number, p.now())
+		return
+	}
+	p.log.Info("marking merged answered", "pr", pr.Number, "outcome", res.Outcome, "status", res.Status, "message", res.Message)
+	p.queue.remove(pr.Number)
+	if res.Outcome == forgejo.MergeDone {
+		p.settleMerged(ctx, pr.Number)
+		return
+	}
+	next, act := lifecycle.HeadOnBase(p.track(pr.Number), commit, res)
+	p.setTrack(pr.Number, next)
+	p.logDecision(pr.Number, next, act)
+	if err := p.act(ctx, pr, next, act); err != nil {
+		p.log.Warn("merge queue: posting the note failed; the next cycle will", "pr", pr.Number, "err", err)
+	}
+	p.wakeLoop()
 }
 
 // leaveQueue takes a PR out of the queue because it changed under it; a

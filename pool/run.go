@@ -115,7 +115,7 @@ func openRepo(ctx context.Context, cfg configs.Config, d Deps) (*Pool, *clone.Cl
 		return nil, nil, nil, fmt.Errorf("pool: %w", err)
 	}
 	log.Info("clone ready", "dir", cl.Dir, "reused", cl.Reused)
-	p.trees = cl
+	p.trees, p.history = cl, cl
 	return p, cl, store, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 
@@ -97,6 +98,12 @@ func (sb *Sandbox) seedAccounts(ctx context.Context) error {
 func (sb *Sandbox) AddRepo(ctx context.Context, name string) error {
 	if err := sb.Forge.CreateRepo(ctx, sb.OwnerToken, name); err != nil {
 		return err
+	}
+	// Manual merges allowed: the pool marks merged a PR whose head a merge
+	// cut off mid-call (a pool killed) pushed to the base.
+	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, http.MethodPatch, fmt.Sprintf("/repos/%s/%s", sb.Owner, name),
+		map[string]any{"allow_manual_merge": true}, nil); err != nil {
+		return fmt.Errorf("sandbox: allow manual merges in %s: %w", name, err)
 	}
 	// The pool's account administers the repository so that it may install
 	// its webhook; the reviewer writes.

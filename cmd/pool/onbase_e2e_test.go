@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"pool/pool"
+)
+
+// TestAPRMergedBehindTheForgesBackIsMarkedMerged: a PR as a merge cut off
+// mid-call leaves it (its head pushed to the base, the PR open, read
+// mergeable, every merge answered "try again later") is found on the base in
+// the pool's clone and marked merged, with no reviewer session.
+func TestAPRMergedBehindTheForgesBackIsMarkedMerged(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sb := startSandbox(t, ctx, 1, nil)
+	n := sb.PRs[0]
+	if err := sb.ApprovePRs(ctx, sb.PRs, 1); err != nil {
+		t.Fatal(err)
+	}
+	commit, err := sb.Forge.MergeBehindTheForgesBack(ctx, sb.OwnerToken, sb.Owner, sb.Repo, "main", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := loadConfig(t, sb, sb.Forge.URL, sb.Agent.URL, "--workers", "1", "--poll-interval", "1s", "--idle-exit", "3")
+	var logs syncBuffer
+	rep, err := pool.Run(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil || ctx.Err() != nil {
+		t.Fatalf("pool.Run: %v, %v\nlogs:\n%s", err, ctx.Err(), logs.String())
+	}
+	assertMerged(t, ctx, sb, n)
+	if rep.Merged != 1 {
+		t.Errorf("report: %d merged, want 1", rep.Merged)
+	}
+	if !strings.Contains(logs.String(), "commit="+commit) {
+		t.Errorf("the log does not name the base's commit %s that holds the head", commit)
+	}
+	if p := sb.Model.Prompts(); len(p) != 0 {
+		t.Errorf("%d reviewer sessions for an approved PR, want none", len(p))
+	}
+	if t.Failed() {
+		t.Logf("logs:\n%s", logs.String())
+	}
+}

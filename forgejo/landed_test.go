@@ -1,0 +1,60 @@
+package forgejo
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"pool/internal/sandbox"
+)
+
+// TestAPRWhoseHeadIsOnTheBase checks on Gitea 1.26 what a merge cut off
+// mid-call leaves: the head pushed to the base, the PR still open. The forge
+// reads it mergeable yet answers every merge "try again later"; marking it
+// merged is refused until the repository allows manual merges, and then
+// merges it.
+func TestAPRWhoseHeadIsOnTheBase(t *testing.T) {
+	forge := sandbox.ForgeForTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	token, err := forge.CreateUser(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := forge.CreateRepo(ctx, token, "demo"); err != nil {
+		t.Fatal(err)
+	}
+	if err := forge.CreateBranchWithFile(ctx, token, "alice", "demo", "f1", "a.txt", "a\n"); err != nil {
+		t.Fatal(err)
+	}
+	n, head, err := forge.CreatePR(ctx, token, "alice", "demo", "f1", "main", "Add a", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(ctx, forge.URL, token, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit, err := forge.MergeBehindTheForgesBack(ctx, token, "alice", "demo", "main", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr, err := c.PR(ctx, "alice", "demo", n); err != nil || pr.State != "open" || pr.Merged || !pr.Mergeable {
+		t.Fatalf("PR with its head on the base = %+v, %v; want open, not merged, mergeable", pr, err)
+	}
+	if res, err := c.Merge(ctx, "alice", "demo", n, MergeOptions{Style: "merge", HeadSHA: head}); err != nil || res.Outcome != MergeNotReady {
+		t.Errorf("merge = %+v, %v; want not_ready (try again later)", res, err)
+	}
+	if res, err := c.MarkMerged(ctx, "alice", "demo", n, commit); err != nil || res.Outcome != MergeBlocked {
+		t.Errorf("mark merged where manual merges are not allowed = %+v, %v; want blocked", res, err)
+	}
+	if _, err := forge.Do(ctx, token, "PATCH", "/repos/alice/demo", map[string]any{"allow_manual_merge": true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.MarkMerged(ctx, "alice", "demo", n, commit); err != nil || res.Outcome != MergeDone {
+		t.Fatalf("mark merged = %+v, %v; want merged", res, err)
+	}
+	if pr, err := c.PR(ctx, "alice", "demo", n); err != nil || !pr.Merged {
+		t.Errorf("PR after marking it merged: merged=%v, %v", pr.Merged, err)
+	}
+}
