@@ -138,6 +138,13 @@ func blocked(t Track, head, reason string) (Track, Action) {
 	return t, Action{Kind: NoteBlocked, Reason: reason}
 }
 
+// NoteNotPosted forgets that the note of why the PR is blocked was asked
+// for: posting it failed, and the next decision asks again.
+func NoteNotPosted(t Track) Track {
+	t.NotedBlock = ""
+	return t
+}
+
 // retry counts one more merge attempt and says whether it is a diagnostic one.
 func (t Track) retry(p Policy, s State, status string) (Track, bool) {
 	t.State, t.LastStatus = s, status

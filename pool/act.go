@@ -33,7 +33,10 @@ func (p *Pool) act(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a life
 		_, err := p.comment(ctx, pr.Number, conflictBody(p.base))
 		return err
 	case lifecycle.NoteBlocked:
-		return p.noteBlocked(ctx, pr, a.Reason)
+		if err := p.noteBlocked(ctx, pr, a.Reason); err != nil {
+			p.setTrack(pr.Number, lifecycle.NoteNotPosted(p.track(pr.Number)))
+			return err
+		}
 	case lifecycle.Skip:
 		p.count(pr.Number, &p.stats.skipped)
 	case lifecycle.Drop:

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -58,5 +59,42 @@ func TestAStaleBackOffDecisionIsDecidedAgain(t *testing.T) {
 	}
 	if !f.prs[1].Merged || rep.Merged != 1 {
 		t.Errorf("PR #1 merged %v, report %d merged: the pool went idle with the PR waiting on a stale back-off", f.prs[1].Merged, rep.Merged)
+	}
+}
+
+// holdNoteFailsOnce is a forge that fails the first post of a note that
+// merging is on hold.
+type holdNoteFailsOnce struct {
+	*fakeForge
+	failed atomic.Bool
+}
+
+func (f *holdNoteFailsOnce) PostComment(ctx context.Context, owner, repo string, n int, body string) (forgejo.Comment, error) {
+	if strings.HasPrefix(body, "Merging is on hold") && f.failed.CompareAndSwap(false, true) {
+		return forgejo.Comment{}, errors.New("fault injected")
+	}
+	return f.fakeForge.PostComment(ctx, owner, repo, n, body)
+}
+
+// TestAHoldNoteThatFailedIsPostedAgain: the note saying why a PR cannot
+// merge is posted on a later cycle when posting it failed, once.
+func TestAHoldNoteThatFailedIsPostedAgain(t *testing.T) {
+	f := newFakeForge(1)
+	f.protection = forgejo.Protection{Protected: true, UserCanMerge: true, RequiredApprovals: 2}
+	forge := &holdNoteFailsOnce{fakeForge: f}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := New(ctx, testConfig(1), Deps{Forge: forge, Agent: newFakeAgent(approver(f, 0))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(ctx); err != nil || ctx.Err() != nil {
+		t.Fatalf("Run: %v, %v", err, ctx.Err())
+	}
+	if !forge.failed.Load() {
+		t.Fatal("no note failed: the test tests nothing")
+	}
+	if n := len(effectsWith(f, "#1: comment Merging is on hold: needs 2 approvals; has 1")); n != 1 {
+		t.Errorf("%d hold notes on the forge after the first post failed; want 1: %v", n, f.Effects())
 	}
 }
