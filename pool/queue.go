@@ -290,8 +290,9 @@ func (p *Pool) checkOnBase(ctx context.Context, pr forgejo.PR) {
 	}
 	p.log.Info("marking merged answered", "pr", pr.Number, "outcome", res.Outcome, "status", res.Status, "message", res.Message)
 	p.queue.remove(pr.Number)
-	if res.Outcome == forgejo.MergeDone {
-		p.settleMerged(ctx, pr.Number)
+	switch res.Outcome {
+	case forgejo.MergeDone, forgejo.MergeAlready, forgejo.MergeClosed:
+		p.settleMerged(ctx, pr.Number) // only the forge's word that it merged counts
 		return
 	}
 	next, act := lifecycle.HeadOnBase(p.track(pr.Number), commit, res)
