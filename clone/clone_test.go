@@ -27,18 +27,25 @@ func gitIn(t testing.TB, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// commitFile commits a file named name, holding its name, on dir's current
+// branch.
+func commitFile(t testing.TB, dir, name string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(name+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, dir, "add", name)
+	gitIn(t, dir, "commit", "-qm", "add "+name)
+}
+
 // localForge makes a repository in dir with a main branch and PR 1's head
 // published as refs/pull/1/head, as the forge does. It returns the head.
 func localForge(t testing.TB, dir string) string {
 	t.Helper()
 	gitIn(t, ".", "init", "-q", "-b", "main", dir)
-	os.WriteFile(filepath.Join(dir, "README.md"), []byte("base\n"), 0o644)
-	gitIn(t, dir, "add", ".")
-	gitIn(t, dir, "commit", "-qm", "base")
+	commitFile(t, dir, "README.md")
 	gitIn(t, dir, "checkout", "-qb", "feature")
-	os.WriteFile(filepath.Join(dir, "feature.txt"), []byte("feature\n"), 0o644)
-	gitIn(t, dir, "add", ".")
-	gitIn(t, dir, "commit", "-qm", "feature")
+	commitFile(t, dir, "feature.txt")
 	head := gitIn(t, dir, "rev-parse", "HEAD")
 	gitIn(t, dir, "update-ref", "refs/pull/1/head", head)
 	gitIn(t, dir, "checkout", "-q", "main")
@@ -193,21 +200,12 @@ func TestWorkTreeOfAPrivateRepositoryKeepsTheTokenOut(t *testing.T) {
 	forge := sandbox.ForgeForTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	token, err := forge.CreateUser(ctx, "alice")
+	ch, err := forge.OpenChange(ctx, "alice", "secret-repo", "feature", "f.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := forge.CreateRepo(ctx, token, "secret-repo"); err != nil {
-		t.Fatal(err)
-	}
+	token, n, head := ch.Token, ch.PR, ch.Head
 	if _, err := forge.Do(ctx, token, "PATCH", "/repos/alice/secret-repo", map[string]any{"private": true}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := forge.CreateBranchWithFile(ctx, token, "alice", "secret-repo", "feature", "f.txt", "f\n"); err != nil {
-		t.Fatal(err)
-	}
-	n, head, err := forge.CreatePR(ctx, token, "alice", "secret-repo", "feature", "main", "Add f", "")
-	if err != nil {
 		t.Fatal(err)
 	}
 
@@ -262,17 +260,13 @@ func TestOnBase(t *testing.T) {
 
 	gitIn(t, src, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
 	merge := gitIn(t, src, "rev-parse", "HEAD")
-	os.WriteFile(filepath.Join(src, "later.txt"), []byte("later\n"), 0o644)
-	gitIn(t, src, "add", ".")
-	gitIn(t, src, "commit", "-qm", "later")
+	commitFile(t, src, "later.txt")
 	if commit, ok, err := c.OnBase(ctx, 1, head); err != nil || !ok || commit != merge {
 		t.Errorf("OnBase after a merge and a later commit = %q, %v, %v; want the merge commit %s", commit, ok, err, merge)
 	}
 
 	gitIn(t, src, "checkout", "-qb", "second", "main")
-	os.WriteFile(filepath.Join(src, "second.txt"), []byte("second\n"), 0o644)
-	gitIn(t, src, "add", ".")
-	gitIn(t, src, "commit", "-qm", "second")
+	commitFile(t, src, "second.txt")
 	second := gitIn(t, src, "rev-parse", "HEAD")
 	gitIn(t, src, "update-ref", "refs/pull/2/head", second)
 	gitIn(t, src, "checkout", "-q", "main")

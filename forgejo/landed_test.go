@@ -17,20 +17,11 @@ func TestAPRWhoseHeadIsOnTheBase(t *testing.T) {
 	forge := sandbox.ForgeForTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	token, err := forge.CreateUser(ctx, "alice")
+	ch, err := forge.OpenChange(ctx, "alice", "demo", "f1", "a.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := forge.CreateRepo(ctx, token, "demo"); err != nil {
-		t.Fatal(err)
-	}
-	if err := forge.CreateBranchWithFile(ctx, token, "alice", "demo", "f1", "a.txt", "a\n"); err != nil {
-		t.Fatal(err)
-	}
-	n, head, err := forge.CreatePR(ctx, token, "alice", "demo", "f1", "main", "Add a", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	token, n, head := ch.Token, ch.PR, ch.Head
 	c, err := New(ctx, forge.URL, token, Options{})
 	if err != nil {
 		t.Fatal(err)

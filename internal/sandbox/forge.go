@@ -616,12 +616,65 @@ func (f *Forge) CreateBranchWithFile(ctx context.Context, token, owner, repo, br
 	return nil
 }
 
+// Change is a user's repository with one PR open into main.
+type Change struct {
+	Token string // the user's
+	PR    int
+	Head  string
+}
+
+// OpenChange creates user with a public repository repo, a branch of it
+// adding file, and that branch's PR into main.
+func (f *Forge) OpenChange(ctx context.Context, user, repo, branch, file string) (Change, error) {
+	token, err := f.CreateUser(ctx, user)
+	if err != nil {
+		return Change{}, err
+	}
+	if err := f.CreateRepo(ctx, token, repo); err != nil {
+		return Change{}, err
+	}
+	if err := f.CreateBranchWithFile(ctx, token, user, repo, branch, file, file+"\n"); err != nil {
+		return Change{}, err
+	}
+	n, head, err := f.CreatePR(ctx, token, user, repo, branch, "main", "Add "+file, "")
+	return Change{Token: token, PR: n, Head: head}, err
+}
+
 // PushFile commits content to path on an existing branch, creating or
 // replacing the file, and returns the new commit's SHA.
-func (f *Forge) PushFile(ctx context.Context, token, owner, repo, branch, path, content, message string) (sha string, err error) {
+//
+// Gitea's contents API answers some pushes with a 500 and an empty message:
+// it pushed the commit and then failed a second ref update of its own
+// ("cannot lock ref"), or it based the commit on the branch's tip in its
+// database, which a push that has just landed updates only a moment later,
+// and git rejected the push ("PushOutOfDate", not a fast-forward). A 500
+// whose commit is the branch's head is taken as landed; any other is tried
+// again, three times at most.
+func (f *Forge) PushFile(ctx context.Context, token, owner, repo, branch, path, content, message string) (string, error) {
+	for try := 1; ; try++ {
+		sha, status, err := f.pushFile(ctx, token, owner, repo, branch, path, content, message)
+		if err == nil || status != http.StatusInternalServerError {
+			return sha, err
+		}
+		if sha, ok := f.landedAnyway(ctx, token, owner, repo, branch, message); ok {
+			return sha, nil
+		}
+		if try == 3 {
+			return "", err
+		}
+		select {
+		case <-ctx.Done():
+			return "", err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// pushFile is one try of PushFile.
+func (f *Forge) pushFile(ctx context.Context, token, owner, repo, branch, path, content, message string) (string, int, error) {
 	blob, err := f.fileSHA(ctx, token, owner, repo, branch, path)
 	if err != nil {
-		return "", fmt.Errorf("sandbox: push %s to %s/%s@%s: %w", path, owner, repo, branch, err)
+		return "", 0, fmt.Errorf("sandbox: push %s to %s/%s@%s: %w", path, owner, repo, branch, err)
 	}
 	body := map[string]any{
 		"content": base64.StdEncoding.EncodeToString([]byte(content)),
@@ -638,24 +691,16 @@ func (f *Forge) PushFile(ctx context.Context, token, owner, repo, branch, path, 
 			SHA string `json:"sha"`
 		} `json:"commit"`
 	}
-	if _, err := f.Do(ctx, token, method, contentsPath(owner, repo, path), body, &resp); err != nil {
-		// Gitea's contents API sometimes pushes the commit and then fails
-		// a second ref update of its own ("cannot lock ref ... is at X but
-		// expected Y", X being the commit it just made).
-		if sha, ok := f.landedAnyway(ctx, token, owner, repo, branch, message, err); ok {
-			return sha, nil
-		}
-		return "", fmt.Errorf("sandbox: push %s to %s/%s@%s: %w", path, owner, repo, branch, err)
+	status, err := f.Do(ctx, token, method, contentsPath(owner, repo, path), body, &resp)
+	if err != nil {
+		return "", status, fmt.Errorf("sandbox: push %s to %s/%s@%s: %w", path, owner, repo, branch, err)
 	}
-	return resp.Commit.SHA, nil
+	return resp.Commit.SHA, status, nil
 }
 
-// landedAnyway reports the branch's head when a push answered err, a
-// failed ref lock, yet the head is the commit it was making (its message).
-func (f *Forge) landedAnyway(ctx context.Context, token, owner, repo, branch, message string, err error) (string, bool) {
-	if !strings.Contains(err.Error(), "cannot lock ref") {
-		return "", false
-	}
+// landedAnyway reports the branch's head when it is the commit a push that
+// answered 500 was making (its message).
+func (f *Forge) landedAnyway(ctx context.Context, token, owner, repo, branch, message string) (string, bool) {
 	var b struct {
 		Commit struct {
 			ID      string `json:"id"`
