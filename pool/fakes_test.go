@@ -254,13 +254,10 @@ func (f *fakeForge) Merge(ctx context.Context, _, _ string, n int, opt forgejo.M
 	if f.checking() {
 		return forgejo.MergeResult{Outcome: forgejo.MergeNotReady, Status: 405, Message: "Please try again later"}, nil
 	}
-	pr := f.prs[n]
-	if opt.HeadSHA != pr.HeadSHA {
+	if opt.HeadSHA != f.prs[n].HeadSHA {
 		return forgejo.MergeResult{Outcome: forgejo.MergeHeadMoved, Status: 409}, nil
 	}
-	pr.Merged, pr.State = true, "closed"
-	f.touch(n)
-	f.merged[n] = f.now()
+	f.setMerged(n)
 	f.checkedAt = f.now().Add(f.recheck)
 	if f.lostRace[n] {
 		body := `{"ID":11,"IssueID":0,"HeadRepoID":3,"BaseRepoID":3,"HeadBranch":"feature-1","BaseBranch":"main"}`
@@ -280,11 +277,16 @@ func (f *fakeForge) MarkMerged(_ context.Context, _, _ string, n int, commit str
 		msg := "manually-merged is not allowed an allowed merge style for this repository"
 		return forgejo.MergeResult{Outcome: forgejo.ClassifyMerge(405, msg), Status: 405, Message: msg}, nil
 	}
+	f.setMerged(n)
+	return forgejo.MergeResult{Outcome: forgejo.MergeDone, Status: 200}, nil
+}
+
+// setMerged closes PR n as merged. Callers hold mu.
+func (f *fakeForge) setMerged(n int) {
 	pr := f.prs[n]
 	pr.Merged, pr.State = true, "closed"
 	f.touch(n)
 	f.merged[n] = f.now()
-	return forgejo.MergeResult{Outcome: forgejo.MergeDone, Status: 200}, nil
 }
 
 func (f *fakeForge) CancelAutoMerge(_ context.Context, _, _ string, n int) error {

@@ -10,8 +10,9 @@ import (
 	"pool/forgejo"
 )
 
-// runWithHistory runs a pool to its idle exit, with history as its clone.
-func runWithHistory(t *testing.T, f *fakeForge, h *fakeHistory) Report {
+// runWithHistory runs a pool with history as its clone, to its idle exit,
+// or until stop holds if stop is set.
+func runWithHistory(t *testing.T, f *fakeForge, h *fakeHistory, stop func() bool) Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -19,7 +20,15 @@ func runWithHistory(t *testing.T, f *fakeForge, h *fakeHistory) Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := p.Run(ctx)
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	if stop != nil {
+		go func() {
+			waitFor(ctx, stop)
+			stopRun()
+		}()
+	}
+	rep, err := p.Run(runCtx)
 	if err != nil || ctx.Err() != nil {
 		t.Fatalf("Run: %v, %v", err, ctx.Err())
 	}
@@ -38,7 +47,7 @@ func landedButOpen() (*fakeForge, *fakeHistory) {
 func TestAHeadOnTheBaseIsMarkedMerged(t *testing.T) {
 	f, h := landedButOpen()
 	f.manualMerges = true
-	rep := runWithHistory(t, f, h)
+	rep := runWithHistory(t, f, h, nil)
 	if !f.prs[1].Merged || rep.Merged != 1 {
 		t.Errorf("PR #1 merged %v, report counts %d merged; want it marked merged and counted", f.prs[1].Merged, rep.Merged)
 	}
@@ -52,7 +61,7 @@ func TestAHeadOnTheBaseIsMarkedMerged(t *testing.T) {
 
 func TestAHeadOnTheBaseTheForgeWillNotMarkWaitsForAPerson(t *testing.T) {
 	f, h := landedButOpen()
-	rep := runWithHistory(t, f, h)
+	rep := runWithHistory(t, f, h, nil)
 	if f.prs[1].Merged || rep.Merged != 0 {
 		t.Fatalf("PR #1 merged %v, report %d merged; the forge refused to mark it", f.prs[1].Merged, rep.Merged)
 	}
@@ -77,24 +86,11 @@ func TestAHeadOnTheBaseTheForgeWillNotMarkWaitsForAPerson(t *testing.T) {
 func TestAHeadNotOnTheBaseKeepsWaiting(t *testing.T) {
 	f, h := landedButOpen()
 	h.landed = nil
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	p, err := New(ctx, testConfig(1), Deps{Forge: f, Agent: newFakeAgent(approver(f, 0)), History: h})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	go func() {
-		waitFor(ctx, func() bool {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			return f.calls["merge"] >= 3*onBaseCheckEvery
-		})
-		stop()
-	}()
-	if _, err := p.Run(runCtx); err != nil || ctx.Err() != nil {
-		t.Fatalf("Run: %v, %v", err, ctx.Err())
-	}
+	runWithHistory(t, f, h, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.calls["merge"] >= 3*onBaseCheckEvery
+	})
 	f.mu.Lock()
 	merges, marks := f.calls["merge"], f.calls["mark merged"]
 	f.mu.Unlock()
