@@ -3,31 +3,98 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"pool/agent"
 	"pool/claims"
 	"pool/internal/sandbox"
+	"pool/pool"
 )
 
-// buildPool compiles this command once per test binary.
-func buildPool(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "pool")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+// The end-to-end tests share one test forge and one agent server (see
+// sandbox.SharedServers) and one pool binary, made on first use and removed
+// by TestMain. Each test runs on a sandbox of its own (accounts, repository,
+// model route, state directory), and in parallel with the others.
+
+// e2eParallel is how many end-to-end tests run at once unless -parallel is
+// given: they spend most of their time waiting on the pool's polls and
+// sessions, not on the two cores.
+const e2eParallel = 10
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		_ = flag.Set("test.parallel", strconv.Itoa(e2eParallel))
 	}
-	return bin
+	// Settings of the environment the tests run in must not reach the pools
+	// they run in-process (loadConfig): cleared once, as parallel tests may
+	// not use t.Setenv.
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "POOL_") || k == "CA_MAX_PARALLEL_WORKERS" {
+			os.Unsetenv(k)
+		}
+	}
+	code := m.Run()
+	sandbox.StopShared()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
+// built is the pool binary, compiled once per test binary.
+var built struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// buildPool returns the pool binary, compiling it on first use.
+func buildPool(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "pool-e2e-bin-"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "pool")
+		out, err := exec.Command("go", "build", "-o", built.bin, ".").CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.bin
+}
+
+// startSandbox seeds a sandbox of the test's own on the servers every test
+// of this binary shares.
 func startSandbox(t *testing.T, ctx context.Context, prs int, script sandbox.Script) *sandbox.Sandbox {
+	t.Helper()
+	servers := sandbox.SharedServers(t)
+	sb, err := servers.Join(ctx, sandbox.Options{Dir: t.TempDir(), PRs: prs, Script: script})
+	if err != nil {
+		t.Fatalf("sandbox: %v", err)
+	}
+	return sb
+}
+
+// startPrivateSandbox is startSandbox on servers of the test's own, for a
+// test that stops, freezes or restarts a server.
+func startPrivateSandbox(t *testing.T, ctx context.Context, prs int, script sandbox.Script) *sandbox.Sandbox {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test: needs the real forge and agent server (run without -short)")
@@ -63,6 +130,7 @@ func poolEnv(t *testing.T, sb *sandbox.Sandbox, tmp string, extra ...string) []s
 // PR merged, one signed claim per PR, nothing left behind, exit 0 and the
 // report on stdout.
 func TestSixPRsTwoWorkers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 6, nil)
@@ -174,11 +242,26 @@ func assertOneSignedClaim(t *testing.T, ctx context.Context, sb *sandbox.Sandbox
 
 func assertNoSessions(t *testing.T, ctx context.Context, sb *sandbox.Sandbox) {
 	t.Helper()
+	if sessions := ownSessions(t, ctx, sb); len(sessions) != 0 {
+		t.Errorf("%d sessions left on the agent server: %+v", len(sessions), sessions)
+	}
+}
+
+// ownSessions lists the agent server's sessions whose titles name a
+// repository of the sandbox's: the server is shared with other tests.
+func ownSessions(t *testing.T, ctx context.Context, sb *sandbox.Sandbox) []agent.Session {
+	t.Helper()
 	sessions, err := agent.New(sb.Agent.URL, "", agent.Options{}).Sessions(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sessions) != 0 {
-		t.Errorf("%d sessions left on the agent server: %+v", len(sessions), sessions)
+	var own []agent.Session
+	for _, s := range sessions {
+		rest, ok := strings.CutPrefix(s.Title, pool.SessionTitlePrefix)
+		repo, _, _ := strings.Cut(rest, " ")
+		if ok && sb.Owns(repo) {
+			own = append(own, s)
+		}
 	}
+	return own
 }

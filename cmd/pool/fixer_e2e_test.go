@@ -16,6 +16,7 @@ import (
 // new head is reviewed again, its check passes, and the pool merges it:
 // three sessions in all.
 func TestFailingCheckGetsOneFixer(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 0, nil)

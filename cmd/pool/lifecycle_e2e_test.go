@@ -161,6 +161,7 @@ func approveOnly(report string) sandbox.Script {
 // adopts them, resumes its own claims at once, and every PR merges with one
 // reviewer session per head.
 func TestKillNineThenRelaunch(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 6, nil)
@@ -217,6 +218,7 @@ func instanceOf(logs string) string {
 // pass. The pool does not believe the reviewer, keeps the PR, and
 // merges it itself once green: one agent session in all.
 func TestPendingChecksLyingReviewerOneSession(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 1, approveOnly(`REVIEW-RESULT: {"decision": "approved", "merge_status": "merged"}`))
@@ -259,6 +261,7 @@ func TestPendingChecksLyingReviewerOneSession(t *testing.T) {
 // TestHeadPushedAfterApprovalIsReReviewed: approval on one head, then a
 // push: the old head is never merged; the new head is reviewed and merged.
 func TestHeadPushedAfterApprovalIsReReviewed(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 1, approveOnly(""))
@@ -290,11 +293,13 @@ func TestHeadPushedAfterApprovalIsReReviewed(t *testing.T) {
 
 // TestForgeOutageAndAgentRestart: the forge stops answering for 20 s, and
 // later the agent server is restarted under running sessions. The pool keeps
-// running and every PR still merges.
+// running and every PR still merges. The servers are the test's own: it
+// freezes one and restarts the other.
 func TestForgeOutageAndAgentRestart(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	sb := startSandbox(t, ctx, 4, nil)
+	sb := startPrivateSandbox(t, ctx, 4, nil)
 	bin := buildPool(t)
 	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir()), "--workers", "2")
 
@@ -328,6 +333,7 @@ func TestForgeOutageAndAgentRestart(t *testing.T) {
 // they pass (the forge's scheduled merge is never armed), and the merge is
 // announced on the issue the PR closes.
 func TestMergeAfterPendingChecksIsAnnounced(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 0, approveOnly(""))
@@ -350,9 +356,13 @@ func TestMergeAfterPendingChecksIsAnnounced(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := buildPool(t)
-	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir()), "--workers", "1")
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_LOG_LEVEL=debug"), "--workers", "1")
 	eventually(t, ctx, "the approval", func() bool { return approvedAt(t, ctx, sb, n, head) }, pool)
-	time.Sleep(3 * time.Second)
+	// The pool must see the approved head with its checks pending (a fixed
+	// pause is not enough on a loaded machine: the session can end later).
+	eventually(t, ctx, "the pool waiting on the pending checks", func() bool {
+		return strings.Contains(pool.stderr.String(), `reason="checks pending"`)
+	}, pool)
 	if getPR(t, ctx, sb, n).Merged {
 		t.Fatal("merged while checks were pending")
 	}

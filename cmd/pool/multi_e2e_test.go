@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"pool/agent"
 	"pool/internal/sandbox"
 )
 
@@ -38,6 +37,7 @@ func gated(gate string, inner sandbox.Script) sandbox.Script {
 // each adopts its own session, neither adopts or deletes the other's, and
 // both PRs merge after one reviewer session each.
 func TestTwoRepositoriesOneAgentServerKillNine(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	gate := filepath.Join(t.TempDir(), "gate")
@@ -66,10 +66,7 @@ func TestTwoRepositoriesOneAgentServerKillNine(t *testing.T) {
 	}
 
 	// Whose session is whose, by the titles the pools gave them.
-	sessions, err := agent.New(sb.Agent.URL, "", agent.Options{}).Sessions(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sessions := ownSessions(t, ctx, sb)
 	want := map[string]string{} // repository → session id
 	for _, s := range sessions {
 		for _, repo := range repos {
@@ -160,6 +157,7 @@ func adoptedSessions(logs string) []string {
 // reviewer session per head, and each small repository's PR is among the
 // first four sessions.
 func TestThreeRepositoriesOneProcess(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 8, nil)
@@ -228,7 +226,8 @@ func TestThreeRepositoriesOneProcess(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"TOTAL_PRS_REVIEWED: 10\n", "  - Approved and merged: 10\n", "BY_REPOSITORY:\n",
-		"  - owner/demo: reviewed 8, merged 8,", "  - owner/gadgets: reviewed 1, merged 1,", "  - owner/gizmos: reviewed 1, merged 1,"} {
+		"  - " + sb.Owner + "/demo: reviewed 8, merged 8,", "  - " + sb.Owner + "/gadgets: reviewed 1, merged 1,",
+		"  - " + sb.Owner + "/gizmos: reviewed 1, merged 1,"} {
 		if !strings.Contains(pool.stdout.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, pool.stdout.String())
 		}

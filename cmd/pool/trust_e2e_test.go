@@ -14,6 +14,7 @@ import (
 // account do that on a public repository, and marks it unofficial). The pool
 // starts its own reviewer, who requests changes, and nothing is merged.
 func TestOutsiderApprovalIsNotAReview(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 1, sandbox.Reviewer(func(string) sandbox.Verdict {
@@ -55,6 +56,7 @@ func TestOutsiderApprovalIsNotAReview(t *testing.T) {
 // context nobody has reported: the pool waits. When the context reports
 // success, it merges.
 func TestProtectionIsTheFloor(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 0, nil)

@@ -42,7 +42,20 @@ type Model struct {
 	script   Script
 	prompts  []string
 	requests int
-	calls    int // tool calls made, to number their ids
+	calls    int               // tool calls made, to number their ids
+	routes   map[string]*Route // by the owner of the repository a prompt names
+}
+
+// A Route is the part of a shared model that answers the conversations about
+// one sandbox's repositories: the prompts name a repository of one of its
+// owners. Tests that share one model and agent server each get a route, so
+// their scripts and the prompts they count never mix.
+type Route struct {
+	m *Model
+
+	// guarded by m.mu
+	script  Script
+	prompts []string
 }
 
 // StartModel starts a model that answers as script says.
@@ -81,6 +94,53 @@ func (m *Model) SetScript(s Script) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.script = s
+}
+
+// Route sends every later conversation about a repository of owner to the
+// returned route's script instead of the model's own.
+func (m *Model) Route(owner string, script Script) *Route {
+	r := &Route{m: m, script: script}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.routes == nil {
+		m.routes = map[string]*Route{}
+	}
+	m.routes[strings.ToLower(owner)] = r
+	return r
+}
+
+// AddOwner sends the conversations about owner's repositories (an
+// organisation the sandbox made) to r too.
+func (r *Route) AddOwner(owner string) {
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	r.m.routes[strings.ToLower(owner)] = r
+}
+
+// Prompts returns the first user prompt of every conversation routed to r,
+// in arrival order.
+func (r *Route) Prompts() []string {
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	return append([]string(nil), r.prompts...)
+}
+
+// SetScript replaces r's script for every later request.
+func (r *Route) SetScript(s Script) {
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	r.script = s
+}
+
+// routeOf returns the route for the repository a prompt names, or nil.
+// Called with m.mu held.
+func (m *Model) routeOf(prompt string) *Route {
+	_, repo, _, ok := PromptTarget(prompt)
+	if !ok {
+		return nil
+	}
+	owner, _, _ := strings.Cut(repo, "/")
+	return m.routes[strings.ToLower(owner)]
 }
 
 // chatRequest is the part of an OpenAI chat-completion request the model
@@ -158,10 +218,17 @@ func (m *Model) next(req chatRequest) (Turn, string) {
 	auxiliary := len(req.Tools) == 0 // the agent's own conversations always offer tools
 	m.mu.Lock()
 	m.requests++
+	route := m.routeOf(prompt)
 	if fresh && !auxiliary {
 		m.prompts = append(m.prompts, prompt)
+		if route != nil {
+			route.prompts = append(route.prompts, prompt)
+		}
 	}
 	script := m.script
+	if route != nil {
+		script = route.script
+	}
 	m.mu.Unlock()
 
 	if auxiliary || script == nil {

@@ -132,3 +132,47 @@ func TestModelSetScript(t *testing.T) {
 		t.Errorf("GET /models: %+v, %v", list, err)
 	}
 }
+
+// TestModelRoutes: a shared model answers each sandbox's conversations with
+// that sandbox's script, by the owner of the repository the prompt names,
+// and counts its prompts apart; other prompts get the model's own script.
+func TestModelRoutes(t *testing.T) {
+	m, err := StartModel(func(string, []string) Turn { return Turn{Text: "default"} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	a := m.Route("alice", func(string, []string) Turn { return Turn{Text: "alice's"} })
+	b := m.Route("bob", func(string, []string) Turn { return Turn{Text: "bob's"} })
+	b.AddOwner("bobs-org")
+	ask := func(prompt string) string {
+		msg, _ := json.Marshal(prompt)
+		req := `{"stream":true,"tools":[` + bashTool + `],"messages":[{"role":"user","content":` + string(msg) + `}]}`
+		return postChat(t, m, req)[0].Choices[0].Delta.Content
+	}
+	const head = "\nHead SHA: 0123456789abcdef\n"
+	for _, c := range []struct{ prompt, want string }{
+		{"Review PR #1. Repo: alice/demo." + head, "alice's"},
+		{"Review PR #1. Repo: Bob/demo." + head, "bob's"},
+		{"Review PR #2. Repo: bobs-org/tool." + head, "bob's"},
+		{"Review PR #3. Repo: carol/demo." + head, "default"},
+		{"hello", "default"},
+	} {
+		if got := ask(c.prompt); got != c.want {
+			t.Errorf("%q answered %q, want %q", c.prompt, got, c.want)
+		}
+	}
+	if got := len(a.Prompts()); got != 1 {
+		t.Errorf("alice's route counted %d prompts, want 1", got)
+	}
+	if got := len(b.Prompts()); got != 2 {
+		t.Errorf("bob's route counted %d prompts, want 2", got)
+	}
+	if got := len(m.Prompts()); got != 5 {
+		t.Errorf("the model counted %d prompts, want 5", got)
+	}
+	b.SetScript(func(string, []string) Turn { return Turn{Text: "bob's new"} })
+	if got := ask("Review PR #4. Repo: bob/demo." + head); got != "bob's new" {
+		t.Errorf("after SetScript: %q", got)
+	}
+}

@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 
 	"pool/configs"
 )
@@ -21,11 +24,12 @@ type Options struct {
 	Log       io.Writer
 }
 
-// Sandbox is a running test forge with a seeded repository, and an agent
-// server whose model is scripted.
+// Sandbox is a seeded repository on a test forge, and an agent server whose
+// model answers the sandbox's conversations as its script says. Its servers
+// are its own (Start) or shared with other sandboxes (Servers.Join).
 type Sandbox struct {
 	Forge *Forge
-	Model *Model
+	Model *Route // the model's answers about this sandbox's repositories
 	Agent *AgentServer
 
 	Owner, Repo   string
@@ -36,46 +40,145 @@ type Sandbox struct {
 	ReviewerToken string // the scripted reviewer's account: a write collaborator
 	PRs           []int
 	Dir           string
+
+	servers *Servers // stopped with the sandbox when it started them
+	orgs    []string // organisations made by AddOrg
 }
 
-// Start brings up the forge, seeds a repository with opts.PRs open PRs, and
-// starts the scripted model and the agent server. On error it stops what it
-// started.
-func Start(ctx context.Context, opts Options) (sb *Sandbox, err error) {
-	if opts.AgentName == "" {
-		opts.AgentName = configs.Default().AgentName
+// Owns reports whether the repository named "owner/name" belongs to the
+// sandbox's owner or to an organisation it made.
+func (sb *Sandbox) Owns(fullName string) bool {
+	owner, _, ok := strings.Cut(fullName, "/")
+	if !ok {
+		return false
 	}
+	for _, o := range append([]string{sb.Owner}, sb.orgs...) {
+		if strings.EqualFold(o, owner) {
+			return true
+		}
+	}
+	return false
+}
+
+// Servers are a test forge with the reviewer's account, a scripted model and
+// an agent server, shared by the sandboxes that join them. Each sandbox has
+// accounts, repositories and a model route of its own, so sandboxes on one
+// set of servers can run side by side.
+type Servers struct {
+	Forge *Forge
+	Model *Model
+	Agent *AgentServer
+
+	ReviewerUser  string
+	ReviewerToken string // the agent server's reviewer account (every sandbox's)
+	Dir           string
+
+	mu     sync.Mutex // guards joined
+	joined int        // sandboxes joined so far, to name their accounts
+}
+
+// Start brings up servers of its own, seeds a repository with opts.PRs open
+// PRs, and routes the model's conversations to opts.Script. On error it stops
+// what it started.
+func Start(ctx context.Context, opts Options) (*Sandbox, error) {
+	s, err := StartServers(ctx, opts.Dir, opts.AgentName, opts.Log)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := s.Join(ctx, opts)
+	if err != nil {
+		return nil, errors.Join(err, s.Stop())
+	}
+	sb.servers = s
+	return sb, nil
+}
+
+// StartServers starts the forge in dir/forge, makes the reviewer's account,
+// and starts the model and an agent server (in dir/agent) that knows the
+// agent agentName (default configs.Default().AgentName). On error it stops
+// what it started.
+func StartServers(ctx context.Context, dir, agentName string, log io.Writer) (s *Servers, err error) {
+	if agentName == "" {
+		agentName = configs.Default().AgentName
+	}
+	if log == nil {
+		log = io.Discard
+	}
+	s = &Servers{Dir: dir, ReviewerUser: "reviewer"}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.Stop())
+		}
+	}()
+	if s.Forge, err = StartForge(ctx, filepath.Join(dir, "forge"), log); err != nil {
+		return nil, err
+	}
+	if s.ReviewerToken, err = s.Forge.CreateUser(ctx, s.ReviewerUser); err != nil {
+		return nil, err
+	}
+	if s.Model, err = StartModel(nil); err != nil {
+		return nil, err
+	}
+	s.Agent, err = StartAgentServer(ctx, filepath.Join(dir, "agent"), AgentOptions{
+		ModelURL: s.Model.URL, AgentName: agentName, Log: log,
+		Env: map[string]string{EnvForgeURL: s.Forge.URL, EnvReviewerToken: s.ReviewerToken},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Join seeds a sandbox on the servers: an owner and a pool account of its
+// own (named "owner" and "pool-bot" for the first sandbox, with a number
+// after for the next ones), the owner's repository "demo" with opts.PRs open
+// PRs, and a model route for the owner's repositories that answers as
+// opts.Script (default: approve). opts.Dir holds the sandbox's files.
+// opts.AgentName is the servers' business, not the sandbox's.
+func (s *Servers) Join(ctx context.Context, opts Options) (*Sandbox, error) {
 	if opts.Script == nil {
 		opts.Script = Reviewer(Approve)
 	}
-	if opts.Log == nil {
-		opts.Log = io.Discard
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	sb = &Sandbox{Dir: opts.Dir, Owner: "owner", Repo: "demo", PoolUser: "pool-bot", ReviewerUser: "reviewer"}
-	defer func() {
-		if err != nil {
-			sb.Stop()
-		}
-	}()
-	if sb.Forge, err = StartForge(ctx, filepath.Join(opts.Dir, "forge"), opts.Log); err != nil {
-		return sb, err
+	s.mu.Lock()
+	s.joined++
+	suffix := ""
+	if s.joined > 1 {
+		suffix = strconv.Itoa(s.joined)
 	}
-	if err = sb.seedAccounts(ctx); err != nil {
-		return sb, err
+	s.mu.Unlock()
+	sb := &Sandbox{
+		Forge: s.Forge, Agent: s.Agent, Dir: opts.Dir,
+		Owner: "owner" + suffix, Repo: "demo", PoolUser: "pool-bot" + suffix,
+		ReviewerUser: s.ReviewerUser, ReviewerToken: s.ReviewerToken,
+	}
+	sb.Model = s.Model.Route(sb.Owner, opts.Script)
+	if err := sb.seedAccounts(ctx); err != nil {
+		return nil, err
 	}
 	for i := 1; i <= opts.PRs; i++ {
-		if _, err = sb.AddPR(ctx, i); err != nil {
-			return sb, err
+		if _, err := sb.AddPR(ctx, i); err != nil {
+			return nil, err
 		}
 	}
-	if sb.Model, err = StartModel(opts.Script); err != nil {
-		return sb, err
+	return sb, nil
+}
+
+// Stop stops every server. Safe to call more than once.
+func (s *Servers) Stop() error {
+	var errs []error
+	if s.Agent != nil {
+		errs = append(errs, s.Agent.Stop())
 	}
-	sb.Agent, err = StartAgentServer(ctx, filepath.Join(opts.Dir, "agent"), AgentOptions{
-		ModelURL: sb.Model.URL, AgentName: opts.AgentName,
-		Env: map[string]string{EnvForgeURL: sb.Forge.URL, EnvReviewerToken: sb.ReviewerToken},
-	})
-	return sb, err
+	if s.Model != nil {
+		s.Model.Close()
+	}
+	if s.Forge != nil {
+		errs = append(errs, s.Forge.Stop())
+	}
+	return errors.Join(errs...)
 }
 
 func (sb *Sandbox) seedAccounts(ctx context.Context) error {
@@ -84,9 +187,6 @@ func (sb *Sandbox) seedAccounts(ctx context.Context) error {
 		return err
 	}
 	if sb.PoolToken, err = sb.Forge.CreateUser(ctx, sb.PoolUser); err != nil {
-		return err
-	}
-	if sb.ReviewerToken, err = sb.Forge.CreateUser(ctx, sb.ReviewerUser); err != nil {
 		return err
 	}
 	return sb.AddRepo(ctx, sb.Repo)
@@ -169,6 +269,8 @@ func (sb *Sandbox) AddOrg(ctx context.Context, org string) error {
 	if err := sb.Forge.CreateOrg(ctx, sb.OwnerToken, org); err != nil {
 		return err
 	}
+	sb.Model.AddOwner(org)
+	sb.orgs = append(sb.orgs, org)
 	return sb.Forge.AddOwner(ctx, sb.OwnerToken, org, sb.PoolUser)
 }
 
@@ -214,17 +316,11 @@ func (sb *Sandbox) WriteTokenFile() (string, error) {
 	return path, os.WriteFile(path, []byte(sb.PoolToken+"\n"), 0o600)
 }
 
-// Stop stops every server the sandbox started. Safe to call more than once.
+// Stop stops the servers if the sandbox started them (Start); shared ones
+// stay up. Safe to call more than once.
 func (sb *Sandbox) Stop() error {
-	var errs []error
-	if sb.Agent != nil {
-		errs = append(errs, sb.Agent.Stop())
+	if sb.servers == nil {
+		return nil
 	}
-	if sb.Model != nil {
-		sb.Model.Close()
-	}
-	if sb.Forge != nil {
-		errs = append(errs, sb.Forge.Stop())
-	}
-	return errors.Join(errs...)
+	return sb.servers.Stop()
 }

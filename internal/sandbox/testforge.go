@@ -1,9 +1,13 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -42,4 +46,60 @@ func ForgeForTest(t testing.TB) *Forge {
 		}
 	})
 	return f
+}
+
+// shared are the servers the tests of one test binary share.
+var shared struct {
+	once    sync.Once
+	dir     string
+	servers *Servers
+	err     error
+}
+
+// SharedServers returns the forge, model and agent server that every test
+// of this test binary shares, starting them on first use. Under -short it
+// skips the test. The test binary's TestMain stops them with StopShared.
+//
+// A test on shared servers isolates itself by the sandbox it joins
+// (Servers.Join): accounts, repositories and a model route of its own. A
+// test that stops, freezes or restarts a server starts servers of its own.
+func SharedServers(t testing.TB) *Servers {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test: needs the real forge and agent server (run without -short)")
+	}
+	shared.once.Do(func() {
+		// Building gitea the first time takes minutes; a cached binary starts in seconds.
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		if shared.dir, shared.err = os.MkdirTemp("", "pool-servers-"); shared.err != nil {
+			return
+		}
+		var log bytes.Buffer
+		start := time.Now()
+		shared.servers, shared.err = StartServers(ctx, shared.dir, "", &log)
+		if shared.err != nil {
+			shared.err = fmt.Errorf("shared servers: %w\n%s", shared.err, log.String())
+			return
+		}
+		fmt.Fprintf(os.Stderr, "sandbox: shared forge %s and agent server %s up in %s\n",
+			shared.servers.Forge.URL, shared.servers.Agent.URL, time.Since(start).Round(100*time.Millisecond))
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.servers
+}
+
+// StopShared stops the shared servers, if any were started, and removes
+// their data.
+func StopShared() {
+	if shared.servers != nil {
+		if err := shared.servers.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "sandbox: stopping the shared servers: %v\n", err)
+		}
+	}
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
 }

@@ -1,0 +1,105 @@
+// Command testsummary reads `go test -json` on its standard input and prints
+// what plain `go test` prints (each package's closing line, and the output
+// of every test that failed), then the slowest tests of the run, so that a
+// slow test is noticed the day it is added. .ci/run pipes the README's test
+// command through it.
+//
+//	go test -json ./... | go run ./internal/testsummary -slowest 10
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// event is one line of `go test -json` (see `go doc test2json`).
+type event struct {
+	Action  string
+	Package string
+	Test    string
+	Elapsed float64
+	Output  string
+}
+
+// timing is one finished top-level test.
+type timing struct {
+	name    string
+	seconds float64
+	failed  bool
+}
+
+func main() {
+	slowest := flag.Int("slowest", 10, "how many of the slowest tests to list")
+	flag.Parse()
+	timings, err := summarize(os.Stdin, os.Stdout)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testsummary: %v\n", err)
+		os.Exit(1)
+	}
+	printSlowest(os.Stdout, timings, *slowest)
+}
+
+// summarize copies the package lines and the failed tests' output from in to
+// out, and returns the top-level tests' times. A line that is not JSON (a
+// build error printed by go itself) is copied as it is.
+func summarize(in io.Reader, out io.Writer) ([]timing, error) {
+	// a running top-level test's output, its subtests' included, by package
+	// and test: a failed test shows all of it
+	held := map[string]*strings.Builder{}
+	var timings []timing
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	for sc.Scan() {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Action == "" {
+			fmt.Fprintln(out, sc.Text())
+			continue
+		}
+		top, _, sub := strings.Cut(e.Test, "/")
+		key := e.Package + " " + top
+		switch {
+		case e.Test == "" && e.Action == "output":
+			fmt.Fprint(out, e.Output)
+		case e.Test == "":
+		case e.Action == "output":
+			if held[key] == nil {
+				held[key] = &strings.Builder{}
+			}
+			held[key].WriteString(e.Output)
+		case sub:
+		case e.Action == "pass" || e.Action == "fail" || e.Action == "skip":
+			if e.Action == "fail" && held[key] != nil {
+				fmt.Fprint(out, held[key].String())
+			}
+			delete(held, key)
+			if e.Action != "skip" {
+				timings = append(timings, timing{name: e.Package + "." + e.Test, seconds: e.Elapsed, failed: e.Action == "fail"})
+			}
+		}
+	}
+	return timings, sc.Err()
+}
+
+func printSlowest(out io.Writer, timings []timing, n int) {
+	sort.SliceStable(timings, func(i, j int) bool { return timings[i].seconds > timings[j].seconds })
+	if len(timings) < n {
+		n = len(timings)
+	}
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\nThe %d slowest tests of %d:\n", n, len(timings))
+	for _, t := range timings[:n] {
+		mark := ""
+		if t.failed {
+			mark = "  (failed)"
+		}
+		fmt.Fprintf(out, "%8.1fs  %s%s\n", t.seconds, t.name, mark)
+	}
+}

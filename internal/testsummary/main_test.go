@@ -1,0 +1,45 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSummarize: package lines pass through, a failed test's output is
+// shown (its subtests' too) and a passed test's is not, and the slowest top-level tests are
+// listed slowest first, subtests and skipped tests left out.
+func TestSummarize(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Action":"start","Package":"p"}`,
+		`{"Action":"run","Package":"p","Test":"TestFast"}`,
+		`{"Action":"output","Package":"p","Test":"TestFast","Output":"=== RUN   TestFast\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestFast","Output":"fast log line\n"}`,
+		`{"Action":"pass","Package":"p","Test":"TestFast","Elapsed":0.5}`,
+		`{"Action":"output","Package":"p","Test":"TestSlow/sub","Output":"sub log line\n"}`,
+		`{"Action":"pass","Package":"p","Test":"TestSlow/sub","Elapsed":40}`,
+		`{"Action":"output","Package":"p","Test":"TestSlow","Output":"slow failed here\n"}`,
+		`{"Action":"fail","Package":"p","Test":"TestSlow","Elapsed":41}`,
+		`{"Action":"skip","Package":"p","Test":"TestSkipped","Elapsed":99}`,
+		`# a build error line`,
+		`{"Action":"output","Package":"p","Output":"FAIL\tp\t42.0s\n"}`,
+		`{"Action":"fail","Package":"p","Elapsed":42}`,
+	}, "\n")
+	var out strings.Builder
+	timings, err := summarize(strings.NewReader(in), &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	printSlowest(&out, timings, 10)
+	got := out.String()
+	for _, want := range []string{"sub log line\nslow failed here\n", "# a build error line\n", "FAIL\tp\t42.0s\n",
+		"The 2 slowest tests of 2:\n    41.0s  p.TestSlow  (failed)\n     0.5s  p.TestFast\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+	for _, unwanted := range []string{"fast log line", "TestSkipped", "TestSlow/sub"} {
+		if strings.Contains(got, unwanted) {
+			t.Errorf("summary shows %q:\n%s", unwanted, got)
+		}
+	}
+}
