@@ -143,6 +143,9 @@ func (p *Publisher) sync(ctx context.Context, k key, want forgejo.NewStatus) err
 		return nil
 	}
 	if err := p.Forge.PostStatus(ctx, p.Owner, p.Repo, k.head, want); err != nil {
+		// The write may have landed with its answer lost (a timeout, or the
+		// pool stopping mid-call): read the forge again before the next one.
+		delete(p.written, k)
 		return err
 	}
 	p.written[k] = want

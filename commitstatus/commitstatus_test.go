@@ -18,6 +18,9 @@ type fakeForge struct {
 	reads    int
 	writes   []string
 	failPost error
+	// loseAnswers: a write lands on the forge, but its answer is lost (a
+	// timeout, or the pool's context ended while it waited).
+	loseAnswers bool
 }
 
 func (f *fakeForge) StatusHistory(_ context.Context, _, _, sha string) ([]forgejo.Status, error) {
@@ -30,7 +33,29 @@ func (f *fakeForge) PostStatus(_ context.Context, owner, repo, sha string, s for
 		return f.failPost
 	}
 	f.writes = append(f.writes, fmt.Sprintf("%s/%s@%s %s=%s %q %s", owner, repo, sha, s.Context, s.State, s.Description, s.TargetURL))
+	if f.loseAnswers {
+		if f.existing == nil {
+			f.existing = map[string][]forgejo.Status{}
+		}
+		f.existing[sha] = append(f.existing[sha], forgejo.Status{ID: int64(len(f.writes)), Context: s.Context,
+			State: s.State, Description: s.Description, TargetURL: s.TargetURL})
+		return context.DeadlineExceeded
+	}
 	return nil
+}
+
+// TestAWriteWhoseAnswerWasLostIsNotWrittenAgain: a status that reached the
+// forge although its answer was lost (the pool stopping mid-call) is read
+// back before the next write, not written twice.
+func TestAWriteWhoseAnswerWasLostIsNotWrittenAgain(t *testing.T) {
+	f := &fakeForge{loseAnswers: true}
+	p := newPublisher(f)
+	merged := ops.PR{Number: 3, Head: "h1", Next: "merged", Done: true, Merged: true}
+	p.Sync(context.Background(), status(merged))
+	p.Sync(context.Background(), status(merged))
+	if len(f.writes) != 1 {
+		t.Errorf("writes:\n%q\nwant the one", f.writes)
+	}
 }
 
 func newPublisher(f *fakeForge) *Publisher {

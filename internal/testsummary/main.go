@@ -65,7 +65,9 @@ func summarize(in io.Reader, out io.Writer) ([]timing, error) {
 		key := e.Package + " " + top
 		switch {
 		case e.Test == "" && e.Action == "output":
-			fmt.Fprint(out, e.Output)
+			if e.Output != "PASS\n" { // -json runs the tests verbose; plain go test omits it
+				fmt.Fprint(out, e.Output)
+			}
 		case e.Test == "":
 		case e.Action == "output":
 			if held[key] == nil {

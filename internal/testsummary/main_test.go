@@ -21,6 +21,8 @@ func TestSummarize(t *testing.T) {
 		`{"Action":"fail","Package":"p","Test":"TestSlow","Elapsed":41}`,
 		`{"Action":"skip","Package":"p","Test":"TestSkipped","Elapsed":99}`,
 		`# a build error line`,
+		`{"Action":"output","Package":"q","Output":"PASS\n"}`,
+		`{"Action":"output","Package":"q","Output":"ok  \tq\t1.0s\n"}`,
 		`{"Action":"output","Package":"p","Output":"FAIL\tp\t42.0s\n"}`,
 		`{"Action":"fail","Package":"p","Elapsed":42}`,
 	}, "\n")
@@ -31,13 +33,13 @@ func TestSummarize(t *testing.T) {
 	}
 	printSlowest(&out, timings, 10)
 	got := out.String()
-	for _, want := range []string{"sub log line\nslow failed here\n", "# a build error line\n", "FAIL\tp\t42.0s\n",
+	for _, want := range []string{"sub log line\nslow failed here\n", "\nok  \tq\t1.0s\n", "# a build error line\n", "FAIL\tp\t42.0s\n",
 		"The 2 slowest tests of 2:\n    41.0s  p.TestSlow  (failed)\n     0.5s  p.TestFast\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
 		}
 	}
-	for _, unwanted := range []string{"fast log line", "TestSkipped", "TestSlow/sub"} {
+	for _, unwanted := range []string{"fast log line", "TestSkipped", "TestSlow/sub", "PASS"} {
 		if strings.Contains(got, unwanted) {
 			t.Errorf("summary shows %q:\n%s", unwanted, got)
 		}
