@@ -311,9 +311,26 @@ func (sb *Sandbox) AddOrgPR(ctx context.Context, org, repo string, i int) (int, 
 }
 
 // WriteTokenFile writes the pool's token to a 0600 file and returns its path.
+// The file is replaced whole (a rename), so a pool started a moment before
+// never reads it half written.
 func (sb *Sandbox) WriteTokenFile() (string, error) {
 	path := filepath.Join(sb.Dir, "pool-token")
-	return path, os.WriteFile(path, []byte(sb.PoolToken+"\n"), 0o600)
+	tmp, err := os.CreateTemp(sb.Dir, ".pool-token-*")
+	if err != nil {
+		return "", fmt.Errorf("sandbox: token file: %w", err)
+	}
+	_, err = tmp.WriteString(sb.PoolToken + "\n")
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("sandbox: token file: %w", err)
+	}
+	return path, nil
 }
 
 // Stop stops the servers if the sandbox started them (Start); shared ones
