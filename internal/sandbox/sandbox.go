@@ -22,7 +22,8 @@ type Options struct {
 }
 
 // Sandbox is a running test forge with a seeded repository, and an agent
-// server whose model is scripted.
+// server running the shipped reviewer agents (deploy/opencode) and their
+// pool-review tool, whose model is scripted.
 type Sandbox struct {
 	Forge *Forge
 	Model *Model
@@ -33,7 +34,8 @@ type Sandbox struct {
 	PoolUser      string
 	PoolToken     string // the pool's account: an admin collaborator
 	ReviewerUser  string
-	ReviewerToken string // the scripted reviewer's account: a write collaborator
+	ReviewerToken string        // the scripted reviewer's account: a write collaborator
+	Reviewer      ReviewerSetup // the reviewer tool and token file the agent server uses
 	PRs           []int
 	Dir           string
 }
@@ -71,9 +73,13 @@ func Start(ctx context.Context, opts Options) (sb *Sandbox, err error) {
 	if sb.Model, err = StartModel(opts.Script); err != nil {
 		return sb, err
 	}
+	// The reviewer as shipped: its definitions, permissions and tool, with
+	// the scripted model in place of a real one.
+	if sb.Reviewer, err = SetUpReviewer(ctx, filepath.Join(opts.Dir, "reviewer"), sb.Forge.URL, sb.ReviewerToken); err != nil {
+		return sb, err
+	}
 	sb.Agent, err = StartAgentServer(ctx, filepath.Join(opts.Dir, "agent"), AgentOptions{
-		ModelURL: sb.Model.URL, AgentName: opts.AgentName,
-		Env: map[string]string{EnvForgeURL: sb.Forge.URL, EnvReviewerToken: sb.ReviewerToken},
+		ModelURL: sb.Model.URL, AgentName: opts.AgentName, Shipped: true, Env: sb.Reviewer.Env,
 	})
 	return sb, err
 }
