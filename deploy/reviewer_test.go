@@ -3,7 +3,9 @@ package deploy_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,23 +14,30 @@ import (
 	"pool/agent"
 	"pool/deploy"
 	"pool/internal/sandbox"
+	"pool/pool"
 )
 
 // recorder is a scripted model that makes the calls in turns, one per
 // model turn, and records what each call gave back.
 type recorder struct {
-	turns []sandbox.Turn
+	mu      sync.Mutex // guards the fields below
+	turns   []sandbox.Turn
+	outputs []string // the tool outputs of the last conversation
+}
 
-	mu      sync.Mutex
-	outputs []string // guarded by mu: the tool outputs of the last conversation
+func (r *recorder) setTurns(turns []sandbox.Turn) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.turns = turns
 }
 
 func (r *recorder) script(_ string, outputs []string) sandbox.Turn {
 	r.mu.Lock()
 	r.outputs = append([]string(nil), outputs...)
+	turns := r.turns
 	r.mu.Unlock()
-	if len(outputs) < len(r.turns) {
-		return r.turns[len(outputs)]
+	if len(outputs) < len(turns) {
+		return turns[len(outputs)]
 	}
 	return sandbox.Turn{Text: "Done.\nREVIEW-RESULT: {\"decision\": \"commented\", \"merge_status\": \"none\"}"}
 }
@@ -96,6 +105,14 @@ func runSession(ctx context.Context, t *testing.T, c *agent.Client, agentName, d
 	}
 }
 
+// refusal reports whether a tool output is the agent server's refusal: a
+// denied call (opencode 1.x says a rule prevents it), or a call of a tool
+// the definition denies outright, which the server does not even offer.
+func refusal(out string) bool {
+	return strings.Contains(out, "a rule which prevents you from using this specific tool call") ||
+		strings.Contains(out, "Model tried to call unavailable tool")
+}
+
 // TestShippedReviewerRefusesWhatItMayNotDo runs the shipped reviewer on the
 // real agent server and has its model ask for what the definition does not
 // allow: each call is refused (no permission ask, which headless would wait
@@ -128,7 +145,8 @@ func TestShippedReviewerRefusesWhatItMayNotDo(t *testing.T) {
 		{Bash: "pwd"},
 		{Bash: "git log --oneline"},
 	}
-	rec := &recorder{turns: append(append([]sandbox.Turn(nil), refused...), allowed...)}
+	turns := append(append([]sandbox.Turn(nil), refused...), allowed...)
+	rec := &recorder{turns: turns}
 	m, err := sandbox.StartModel(rec.script)
 	if err != nil {
 		t.Fatal(err)
@@ -150,11 +168,11 @@ func TestShippedReviewerRefusesWhatItMayNotDo(t *testing.T) {
 	dir := gitRepo(t)
 	runSession(ctx, t, c, deploy.Reviewer, dir, "Review PR #1. Repo: owner/demo.")
 	outputs := rec.seen()
-	if len(outputs) != len(rec.turns) {
-		t.Fatalf("%d tool outputs, want %d: %q", len(outputs), len(rec.turns), outputs)
+	if len(outputs) != len(turns) {
+		t.Fatalf("%d tool outputs, want %d: %q", len(outputs), len(turns), outputs)
 	}
 	for i, out := range outputs {
-		call := fmt.Sprintf("%s%s %v", rec.turns[i].Bash, rec.turns[i].Tool, rec.turns[i].Args)
+		call := fmt.Sprintf("%s%s %v", turns[i].Bash, turns[i].Tool, turns[i].Args)
 		t.Logf("%s\n  -> %s", call, strings.TrimSpace(out))
 		if strings.Contains(out, token) {
 			t.Errorf("%s: the output shows the token", call)
@@ -162,13 +180,125 @@ func TestShippedReviewerRefusesWhatItMayNotDo(t *testing.T) {
 		if i >= len(refused) {
 			continue
 		}
-		// A refusal names the rule; anything else ran.
-		if !strings.Contains(strings.ToLower(out), "rule") && !strings.Contains(strings.ToLower(out), "denied") &&
-			!strings.Contains(strings.ToLower(out), "not allowed") && !strings.Contains(strings.ToLower(out), "unavailable") {
+		if !refusal(out) {
 			t.Errorf("%s was not refused: %q", call, out)
 		}
 	}
 	if got := outputs[len(refused)]; strings.TrimSpace(got) != dir {
 		t.Errorf("pwd said %q, want %s: the allowed commands should run", got, dir)
+	}
+}
+
+// clonePRHead clones the sandbox's repository and checks out PR n's head,
+// detached, as the pool's work trees are.
+func clonePRHead(ctx context.Context, t *testing.T, sb *sandbox.Sandbox, n int) (dir, head string) {
+	t.Helper()
+	dir = t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("clone", "-q", fmt.Sprintf("%s/%s/%s.git", sb.Forge.URL, sb.Owner, sb.Repo), ".")
+	git("fetch", "-q", "origin", fmt.Sprintf("refs/pull/%d/head", n))
+	git("checkout", "-q", "--detach", "FETCH_HEAD")
+	return dir, git("rev-parse", "HEAD")
+}
+
+// TestShippedReviewerFilesItsReviewThroughTheTool: a session of the shipped
+// reviewer, in a work tree at a PR's head, reads the PR and the diff and
+// files an approval with a line comment through pool-review: the forge has
+// it on the head commit, by the reviewer's account, official and signed, and
+// no output of the session, the tool or the agent server shows a token.
+func TestShippedReviewerFilesItsReviewThroughTheTool(t *testing.T) {
+	if testing.Short() {
+		t.Skip("deploy: the real forge and agent server are skipped in -short mode")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rec := &recorder{}
+	sb, err := sandbox.Start(ctx, sandbox.Options{Dir: t.TempDir(), PRs: 1, Script: rec.script, Log: sandbox.TestLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("opencode log tail:\n%s", sb.Agent.LogTail())
+		}
+		_ = sb.Stop()
+	})
+	n := sb.PRs[0]
+	dir, head := clonePRHead(ctx, t, sb, n)
+	target := fmt.Sprintf("%s/%s#%d", sb.Owner, sb.Repo, n)
+	turns := []sandbox.Turn{
+		{Bash: "pool-review pr " + target},
+		{Bash: "git diff origin/main...HEAD"},
+		{Bash: fmt.Sprintf("pool-review review %s --commit %s --verdict approve --body 'The new file is what the PR says.' --comment 'features/feature-1.txt:1:Fine as a first line.'", target, head)},
+	}
+	rec.setTurns(turns)
+	text := runSession(ctx, t, agent.New(sb.Agent.URL, "", agent.Options{}), deploy.Reviewer, dir,
+		fmt.Sprintf("Review PR #%d. Repo: %s/%s.\nHead SHA: %s\n", n, sb.Owner, sb.Repo, head))
+	outputs := rec.seen()
+	if len(outputs) != len(turns) {
+		t.Fatalf("tool outputs %q; want %d", outputs, len(turns))
+	}
+	if !strings.Contains(outputs[0], `"head_sha": "`+head+`"`) || !strings.Contains(outputs[1], "+feature 1") ||
+		!strings.Contains(outputs[2], `"posted": "review"`) {
+		t.Errorf("tool outputs:\n%s", strings.Join(outputs, "\n---\n"))
+	}
+	if !strings.Contains(text, "REVIEW-RESULT:") {
+		t.Errorf("final text %q lacks the result line", text)
+	}
+
+	var reviews []struct {
+		ID       int64  `json:"id"`
+		State    string `json:"state"`
+		Body     string `json:"body"`
+		CommitID string `json:"commit_id"`
+		Official bool   `json:"official"`
+		User     struct {
+			Login string `json:"login"`
+		} `json:"user"`
+	}
+	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/pulls/%d/reviews", sb.Owner, sb.Repo, n), nil, &reviews); err != nil {
+		t.Fatal(err)
+	}
+	if len(reviews) != 1 {
+		t.Fatalf("reviews on the forge: %+v; want the reviewer's one", reviews)
+	}
+	r := reviews[0]
+	if r.State != "APPROVED" || r.CommitID != head || r.User.Login != sb.ReviewerUser || !r.Official ||
+		r.Body != "The new file is what the PR says."+pool.Signature {
+		t.Errorf("review %+v; want APPROVED on the head %s by %s, official, signed", r, head, sb.ReviewerUser)
+	}
+	var lines []struct {
+		Body string `json:"body"`
+		Path string `json:"path"`
+	}
+	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/pulls/%d/reviews/%d/comments", sb.Owner, sb.Repo, n, r.ID), nil, &lines); err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 1 || lines[0].Path != "features/feature-1.txt" || lines[0].Body != "Fine as a first line."+pool.Signature {
+		t.Errorf("line comments %+v; want one, signed, on features/feature-1.txt", lines)
+	}
+
+	log, err := os.ReadFile(filepath.Join(sb.Agent.Dir, "opencode.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, token := range []string{sb.ReviewerToken, sb.PoolToken} {
+		for _, out := range append(outputs, text, string(log)) {
+			if strings.Contains(out, token) {
+				t.Errorf("a token shows in the session's outputs or the agent server's log")
+			}
+		}
+		for k, v := range sb.Reviewer.Env {
+			if strings.Contains(v, token) {
+				t.Errorf("the agent server's environment holds a token in %s", k)
+			}
+		}
 	}
 }
