@@ -42,6 +42,10 @@ const (
 // (pool.Signature), which a test keeps equal.
 const Signature = "\n\n---\n**Automated by CleverAgents Bot**\nSupervisor: PR Review | Agent: ca-continuous-pr-reviewer"
 
+// ReviewerScopes are the token scopes the tool needs on Forgejo and Gitea:
+// reviews and pushes are repository writes, PR comments issue writes.
+var ReviewerScopes = []string{"write:repository", "write:issue"}
+
 // Exit codes.
 const (
 	exitOK    = 0
