@@ -3,13 +3,13 @@ package reviewtool
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +21,9 @@ import (
 func TestSignatureIsThePools(t *testing.T) {
 	if Signature != pool.Signature {
 		t.Errorf("Signature = %q, want the pool's %q", Signature, pool.Signature)
+	}
+	if !slices.Equal(ReviewerScopes, sandbox.ReviewerScopes) {
+		t.Errorf("the sandbox's reviewer has scopes %v, the tool says it needs %v", sandbox.ReviewerScopes, ReviewerScopes)
 	}
 	if EnvForgeURL != sandbox.EnvReviewForgeURL || EnvTokenFile != sandbox.EnvReviewTokenFile {
 		t.Errorf("the sandbox sets %s and %s, the tool reads %s and %s",
@@ -174,37 +177,14 @@ func newForgeFixture(t *testing.T) forgeFixture {
 	if _, err = f.CreateUser(ctx, fx.reviewer); err != nil {
 		t.Fatal(err)
 	}
-	fx.reviewerToken = scopedToken(ctx, t, f, fx.reviewer, ReviewerScopes)
+	if fx.reviewerToken, err = f.ScopedToken(ctx, fx.reviewer, ReviewerScopes); err != nil {
+		t.Fatal(err)
+	}
 	if err := f.AddCollaborator(ctx, fx.authorToken, fx.author, fx.repo, fx.reviewer, "write"); err != nil {
 		t.Fatal(err)
 	}
 	fx.env = map[string]string{EnvForgeURL: f.URL, EnvTokenFile: tokenFile(t, fx.reviewerToken)}
 	return fx
-}
-
-// scopedToken makes a token of user's (whose sandbox password is
-// "<user>-password") with only the given scopes.
-func scopedToken(ctx context.Context, t *testing.T, f *sandbox.Forge, user string, scopes []string) string {
-	t.Helper()
-	body, _ := json.Marshal(map[string]any{"name": "reviewer", "scopes": scopes})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.URL+"/api/v1/users/"+user+"/tokens", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.SetBasicAuth(user, user+"-password")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var tok struct {
-		SHA1 string `json:"sha1"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || resp.StatusCode != http.StatusCreated || tok.SHA1 == "" {
-		t.Fatalf("token with scopes %v for %s: HTTP %d, %v", scopes, user, resp.StatusCode, err)
-	}
-	return tok.SHA1
 }
 
 func (fx forgeFixture) target() string { return fmt.Sprintf("%s/%s#%d", fx.author, fx.repo, fx.pr) }

@@ -34,7 +34,7 @@ type Sandbox struct {
 	PoolUser      string
 	PoolToken     string // the pool's account: an admin collaborator
 	ReviewerUser  string
-	ReviewerToken string        // the scripted reviewer's account: a write collaborator
+	ReviewerToken string        // the scripted reviewer's account, a write collaborator; scopes ReviewerScopes
 	Reviewer      ReviewerSetup // the reviewer tool and token file the agent server uses
 	PRs           []int
 	Dir           string
@@ -92,7 +92,11 @@ func (sb *Sandbox) seedAccounts(ctx context.Context) error {
 	if sb.PoolToken, err = sb.Forge.CreateUser(ctx, sb.PoolUser); err != nil {
 		return err
 	}
-	if sb.ReviewerToken, err = sb.Forge.CreateUser(ctx, sb.ReviewerUser); err != nil {
+	if _, err = sb.Forge.CreateUser(ctx, sb.ReviewerUser); err != nil {
+		return err
+	}
+	// The reviewer's token has the scopes an operator gives it, no more.
+	if sb.ReviewerToken, err = sb.Forge.ScopedToken(ctx, sb.ReviewerUser, ReviewerScopes); err != nil {
 		return err
 	}
 	return sb.AddRepo(ctx, sb.Repo)

@@ -15,13 +15,18 @@ import (
 	"pool/deploy"
 )
 
-// The environment pool-review reads (reviewtool.EnvForgeURL and
-// EnvTokenFile; the sandbox cannot import that package, whose forgejo tests
-// import the sandbox, so a reviewtool test keeps the names equal).
+// The environment pool-review reads, and the scopes of the reviewer's token
+// (reviewtool.EnvForgeURL, EnvTokenFile and ReviewerScopes; the sandbox
+// cannot import that package, whose forgejo tests import the sandbox, so a
+// reviewtool test keeps them equal).
 const (
 	EnvReviewForgeURL  = "POOL_REVIEW_FORGE_URL"
 	EnvReviewTokenFile = "POOL_REVIEW_TOKEN_FILE"
 )
+
+// ReviewerScopes are the scopes of the scripted reviewer's token: what the
+// README tells an operator to give the reviewer's.
+var ReviewerScopes = []string{"write:repository", "write:issue"}
 
 // shippedConfig is the shipped opencode.json (deploy/opencode) with the
 // scripted model of scripted, the stand-in config, as its only model, and
