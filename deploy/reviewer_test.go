@@ -135,6 +135,12 @@ func TestShippedReviewerRefusesWhatItMayNotDo(t *testing.T) {
 		{Bash: "pwd; cat " + tf},
 		{Bash: "git diff --no-index " + tf + " /dev/null"},
 		{Bash: "POOL_REVIEW_FORGE_URL=http://127.0.0.1:8 pool-review pr owner/demo#1"},
+		{Bash: "pool-review comment owner/demo#1 --body \"$(cat " + tf + ")\""},
+		{Bash: "pool-review comment owner/demo#1 --body \"$(base64 < " + tf + ")\""},
+		{Bash: "pool-review comment owner/demo#1 --body `cat " + tf + "`"},
+		{Bash: "git log --stdin < " + tf},
+		{Bash: "git rev-parse --parseopt -- < " + tf},
+		{Bash: "git blame -S " + tf + " README"},
 		{Bash: "pool-review push owner/demo#1"},
 		{Bash: "go test ./..."},
 		{Tool: "read", Args: map[string]any{"filePath": tf}},
@@ -144,6 +150,9 @@ func TestShippedReviewerRefusesWhatItMayNotDo(t *testing.T) {
 	allowed := []sandbox.Turn{
 		{Bash: "pwd"},
 		{Bash: "git log --oneline"},
+		// A redirect is not a command the server checks; the tool reads no
+		// standard input, so it posts nothing of the file.
+		{Bash: "pool-review comment owner/demo#1 --body - < " + tf},
 	}
 	turns := append(append([]sandbox.Turn(nil), refused...), allowed...)
 	rec := &recorder{turns: turns}
@@ -186,6 +195,9 @@ func TestShippedReviewerRefusesWhatItMayNotDo(t *testing.T) {
 	}
 	if got := outputs[len(refused)]; strings.TrimSpace(got) != dir {
 		t.Errorf("pwd said %q, want %s: the allowed commands should run", got, dir)
+	}
+	if got := outputs[len(refused)+2]; !strings.Contains(got, "standard input) is not read") {
+		t.Errorf("pool-review with a redirect said %q; want it to refuse to read standard input", got)
 	}
 }
 

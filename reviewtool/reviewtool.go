@@ -75,13 +75,13 @@ Commands:
   comment  OWNER/REPO#N --body TEXT      post a comment on the PR
   push     OWNER/REPO#N                  push the work tree's HEAD to the PR's branch (fixers)
 
-Every body is signed. --body - reads the body from standard input.
+Every body is signed. Bodies come from --body only: the tool reads no file and no standard input.
 Environment: POOL_REVIEW_FORGE_URL (the forge), POOL_REVIEW_TOKEN_FILE (the reviewer's token).
 `
 
 // Main runs one command with args (without the program name); getenv reads
 // the environment. It returns the exit code.
-func Main(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stderr, usage)
 		if len(args) == 0 {
@@ -101,7 +101,6 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdin 
 		return exitUsage
 	}
 	stdout, stderr = t.scrub(stdout), t.scrub(stderr)
-	t.stdin = stdin
 	return run(ctx, t, args, stdout, stderr)
 }
 
@@ -118,7 +117,6 @@ type tool struct {
 	url   string
 	token string
 	forge *forgejo.Client
-	stdin io.Reader
 }
 
 func newTool(ctx context.Context, getenv func(string) string) (*tool, error) {
@@ -326,7 +324,7 @@ func runReview(ctx context.Context, t *tool, args []string, stdout, stderr io.Wr
 	fs := flags("review", stderr)
 	commit := fs.String("commit", "", "the commit reviewed: the PR's head (required)")
 	verdict := fs.String("verdict", "", "approve, request-changes or comment (required)")
-	body := fs.String("body", "", "what the review says, and why (required; - reads standard input)")
+	body := fs.String("body", "", "what the review says, and why (required)")
 	lines := fs.StringArray("comment", nil, "a line comment, PATH:LINE:TEXT (repeatable)")
 	target, ok := parse(fs, args, stderr)
 	if !ok {
@@ -346,6 +344,9 @@ func runReview(ctx context.Context, t *tool, args []string, stdout, stderr io.Wr
 	}
 	for _, l := range *lines {
 		lc, err := parseLineComment(l)
+		if err == nil {
+			err = t.checkText(lc.Body)
+		}
 		if err != nil {
 			return usageErr(stderr, "review", err)
 		}
@@ -371,7 +372,7 @@ func runLine(ctx context.Context, t *tool, args []string, stdout, stderr io.Writ
 	commit := fs.String("commit", "", "the commit reviewed: the PR's head (required)")
 	path := fs.String("path", "", "the file, as the PR's head has it (required)")
 	line := fs.Int("line", 0, "the line in the head's version of the file, from 1 (required)")
-	body := fs.String("body", "", "the comment (required; - reads standard input)")
+	body := fs.String("body", "", "the comment (required)")
 	target, ok := parse(fs, args, stderr)
 	if !ok {
 		return exitUsage
@@ -388,25 +389,32 @@ func runLine(ctx context.Context, t *tool, args []string, stdout, stderr io.Writ
 	return t.postReview(ctx, target, r, stdout, stderr)
 }
 
-// body reads a body (from stdin for "-"), refuses an empty or oversized
-// one, and signs it.
+// body checks a body the agent wrote and signs it. The tool reads bodies
+// from arguments only: a shell redirect is invisible to the agent server's
+// permission patterns, so reading standard input would let `< FILE` post
+// any file the server's user can read.
 func (t *tool) body(arg string) (string, error) {
-	text := arg
-	if arg == "-" {
-		b, err := io.ReadAll(io.LimitReader(t.stdin, maxBody+1))
-		if err != nil {
-			return "", fmt.Errorf("read the body from standard input: %w", err)
-		}
-		text = string(b)
-	}
-	text = strings.TrimSpace(text)
-	switch {
-	case text == "":
-		return "", errors.New("--body is required: say what you found and why")
-	case len(text) > maxBody:
-		return "", fmt.Errorf("the body is over %d bytes", maxBody)
+	text := strings.TrimSpace(arg)
+	if err := t.checkText(text); err != nil {
+		return "", err
 	}
 	return sign(text), nil
+}
+
+// checkText refuses an empty text, an oversized one, one meant for
+// standard input, and one that holds the token.
+func (t *tool) checkText(text string) error {
+	switch {
+	case text == "":
+		return errors.New("--body is required: say what you found and why")
+	case text == "-":
+		return errors.New("--body - (standard input) is not read: give the text itself")
+	case len(text) > maxBody:
+		return fmt.Errorf("the body is over %d bytes", maxBody)
+	case strings.Contains(text, t.token):
+		return errors.New("the text holds the reviewer's token: refused")
+	}
+	return nil
 }
 
 // sign ends text with the signature, once.
@@ -460,7 +468,7 @@ func prState(pr forgejo.PR) string {
 
 func runComment(ctx context.Context, t *tool, args []string, stdout, stderr io.Writer) int {
 	fs := flags("comment", stderr)
-	body := fs.String("body", "", "the comment (required; - reads standard input)")
+	body := fs.String("body", "", "the comment (required)")
 	target, ok := parse(fs, args, stderr)
 	if !ok {
 		return exitUsage

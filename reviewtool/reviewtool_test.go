@@ -94,9 +94,9 @@ func TestReadToken(t *testing.T) {
 }
 
 // run runs the tool in-process with env as its whole environment.
-func run(ctx context.Context, env map[string]string, stdin string, args ...string) (code int, stdout, stderr string) {
+func run(ctx context.Context, env map[string]string, args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
-	code = Main(ctx, args, func(k string) string { return env[k] }, strings.NewReader(stdin), &out, &errb)
+	code = Main(ctx, args, func(k string) string { return env[k] }, &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -132,7 +132,7 @@ func TestTokenNeverPrinted(t *testing.T) {
 		{"comment", "o/r#1", "--body", "hello"},
 		{"push", "o/r#1"},
 	} {
-		code, stdout, stderr := run(ctx, env, "", args...)
+		code, stdout, stderr := run(ctx, env, args...)
 		if code == 0 {
 			t.Errorf("%v: exit 0 against a forge that refuses everything", args)
 		}
@@ -218,22 +218,33 @@ func TestReviewLineAndCommentOnTheRealForge(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	code, stdout, stderr := run(ctx, fx.env, "", "pr", fx.target())
+	code, stdout, stderr := run(ctx, fx.env, "pr", fx.target())
 	if code != 0 || !strings.Contains(stdout, `"head_sha": "`+fx.head+`"`) || !strings.Contains(stdout, `"author": "`+fx.author+`"`) {
 		t.Fatalf("pr: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	code, stdout, stderr = run(ctx, fx.env, "", "review", fx.target(), "--commit", fx.head[:12], "--verdict", "approve",
+	code, stdout, stderr = run(ctx, fx.env, "review", fx.target(), "--commit", fx.head[:12], "--verdict", "approve",
 		"--body", "Reads well.", "--comment", "feature.txt:1:A fine line.")
 	if code != 0 || !strings.Contains(stdout, `"posted": "review"`) {
 		t.Fatalf("review: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	code, stdout, stderr = run(ctx, fx.env, "Second look:\nstill fine.\n", "line", fx.target(), "--commit", fx.head,
-		"--path", "feature.txt", "--line", "1", "--body", "-")
+	code, stdout, stderr = run(ctx, fx.env, "line", fx.target(), "--commit", fx.head,
+		"--path", "feature.txt", "--line", "1", "--body", "Second look:\nstill fine.")
 	if code != 0 {
 		t.Fatalf("line: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	if code, stdout, stderr = run(ctx, fx.env, "", "comment", fx.target(), "--body", "Thanks."); code != 0 {
+	if code, stdout, stderr = run(ctx, fx.env, "comment", fx.target(), "--body", "Thanks."); code != 0 {
 		t.Fatalf("comment: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	// Texts that would publish the token, or read standard input, are refused
+	// before anything is posted.
+	for _, args := range [][]string{
+		{"comment", fx.target(), "--body", "see " + fx.reviewerToken},
+		{"comment", fx.target(), "--body", "-"},
+		{"review", fx.target(), "--commit", fx.head, "--verdict", "comment", "--body", "x", "--comment", "feature.txt:1:" + fx.reviewerToken},
+	} {
+		if code, stdout, stderr := run(ctx, fx.env, args...); code != exitUsage || strings.Contains(stdout+stderr, fx.reviewerToken) {
+			t.Errorf("%s: exit %d, %q %q; want %d and no token shown", args[0], code, stdout, stderr, exitUsage)
+		}
 	}
 
 	rs := fx.reviews(t)
@@ -288,11 +299,11 @@ func TestReviewRefusesAnotherCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := run(ctx, fx.env, "", "review", fx.target(), "--commit", fx.head, "--verdict", "approve", "--body", "ok")
+	code, _, stderr := run(ctx, fx.env, "review", fx.target(), "--commit", fx.head, "--verdict", "approve", "--body", "ok")
 	if code != exitFail || !strings.Contains(stderr, newHead) {
 		t.Errorf("review of the old head: exit %d, %q; want 1 naming the head %s", code, stderr, newHead)
 	}
-	if code, _, _ := run(ctx, fx.env, "", "review", fx.target(), "--commit", newHead, "--verdict", "merge", "--body", "ok"); code != exitUsage {
+	if code, _, _ := run(ctx, fx.env, "review", fx.target(), "--commit", newHead, "--verdict", "merge", "--body", "ok"); code != exitUsage {
 		t.Errorf("verdict merge: exit %d, want %d", code, exitUsage)
 	}
 	if rs := fx.reviews(t); len(rs) != 0 {
@@ -326,7 +337,7 @@ func TestPushFastForwardsThePRBranch(t *testing.T) {
 	git("commit", "-qm", "fix")
 	fixed := git("rev-parse", "HEAD")
 	t.Chdir(dir)
-	code, stdout, stderr := run(ctx, fx.env, "", "push", fx.target())
+	code, stdout, stderr := run(ctx, fx.env, "push", fx.target())
 	if code != 0 {
 		t.Fatalf("push: exit %d\n%s\n%s", code, stdout, stderr)
 	}

@@ -38,7 +38,7 @@ type Verdict struct {
 
 // WhereCommand is the scripted reviewer's first command: where it runs and
 // what is checked out there.
-const WhereCommand = "pwd; git rev-parse HEAD 2>&1"
+const WhereCommand = "pwd; git log -1 --format=%H"
 
 // Reviewer returns a Script for a reviewer that first looks where it runs
 // (WhereCommand), then reviews as decide says with pool-review, and ends
