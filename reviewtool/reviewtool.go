@@ -18,6 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
@@ -95,7 +97,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		fmt.Fprintf(stderr, "pool-review: unknown command %q\n%s", cmd, usage)
 		return exitUsage
 	}
-	t, err := newTool(ctx, getenv)
+	t, err := newTool(getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "pool-review: %v\n", err)
 		return exitUsage
@@ -119,19 +121,40 @@ type tool struct {
 	forge *forgejo.Client
 }
 
-func newTool(ctx context.Context, getenv func(string) string) (*tool, error) {
-	url := strings.TrimRight(getenv(EnvForgeURL), "/")
-	if url == "" {
-		return nil, fmt.Errorf("%s is not set: the agent server's environment names the forge", EnvForgeURL)
-	}
-	if !strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "http://") {
-		return nil, fmt.Errorf("%s: want an http(s) URL, got %q", EnvForgeURL, redact.URL(url))
+func newTool(getenv func(string) string) (*tool, error) {
+	forge := strings.TrimRight(getenv(EnvForgeURL), "/")
+	if err := checkForgeURL(forge); err != nil {
+		return nil, err
 	}
 	token, err := readToken(getenv(EnvTokenFile))
 	if err != nil {
 		return nil, err
 	}
-	return &tool{url: url, token: token}, nil
+	return &tool{url: forge, token: token}, nil
+}
+
+// checkForgeURL wants https, or http to this machine: the token travels
+// in every request.
+func checkForgeURL(s string) error {
+	if s == "" {
+		return fmt.Errorf("%s is not set: the agent server's environment names the forge", EnvForgeURL)
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return fmt.Errorf("%s: want an http(s) URL without credentials, got %q", EnvForgeURL, redact.URL(s))
+	}
+	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+		return fmt.Errorf("%s: %s is plain http to another machine; the token would travel in clear: use https", EnvForgeURL, redact.URL(s))
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // readToken reads the reviewer's token: the file's first line. A file that

@@ -31,6 +31,26 @@ func TestSignatureIsThePools(t *testing.T) {
 	}
 }
 
+func TestCheckForgeURL(t *testing.T) {
+	tests := []struct {
+		url string
+		ok  bool
+	}{
+		{"https://forge.example.org", true},
+		{"http://127.0.0.1:3000", true},
+		{"http://localhost:3000", true},
+		{"http://forge.example.org", false},
+		{"https://u:p@forge.example.org", false},
+		{"forge.example.org", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if err := checkForgeURL(tt.url); (err == nil) != tt.ok {
+			t.Errorf("checkForgeURL(%q) = %v, want ok=%v", tt.url, err, tt.ok)
+		}
+	}
+}
+
 func TestSignOnce(t *testing.T) {
 	once := sign("Looks good.\n")
 	if once != "Looks good."+Signature {
