@@ -201,9 +201,9 @@ func TestShippedReviewerRefusesWhatItMayNotDo(t *testing.T) {
 	}
 }
 
-// clonePRHead clones the sandbox's repository and checks out PR n's head,
+// clonePRHead clones owner/repo from the forge and checks out PR n's head,
 // detached, as the pool's work trees are.
-func clonePRHead(ctx context.Context, t *testing.T, sb *sandbox.Sandbox, n int) (dir, head string) {
+func clonePRHead(ctx context.Context, t *testing.T, f *sandbox.Forge, owner, repo string, n int) (dir, head string) {
 	t.Helper()
 	dir = t.TempDir()
 	git := func(args ...string) string {
@@ -214,7 +214,7 @@ func clonePRHead(ctx context.Context, t *testing.T, sb *sandbox.Sandbox, n int) 
 		}
 		return strings.TrimSpace(string(out))
 	}
-	git("clone", "-q", fmt.Sprintf("%s/%s/%s.git", sb.Forge.URL, sb.Owner, sb.Repo), ".")
+	git("clone", "-q", fmt.Sprintf("%s/%s/%s.git", f.URL, owner, repo), ".")
 	git("fetch", "-q", "origin", fmt.Sprintf("refs/pull/%d/head", n))
 	git("checkout", "-q", "--detach", "FETCH_HEAD")
 	return dir, git("rev-parse", "HEAD")
@@ -224,40 +224,73 @@ func clonePRHead(ctx context.Context, t *testing.T, sb *sandbox.Sandbox, n int) 
 // reviewer, in a work tree at a PR's head, reads the PR and the diff and
 // files an approval with a line comment through pool-review: the forge has
 // it on the head commit, by the reviewer's account, official and signed, and
-// no output of the session, the tool or the agent server shows a token.
+// no output of the session, the tool or the agent server shows the token.
 func TestShippedReviewerFilesItsReviewThroughTheTool(t *testing.T) {
-	if testing.Short() {
-		t.Skip("deploy: the real forge and agent server are skipped in -short mode")
-	}
+	f := sandbox.ForgeForTest(t) // skips in -short mode
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	// Names of this test's own, so that a forge shared by tests keeps them apart.
+	const author, reviewer, repo = "deploy-tool-author", "deploy-tool-reviewer", "reviewed"
+	ch, err := f.OpenChange(ctx, author, repo, "feature", "feature.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.CreateUser(ctx, reviewer); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.AddCollaborator(ctx, ch.Token, author, repo, reviewer, "write"); err != nil {
+		t.Fatal(err)
+	}
+	token, err := f.ScopedToken(ctx, reviewer, sandbox.ReviewerScopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup, err := sandbox.SetUpReviewer(ctx, t.TempDir(), f.URL, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range setup.Env {
+		if strings.Contains(v, token) {
+			t.Errorf("the agent server's environment holds the token in %s", k)
+		}
+	}
 	rec := &recorder{}
-	sb, err := sandbox.Start(ctx, sandbox.Options{Dir: t.TempDir(), PRs: 1, Script: rec.script, Log: sandbox.TestLog(t)})
+	m, err := sandbox.StartModel(rec.script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	srv, err := sandbox.StartAgentServer(ctx, t.TempDir(), sandbox.AgentOptions{
+		ModelURL: m.URL, AgentName: deploy.Reviewer, Shipped: true, Env: setup.Env, Log: sandbox.TestLog(t),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("opencode log tail:\n%s", sb.Agent.LogTail())
+			t.Logf("opencode log tail:\n%s", srv.LogTail())
 		}
-		_ = sb.Stop()
+		_ = srv.Stop()
 	})
-	n := sb.PRs[0]
-	dir, head := clonePRHead(ctx, t, sb, n)
-	target := fmt.Sprintf("%s/%s#%d", sb.Owner, sb.Repo, n)
+
+	dir, head := clonePRHead(ctx, t, f, author, repo, ch.PR)
+	if head != ch.Head {
+		t.Fatalf("work tree at %s, want the PR's head %s", head, ch.Head)
+	}
+	target := fmt.Sprintf("%s/%s#%d", author, repo, ch.PR)
 	turns := []sandbox.Turn{
 		{Bash: "pool-review pr " + target},
 		{Bash: "git diff origin/main...HEAD"},
-		{Bash: fmt.Sprintf("pool-review review %s --commit %s --verdict approve --body 'The new file is what the PR says.' --comment 'features/feature-1.txt:1:Fine as a first line.'", target, head)},
+		{Bash: fmt.Sprintf("pool-review review %s --commit %s --verdict approve --body 'The new file is what the PR says.' --comment 'feature.txt:1:Fine as a first line.'", target, head)},
 	}
 	rec.setTurns(turns)
-	text := runSession(ctx, t, agent.New(sb.Agent.URL, "", agent.Options{}), deploy.Reviewer, dir,
-		fmt.Sprintf("Review PR #%d. Repo: %s/%s.\nHead SHA: %s\n", n, sb.Owner, sb.Repo, head))
+	text := runSession(ctx, t, agent.New(srv.URL, "", agent.Options{}), deploy.Reviewer, dir,
+		fmt.Sprintf("Review PR #%d. Repo: %s/%s.\nHead SHA: %s\n", ch.PR, author, repo, head))
 	outputs := rec.seen()
 	if len(outputs) != len(turns) {
 		t.Fatalf("tool outputs %q; want %d", outputs, len(turns))
 	}
-	if !strings.Contains(outputs[0], `"head_sha": "`+head+`"`) || !strings.Contains(outputs[1], "+feature 1") ||
+	if !strings.Contains(outputs[0], `"head_sha": "`+head+`"`) || !strings.Contains(outputs[1], "+feature.txt") ||
 		!strings.Contains(outputs[2], `"posted": "review"`) {
 		t.Errorf("tool outputs:\n%s", strings.Join(outputs, "\n---\n"))
 	}
@@ -275,42 +308,35 @@ func TestShippedReviewerFilesItsReviewThroughTheTool(t *testing.T) {
 			Login string `json:"login"`
 		} `json:"user"`
 	}
-	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/pulls/%d/reviews", sb.Owner, sb.Repo, n), nil, &reviews); err != nil {
+	if _, err := f.Do(ctx, ch.Token, "GET", fmt.Sprintf("/repos/%s/%s/pulls/%d/reviews", author, repo, ch.PR), nil, &reviews); err != nil {
 		t.Fatal(err)
 	}
 	if len(reviews) != 1 {
 		t.Fatalf("reviews on the forge: %+v; want the reviewer's one", reviews)
 	}
 	r := reviews[0]
-	if r.State != "APPROVED" || r.CommitID != head || r.User.Login != sb.ReviewerUser || !r.Official ||
+	if r.State != "APPROVED" || r.CommitID != head || r.User.Login != reviewer || !r.Official ||
 		r.Body != "The new file is what the PR says."+pool.Signature {
-		t.Errorf("review %+v; want APPROVED on the head %s by %s, official, signed", r, head, sb.ReviewerUser)
+		t.Errorf("review %+v; want APPROVED on the head %s by %s, official, signed", r, head, reviewer)
 	}
 	var lines []struct {
 		Body string `json:"body"`
 		Path string `json:"path"`
 	}
-	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/pulls/%d/reviews/%d/comments", sb.Owner, sb.Repo, n, r.ID), nil, &lines); err != nil {
+	if _, err := f.Do(ctx, ch.Token, "GET", fmt.Sprintf("/repos/%s/%s/pulls/%d/reviews/%d/comments", author, repo, ch.PR, r.ID), nil, &lines); err != nil {
 		t.Fatal(err)
 	}
-	if len(lines) != 1 || lines[0].Path != "features/feature-1.txt" || lines[0].Body != "Fine as a first line."+pool.Signature {
-		t.Errorf("line comments %+v; want one, signed, on features/feature-1.txt", lines)
+	if len(lines) != 1 || lines[0].Path != "feature.txt" || lines[0].Body != "Fine as a first line."+pool.Signature {
+		t.Errorf("line comments %+v; want one, signed, on feature.txt", lines)
 	}
 
-	log, err := os.ReadFile(filepath.Join(sb.Agent.Dir, "opencode.log"))
+	log, err := os.ReadFile(filepath.Join(srv.Dir, "opencode.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, token := range []string{sb.ReviewerToken, sb.PoolToken} {
-		for _, out := range append(outputs, text, string(log)) {
-			if strings.Contains(out, token) {
-				t.Errorf("a token shows in the session's outputs or the agent server's log")
-			}
-		}
-		for k, v := range sb.Reviewer.Env {
-			if strings.Contains(v, token) {
-				t.Errorf("the agent server's environment holds a token in %s", k)
-			}
+	for _, out := range append(outputs, text, string(log)) {
+		if strings.Contains(out, token) {
+			t.Errorf("the token shows in the session's outputs or the agent server's log")
 		}
 	}
 }
