@@ -118,11 +118,17 @@ func buildReviewTool(ctx context.Context, out string) error {
 	return nil
 }
 
-// moduleRoot is the pool module's directory, from this file's place in it.
+// moduleRoot is the pool module's directory, from this file's place in it;
+// "" (the working directory, which go resolves inside the module) when the
+// build recorded no usable path (-trimpath).
 func moduleRoot() string {
 	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "."
+	if !ok || !filepath.IsAbs(file) {
+		return ""
 	}
-	return strings.TrimSuffix(filepath.Dir(file), filepath.Join("internal", "sandbox"))
+	root := strings.TrimSuffix(filepath.Dir(file), filepath.Join("internal", "sandbox"))
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		return ""
+	}
+	return root
 }
