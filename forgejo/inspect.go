@@ -33,8 +33,11 @@ func (u *apiUser) login() string {
 }
 
 type apiBranch struct {
-	Ref string `json:"ref"`
-	SHA string `json:"sha"`
+	Ref  string `json:"ref"`
+	SHA  string `json:"sha"`
+	Repo *struct {
+		FullName string `json:"full_name"`
+	} `json:"repo"`
 }
 
 type apiPR struct {
@@ -134,6 +137,9 @@ func (p apiPR) detail() PRDetail {
 		MergeBase: p.MergeBase}, Draft: p.Draft}
 	if p.Head != nil {
 		d.HeadRef, d.HeadSHA = p.Head.Ref, p.Head.SHA
+		if p.Head.Repo != nil {
+			d.HeadRepo = p.Head.Repo.FullName
+		}
 	}
 	if p.Base != nil {
 		d.BaseRef, d.BaseSHA = p.Base.Ref, p.Base.SHA

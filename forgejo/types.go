@@ -16,6 +16,7 @@ type PR struct {
 	Mergeable bool
 	HeadSHA   string
 	HeadRef   string
+	HeadRepo  string // owner/name of the head branch's repository ("" when the forge did not say)
 	BaseRef   string
 	BaseSHA   string // the base branch's head commit when the PR was read
 	MergeBase string // the commit the head branched from

@@ -156,6 +156,7 @@ func TestSixPRsTwoWorkers(t *testing.T) {
 	for _, n := range sb.PRs {
 		assertMerged(t, ctx, sb, n)
 		assertOneSignedClaim(t, ctx, sb, n)
+		assertSignedApprovalOnHead(t, ctx, sb, n)
 	}
 	if prompts := sb.Model.Prompts(); len(prompts) != 6 {
 		t.Errorf("model received %d reviewer prompts, want 6 (one per PR)", len(prompts))
@@ -237,6 +238,29 @@ func assertOneSignedClaim(t *testing.T, ctx context.Context, sb *sandbox.Sandbox
 	}
 	if claimsSeen != 1 {
 		t.Errorf("PR #%d has %d claim comments, want 1", n, claimsSeen)
+	}
+}
+
+// assertSignedApprovalOnHead checks the shipped reviewer's work as the
+// forge has it: one approval, by the reviewer's account, on the head that
+// was merged, signed (pool-review signs what it posts).
+func assertSignedApprovalOnHead(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, n int) {
+	t.Helper()
+	head := getPR(t, ctx, sb, n).Head.Sha
+	var rs []struct {
+		State    string `json:"state"`
+		CommitID string `json:"commit_id"`
+		Body     string `json:"body"`
+		User     struct {
+			Login string `json:"login"`
+		} `json:"user"`
+	}
+	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/pulls/%d/reviews", sb.Owner, sb.Repo, n), nil, &rs); err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].State != "APPROVED" || rs[0].CommitID != head || rs[0].User.Login != sb.ReviewerUser ||
+		!strings.HasSuffix(rs[0].Body, "---\n**Automated by CleverAgents Bot**\nSupervisor: PR Review | Agent: ca-continuous-pr-reviewer") {
+		t.Errorf("PR #%d: reviews %+v; want one signed approval by %s on the head %s", n, rs, sb.ReviewerUser, head)
 	}
 }
 

@@ -105,7 +105,7 @@ func loadConfig(t *testing.T, sb *sandbox.Sandbox, forgeURL, agentURL string, ar
 //
 // The pool runs in-process through pool.Run, not as the binary: only then
 // can the test see its goroutines after it returns. The scripted reviewer's
-// own curl calls go straight to the forge: the pool is what is under test.
+// own pool-review calls go straight to the forge: the pool is what is under test.
 func TestTwentyPercentFaults(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"pool/deploy"
 	"pool/internal/sandbox"
 )
 
@@ -24,14 +25,15 @@ func TestFailingCheckGetsOneFixer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	branch := getPR(t, ctx, sb, n).Head.Ref
-	sb.Model.SetScript(sandbox.Fixer(func(string) string { return branch }, sandbox.Reviewer(sandbox.Approve)))
+	sb.Model.SetScript(sandbox.Fixer(sandbox.Reviewer(sandbox.Approve)))
 	const ci = "ci / test"
 	if err := sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, first, ci, "failure", "http://ci.invalid/run/1", "2 tests failed"); err != nil {
 		t.Fatal(err)
 	}
 	bin := buildPool(t)
-	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir()), "--workers", "1")
+	// The shipped fixer variant: the reviewer's permissions, plus edits in
+	// its work tree, commits and pool-review push.
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir()), "--workers", "1", "--agent", deploy.Fixer)
 
 	// The stand-in CI: a head pushed by the fixer passes.
 	var fixed string

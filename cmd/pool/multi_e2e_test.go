@@ -19,17 +19,25 @@ import (
 	"pool/internal/sandbox"
 )
 
-// gated holds every reviewer session on a shell command until the file gate
-// exists, then reviews as inner says: sessions that are surely running when
-// a test kills their pool.
+// gated holds every reviewer session's first model turn until the file
+// gate exists (at most gateWait), then reviews as inner says: sessions that
+// are surely running when a test kills their pool. The wait is in the model,
+// not in a shell loop, which the shipped reviewer may not run.
 func gated(gate string, inner sandbox.Script) sandbox.Script {
 	return func(prompt string, outputs []string) sandbox.Turn {
 		if len(outputs) == 0 {
-			return sandbox.Turn{Bash: "while [ ! -e '" + gate + "' ]; do sleep 0.2; done; echo open"}
+			for deadline := time.Now().Add(gateWait); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+				if _, err := os.Stat(gate); err == nil {
+					break
+				}
+			}
 		}
-		return inner(prompt, outputs[1:])
+		return inner(prompt, outputs)
 	}
 }
+
+// gateWait bounds a gated turn, so that a failed test's model still stops.
+const gateWait = 5 * time.Minute
 
 // TestTwoRepositoriesOneAgentServerKillNine: two pools, each serving its own
 // repository, share one agent server; each repository has a PR numbered 1.

@@ -60,8 +60,8 @@ func run(ctx context.Context, prepare, serve bool, prs, workers int, verbose boo
 		return err
 	}
 	defer sb.Stop()
-	fmt.Fprintf(os.Stderr, "sandbox: forge %s (repo %s/%s, %d open PRs), agent server %s\n",
-		sb.Forge.URL, sb.Owner, sb.Repo, len(sb.PRs), sb.Agent.URL)
+	fmt.Fprintf(os.Stderr, "sandbox: forge %s (repo %s/%s, %d open PRs), agent server %s (the shipped reviewer from deploy/opencode, reaching the forge with %s)\n",
+		sb.Forge.URL, sb.Owner, sb.Repo, len(sb.PRs), sb.Agent.URL, sb.Reviewer.Bin)
 	if serve {
 		return serveUntilInterrupted(ctx, sb)
 	}

@@ -113,7 +113,12 @@ type AgentOptions struct {
 	// Permission is the config's "permission" value; nil allows every tool,
 	// so a headless session never waits on a permission ask.
 	Permission any
-	Log        io.Writer // progress lines; nil discards them
+	// Shipped loads the reviewer as the project ships it (deploy/opencode:
+	// its opencode.json and agent definitions, with the scripted model in
+	// place of a real one) instead of a stand-in agent named AgentName.
+	// Permission is then ignored: the definitions say what is allowed.
+	Shipped bool
+	Log     io.Writer // progress lines; nil discards them
 	// Port pins the listening port; 0 lets the server choose (no race).
 	Port int
 }
@@ -176,7 +181,14 @@ func prepareAgentDir(dir string, opts AgentOptions) error {
 	if opts.AgentName == "" {
 		return errors.New("no agent name")
 	}
-	cfg, err := json.MarshalIndent(opencodeConfig(opts), "", "  ")
+	config := opencodeConfig(opts)
+	if opts.Shipped {
+		var err error
+		if config, err = shippedConfig(config); err != nil {
+			return err
+		}
+	}
+	cfg, err := json.MarshalIndent(config, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -185,6 +197,11 @@ func prepareAgentDir(dir string, opts AgentOptions) error {
 	}
 	if err := seedConfigDir(agentConfigDir(dir)); err != nil {
 		return err
+	}
+	if opts.Shipped {
+		if err := copyShippedAgents(agentConfigDir(dir)); err != nil {
+			return err
+		}
 	}
 	return os.WriteFile(agentConfigFile(dir), cfg, 0o644)
 }

@@ -517,9 +517,23 @@ func (f *Forge) CreateUser(ctx context.Context, name string) (token string, err 
 	return token, nil
 }
 
+// ScopedToken returns a new token of user's (made by CreateUser) with only
+// the given scopes.
+func (f *Forge) ScopedToken(ctx context.Context, user string, scopes []string) (string, error) {
+	token, err := f.createScopedToken(ctx, user, user+"-password", scopes)
+	if err != nil {
+		return "", fmt.Errorf("sandbox: token of %s with scopes %v: %w", user, scopes, err)
+	}
+	return token, nil
+}
+
 // createToken needs the password: gitea creates tokens only with basic auth.
 func (f *Forge) createToken(ctx context.Context, user, password string) (string, error) {
-	req := map[string]any{"name": "sandbox-" + randomHex(4), "scopes": []string{"all"}}
+	return f.createScopedToken(ctx, user, password, []string{"all"})
+}
+
+func (f *Forge) createScopedToken(ctx context.Context, user, password string, scopes []string) (string, error) {
+	req := map[string]any{"name": "sandbox-" + randomHex(4), "scopes": scopes}
 	var tok struct {
 		SHA1 string `json:"sha1"`
 	}

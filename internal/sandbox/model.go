@@ -16,12 +16,18 @@ const (
 	ModelID       = "fake-model"
 )
 
-// A Turn is what the model says next: either a bash command to run, or final
-// text.
+// A Turn is what the model says next: a bash command to run, a call of
+// another tool, or final text.
 type Turn struct {
 	Bash string
 	Text string
+	// Tool calls the agent server's tool of this name (write, webfetch,
+	// read, ...) with Args; Bash is then ignored.
+	Tool string
+	Args map[string]any
 }
+
+func (t Turn) call() bool { return t.Bash != "" || t.Tool != "" }
 
 // A Script decides the next turn from the conversation so far: the first user
 // prompt text, and the outputs of the bash commands already run, in order.
@@ -235,7 +241,7 @@ func (m *Model) next(req chatRequest) (Turn, string) {
 		return Turn{Text: auxiliaryAnswer}, ""
 	}
 	turn := script(prompt, outputs)
-	if turn.Bash == "" {
+	if !turn.call() {
 		return turn, ""
 	}
 	m.mu.Lock()
@@ -252,12 +258,16 @@ func (m *Model) models(w http.ResponseWriter, _ *http.Request) {
 	})
 }
 
-// bashCall is the OpenAI shape of one call of the bash tool.
-func bashCall(turn Turn, callID string) map[string]any {
-	args, _ := json.Marshal(map[string]string{"command": turn.Bash, "description": "Scripted command"})
+// toolCall is the OpenAI shape of one tool call: bash, or turn.Tool.
+func toolCall(turn Turn, callID string) map[string]any {
+	name, args := "bash", map[string]any{"command": turn.Bash, "description": "Scripted command"}
+	if turn.Tool != "" {
+		name, args = turn.Tool, turn.Args
+	}
+	b, _ := json.Marshal(args)
 	return map[string]any{
 		"index": 0, "id": callID, "type": "function",
-		"function": map[string]any{"name": "bash", "arguments": string(args)},
+		"function": map[string]any{"name": name, "arguments": string(b)},
 	}
 }
 
@@ -265,7 +275,7 @@ func bashCall(turn Turn, callID string) map[string]any {
 // the reason it finished.
 func turnDelta(turn Turn, callID string) (map[string]any, string) {
 	if callID != "" {
-		return map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{bashCall(turn, callID)}}, "tool_calls"
+		return map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{toolCall(turn, callID)}}, "tool_calls"
 	}
 	return map[string]any{"role": "assistant", "content": turn.Text}, "stop"
 }

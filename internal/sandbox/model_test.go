@@ -176,3 +176,32 @@ func TestModelRoutes(t *testing.T) {
 		t.Errorf("after SetScript: %q", got)
 	}
 }
+
+// TestModelCallsAnyTool: a turn naming a tool is a call of that tool with
+// its arguments, as the agent server's other tools (write, read, webfetch)
+// are called.
+func TestModelCallsAnyTool(t *testing.T) {
+	m, err := StartModel(func(string, []string) Turn {
+		return Turn{Tool: "write", Args: map[string]any{"filePath": "FIXED.txt", "content": "fixed\n"}}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	chunks := postChat(t, m, `{"stream": true, "tools": [`+bashTool+`], "messages": [{"role": "user", "content": "fix it"}]}`)
+	if len(chunks) == 0 || len(chunks[0].Choices) == 0 || len(chunks[0].Choices[0].Delta.ToolCalls) != 1 {
+		t.Fatalf("chunks %+v; want one tool call first", chunks)
+	}
+	call := chunks[0].Choices[0].Delta.ToolCalls[0]
+	var args map[string]any
+	if err := json.Unmarshal([]byte(call.Function.Arguments), &args); err != nil {
+		t.Fatal(err)
+	}
+	if call.Function.Name != "write" || args["filePath"] != "FIXED.txt" || args["content"] != "fixed\n" || call.ID == "" {
+		t.Errorf("call %+v with %v; want write FIXED.txt", call, args)
+	}
+	last := chunks[len(chunks)-1].Choices[0].FinishReason
+	if last == nil || *last != "tool_calls" {
+		t.Errorf("finish reason %v, want tool_calls", last)
+	}
+}

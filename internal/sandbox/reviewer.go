@@ -6,13 +6,10 @@ import (
 	"strings"
 )
 
-// The scripted reviewer's shell commands reach the forge through these
-// variables, set in the agent server's environment: the reviewer has its own
-// account and token, and the pool's token never enters a prompt.
-const (
-	EnvForgeURL      = "SANDBOX_FORGE_URL"
-	EnvReviewerToken = "SANDBOX_REVIEWER_TOKEN"
-)
+// The scripted reviewer reaches the forge only as the shipped reviewer does:
+// through the pool-review command its permissions allow (see SetUpReviewer),
+// which holds the reviewer's own token. No token is in its commands or its
+// environment, and the pool's token never enters a prompt.
 
 var (
 	promptPRRE   = regexp.MustCompile(`Review PR #(\d+)\. Repo: ([^\s]+)\.`)
@@ -41,11 +38,12 @@ type Verdict struct {
 
 // WhereCommand is the scripted reviewer's first command: where it runs and
 // what is checked out there.
-const WhereCommand = "pwd; git rev-parse HEAD 2>&1"
+const WhereCommand = "pwd; git log -1 --format=%H"
 
 // Reviewer returns a Script for a reviewer that first looks where it runs
-// (WhereCommand), then reviews as decide says, and ends with a line saying
-// where it ran and a REVIEW-RESULT line. It never merges: the pool does.
+// (WhereCommand), then reviews as decide says with pool-review, and ends
+// with a line saying where it ran and a REVIEW-RESULT line. It never
+// merges: the pool does.
 func Reviewer(decide func(pr string) Verdict) Script {
 	return func(prompt string, outputs []string) Turn {
 		pr, repo, head, ok := PromptTarget(prompt)
@@ -76,11 +74,13 @@ func Where(output string) (dir, head string) {
 // Approve is the plain happy reviewer.
 func Approve(string) Verdict { return Verdict{Event: "APPROVED"} }
 
+// verdictWords are the pool-review verdicts for the forge's review events.
+var verdictWords = map[string]string{"APPROVED": "approve", "REQUEST_CHANGES": "request-changes", "COMMENT": "comment"}
+
+// reviewCommand files a review with pool-review, which signs it.
 func reviewCommand(repo, pr, head, event string) string {
-	body := "Scripted review: " + strings.ToLower(event) + `.\n\n---\n**Automated by CleverAgents Bot**\nSupervisor: PR Review | Agent: ca-continuous-pr-reviewer`
-	payload := fmt.Sprintf(`{"event":"%s","body":"%s","commit_id":"%s"}`, event, body, head)
-	return fmt.Sprintf(`code=$(curl -s -o /dev/null -w '%%{http_code}' -X POST -H "Authorization: token $%s" -H 'Content-Type: application/json' "$%s/api/v1/repos/%s/pulls/%s/reviews" -d '%s'); echo "review=$code"`,
-		EnvReviewerToken, EnvForgeURL, repo, pr, payload)
+	return fmt.Sprintf("pool-review review %s#%s --commit %s --verdict %s --body 'Scripted review: %s.'",
+		repo, pr, head, verdictWords[event], strings.ToLower(event))
 }
 
 // finalText reports where the reviewer ran (from WhereCommand's output)
@@ -101,11 +101,15 @@ func finalText(v Verdict, where string) string {
 // FixerCue is the sentence of a fixer prompt the scripted fixer looks for.
 const FixerCue = "checks fail on its head commit"
 
-// Fixer returns a Script that answers fixer prompts (those with FixerCue)
-// by committing a fix in its working directory and pushing it to the PR's
-// branch, named by branch, with the reviewer's own token; every other
-// prompt goes to review. The pool's token is in none of it.
-func Fixer(branch func(pr string) string, review Script) Script {
+// FixedFile is the file the scripted fixer writes in its work tree.
+const FixedFile = "FIXED.txt"
+
+// Fixer returns a Script that answers fixer prompts (those with FixerCue) as
+// the shipped fixer agent may: it writes FixedFile with the write tool,
+// commits it, and pushes the commit to the PR's branch with pool-review
+// (which holds the reviewer's token); every other prompt goes to review.
+// The pool's token is in none of it.
+func Fixer(review Script) Script {
 	return func(prompt string, outputs []string) Turn {
 		if !strings.Contains(prompt, FixerCue) {
 			return review(prompt, outputs)
@@ -114,22 +118,16 @@ func Fixer(branch func(pr string) string, review Script) Script {
 		if !ok {
 			return Turn{Text: "I cannot tell which PR to fix."}
 		}
-		cmds := []string{WhereCommand, pushCommand(repo, branch(pr))}
-		if len(outputs) < len(cmds) {
-			return Turn{Bash: cmds[len(outputs)]}
+		turns := []Turn{
+			{Bash: WhereCommand},
+			{Tool: "write", Args: map[string]any{"filePath": FixedFile, "content": "fixed\n"}},
+			{Bash: fmt.Sprintf("git add %s && git commit -qm 'Fix the failing check' && pool-review push %s#%s", FixedFile, repo, pr)},
+		}
+		if len(outputs) < len(turns) {
+			return turns[len(outputs)]
 		}
 		dir, head := Where(outputs[0])
 		return Turn{Text: fmt.Sprintf("Worked in %s at %s. %s\nREVIEW-RESULT: {\"decision\": \"commented\", \"merge_status\": \"ci_failing\"}",
-			dir, head, strings.TrimSpace(outputs[1]))}
+			dir, head, strings.TrimSpace(outputs[2]))}
 	}
-}
-
-// pushCommand commits a file that fixes the check and pushes the commit to
-// branch of repo, authenticating with the reviewer's token through git's
-// environment (never a URL or a config file).
-func pushCommand(repo, branch string) string {
-	return fmt.Sprintf(`echo fixed > FIXED.txt && git add FIXED.txt && `+
-		`git -c user.name=reviewer -c user.email=reviewer@example.com commit -qm "Fix the failing check" && `+
-		`git -c "http.extraHeader=Authorization: token $%s" push -q "$%s/%s.git" HEAD:refs/heads/%s 2>&1; echo "push=$?"`,
-		EnvReviewerToken, EnvForgeURL, repo, branch)
 }

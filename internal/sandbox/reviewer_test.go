@@ -14,9 +14,9 @@ func TestReviewerTurns(t *testing.T) {
 		verdict Verdict
 		want    []string // a substring of each command, then of the final text
 	}{
-		{"approve", Verdict{Event: "APPROVED"}, []string{"pwd", `"event":"APPROVED"`, `"decision": "approved"`}},
+		{"approve", Verdict{Event: "APPROVED"}, []string{"pwd", "pool-review review owner/demo#3 --commit 0123abcd --verdict approve ", `"decision": "approved"`}},
 		{"remark, then approve", Verdict{Remark: true, Event: "APPROVED"},
-			[]string{"pwd", `"event":"COMMENT"`, `"event":"APPROVED"`, `"decision": "approved"`}},
+			[]string{"pwd", "--verdict comment ", "--verdict approve ", `"decision": "approved"`}},
 		{"no review", Verdict{}, []string{"pwd", `"decision": "commented"`}},
 	}
 	for _, tt := range tests {
@@ -40,7 +40,7 @@ func TestReviewerTurns(t *testing.T) {
 				if i == 0 {
 					outputs = append(outputs, "/tmp/tree\n0123abcd")
 				} else {
-					outputs = append(outputs, "review=200")
+					outputs = append(outputs, `{"posted": "review"}`)
 				}
 			}
 		})

@@ -24,9 +24,11 @@ type Options struct {
 	Log       io.Writer
 }
 
-// Sandbox is a seeded repository on a test forge, and an agent server whose
-// model answers the sandbox's conversations as its script says. Its servers
-// are its own (Start) or shared with other sandboxes (Servers.Join).
+// Sandbox is a seeded repository on a test forge, and an agent server
+// running the shipped reviewer agents (deploy/opencode) and their
+// pool-review tool, whose scripted model answers the sandbox's conversations
+// as its script says. Its servers are its own (Start) or shared with other
+// sandboxes (Servers.Join).
 type Sandbox struct {
 	Forge *Forge
 	Model *Route // the model's answers about this sandbox's repositories
@@ -37,7 +39,8 @@ type Sandbox struct {
 	PoolUser      string
 	PoolToken     string // the pool's account: an admin collaborator
 	ReviewerUser  string
-	ReviewerToken string // the scripted reviewer's account: a write collaborator
+	ReviewerToken string        // the scripted reviewer's account, a write collaborator; scopes ReviewerScopes
+	Reviewer      ReviewerSetup // the reviewer tool and token file the agent server uses
 	PRs           []int
 	Dir           string
 
@@ -70,7 +73,8 @@ type Servers struct {
 	Agent *AgentServer
 
 	ReviewerUser  string
-	ReviewerToken string // the agent server's reviewer account (every sandbox's)
+	ReviewerToken string        // the agent server's reviewer account (every sandbox's); scopes ReviewerScopes
+	Reviewer      ReviewerSetup // the reviewer tool and token file the agent server uses
 	Dir           string
 
 	mu     sync.Mutex // guards joined
@@ -113,15 +117,23 @@ func StartServers(ctx context.Context, dir, agentName string, log io.Writer) (s 
 	if s.Forge, err = StartForge(ctx, filepath.Join(dir, "forge"), log); err != nil {
 		return nil, err
 	}
-	if s.ReviewerToken, err = s.Forge.CreateUser(ctx, s.ReviewerUser); err != nil {
+	if _, err = s.Forge.CreateUser(ctx, s.ReviewerUser); err != nil {
+		return nil, err
+	}
+	// The reviewer's token has the scopes an operator gives it, no more.
+	if s.ReviewerToken, err = s.Forge.ScopedToken(ctx, s.ReviewerUser, ReviewerScopes); err != nil {
 		return nil, err
 	}
 	if s.Model, err = StartModel(nil); err != nil {
 		return nil, err
 	}
+	// The reviewer as shipped: its definitions, permissions and tool, with
+	// the scripted model in place of a real one.
+	if s.Reviewer, err = SetUpReviewer(ctx, filepath.Join(dir, "reviewer"), s.Forge.URL, s.ReviewerToken); err != nil {
+		return nil, err
+	}
 	s.Agent, err = StartAgentServer(ctx, filepath.Join(dir, "agent"), AgentOptions{
-		ModelURL: s.Model.URL, AgentName: agentName, Log: log,
-		Env: map[string]string{EnvForgeURL: s.Forge.URL, EnvReviewerToken: s.ReviewerToken},
+		ModelURL: s.Model.URL, AgentName: agentName, Log: log, Shipped: true, Env: s.Reviewer.Env,
 	})
 	if err != nil {
 		return nil, err
@@ -152,7 +164,7 @@ func (s *Servers) Join(ctx context.Context, opts Options) (*Sandbox, error) {
 	sb := &Sandbox{
 		Forge: s.Forge, Agent: s.Agent, Dir: opts.Dir,
 		Owner: "owner" + suffix, Repo: "demo", PoolUser: "pool-bot" + suffix,
-		ReviewerUser: s.ReviewerUser, ReviewerToken: s.ReviewerToken,
+		ReviewerUser: s.ReviewerUser, ReviewerToken: s.ReviewerToken, Reviewer: s.Reviewer,
 	}
 	sb.Model = s.Model.Route(sb.Owner, opts.Script)
 	if err := sb.seedAccounts(ctx); err != nil {

@@ -1,0 +1,31 @@
+// Command pool-review is the reviewer agent's narrow way to the forge: read a
+// PR, submit a review with a verdict on its head commit, comment on a line,
+// post a signed comment, push a fixer's commit. The agent's bash permission
+// allows this command and no other way out (see deploy/opencode and the
+// README, "Setting up the reviewer").
+//
+//	pool-review pr OWNER/REPO#N
+//	pool-review review OWNER/REPO#N --commit SHA --verdict approve --body TEXT
+//	pool-review line OWNER/REPO#N --commit SHA --path P --line N --body TEXT
+//	pool-review comment OWNER/REPO#N --body TEXT
+//	pool-review push OWNER/REPO#N
+//
+// Exit codes: 0 done; 1 the forge or git refused or could not be reached;
+// 2 bad arguments or environment.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"pool/reviewtool"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := reviewtool.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
