@@ -51,6 +51,7 @@ const (
 	RewriteNull         = "null PR in a list"
 	RewriteShortPage    = "short page mid-list"
 	RewriteStatusHook   = "status hook event dropped"
+	RewriteMergeCommit  = "merge_commit_id ignored"
 )
 
 type forgejoMode struct {
@@ -140,7 +141,8 @@ func (m *forgejoMode) pending(left *int) bool {
 }
 
 // merge plays Forgejo's merge answers: a quota refusal, a lost race, an
-// already-merged PR, and 405s without a message.
+// already-merged PR, 405s without a message, and a mark of a manual merge
+// whose merge_commit_id is not read.
 func (m *forgejoMode) merge(w http.ResponseWriter, r *http.Request, p *Proxy) {
 	if m.take(&m.quotaLeft) {
 		p.noteRewrite(RewriteQuota)
@@ -151,6 +153,10 @@ func (m *forgejoMode) merge(w http.ResponseWriter, r *http.Request, p *Proxy) {
 	if err != nil {
 		http.Error(w, "faultproxy: read request: "+err.Error(), http.StatusBadRequest)
 		return
+	}
+	if stripped, ok := withoutSnakeCommitID(body); ok {
+		p.noteRewrite(RewriteMergeCommit)
+		body = stripped
 	}
 	resp, answer, err := p.upstreamCall(r, r.Method, "", body)
 	if err != nil {
@@ -177,6 +183,22 @@ func (m *forgejoMode) merge(w http.ResponseWriter, r *http.Request, p *Proxy) {
 		return
 	}
 	send(w, resp, answer)
+}
+
+// withoutSnakeCommitID drops merge_commit_id from a body that marks a PR
+// merged by hand: Forgejo's form reads only the field spelled
+// MergeCommitID (it has no JSON tag), where Gitea reads both.
+func withoutSnakeCommitID(body []byte) ([]byte, bool) {
+	var form map[string]any
+	if json.Unmarshal(body, &form) != nil {
+		return nil, false
+	}
+	if _, ok := form["merge_commit_id"]; !ok {
+		return nil, false
+	}
+	delete(form, "merge_commit_id")
+	out, err := json.Marshal(form)
+	return out, err == nil
 }
 
 // raceAnswer is the 409 body Forgejo gives a merge that lost the race to
