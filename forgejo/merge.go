@@ -19,6 +19,7 @@ const (
 	MergeHeadMoved MergeOutcome = "head_moved"     // 409 head out of date
 	MergeConflict  MergeOutcome = "conflict"       // 409 conflicts
 	MergeClosed    MergeOutcome = "closed"         // 404
+	MergeQuota     MergeOutcome = "quota"          // 413 the owner's storage quota is exceeded (Forgejo)
 	MergeFailed    MergeOutcome = "failed"         // anything else
 )
 
@@ -88,6 +89,8 @@ func ClassifyMerge(status int, message string) MergeOutcome {
 		return MergeClosed
 	case http.StatusLocked:
 		return MergeBlocked
+	case http.StatusRequestEntityTooLarge:
+		return MergeQuota
 	case http.StatusMethodNotAllowed:
 		return classify405(msg)
 	case http.StatusConflict:

@@ -23,6 +23,7 @@ func TestClassifyMerge(t *testing.T) {
 		{409, `{"message":"merge push out of date"}`, MergeNotReady},
 		{409, `{"StdOut":"CONFLICT (content): Merge conflict in a.txt"}`, MergeConflict},
 		{423, `{"message":"repo is archived"}`, MergeBlocked},
+		{413, `{"message":"quota exceeded","user_id":3,"username":"acme"}`, MergeQuota},
 		{500, "boom", MergeFailed},
 	}
 	for _, tt := range tests {

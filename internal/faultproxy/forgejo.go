@@ -20,7 +20,7 @@ import (
 // from a merge of an already-merged PR loses its message, as on Forgejo.
 type ForgejoOptions struct {
 	// QuotaRefusals: the first N merge calls are answered 413, storage quota
-	// exceeded, without reaching the forge.
+	// exceeded, with Forgejo's body, without reaching the forge.
 	QuotaRefusals int
 	// MergeRaces: the next N merge calls that merge are answered 409 with
 	// the body Forgejo gives when another merge of the PR won the race: its
@@ -146,7 +146,7 @@ func (m *forgejoMode) pending(left *int) bool {
 func (m *forgejoMode) merge(w http.ResponseWriter, r *http.Request, p *Proxy) {
 	if m.take(&m.quotaLeft) {
 		p.noteRewrite(RewriteQuota)
-		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"message": "repository size limit exceeded", "url": ""})
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"message": "quota exceeded", "user_id": 1, "username": "owner"})
 		return
 	}
 	body, err := io.ReadAll(r.Body)
