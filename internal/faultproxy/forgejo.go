@@ -299,7 +299,7 @@ func (m *forgejoMode) shortPages(w http.ResponseWriter, r *http.Request, p *Prox
 		p.noteRewrite(RewriteShortPage)
 	}
 	b, _ := json.Marshal(out)
-	w.Header().Set("X-Total-Count", strconv.Itoa(len(all)))
+	w.Header().Set("X-Total-Count", strconv.Itoa(len(virtual))) // unfiltered, as the forge counts
 	writeRaw(w, http.StatusOK, b)
 }
 
