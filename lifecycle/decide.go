@@ -98,9 +98,7 @@ func approved(p Policy, t Track, o Observation) (Track, Action) {
 		return blocked(t, o.HeadSHA, reason)
 	}
 	if o.Now.Before(t.QuotaUntil) {
-		t, act := blocked(t, o.HeadSHA, quotaReason)
-		t.State = QuotaExceeded
-		return t, act
+		return blockedAs(QuotaExceeded, t, o.HeadSHA, quotaReason)
 	}
 	t.Blocked = ""
 	switch Summarize(o.Checks, RequiredContexts(o.Protection)) {
@@ -137,10 +135,8 @@ func approved(p Policy, t Track, o Observation) (Track, Action) {
 // change the PR).
 func mergeOrWait(t Track, o Observation, reason string) (Track, Action) {
 	if len(o.OpenDependencies) > 0 {
-		t, act := blocked(t, o.HeadSHA, "it depends on "+strings.Join(o.OpenDependencies, ", ")+
+		return blockedAs(DependenciesOpen, t, o.HeadSHA, "it depends on "+strings.Join(o.OpenDependencies, ", ")+
 			", still open; the forge merges it only once they are closed")
-		t.State = DependenciesOpen
-		return t, act
 	}
 	t.State = MergeQueued
 	return t, Action{Kind: Merge, Reason: reason}
@@ -157,6 +153,15 @@ func blocked(t Track, head, reason string) (Track, Action) {
 	}
 	t.NotedBlock = key
 	return t, Action{Kind: NoteBlocked, Reason: reason}
+}
+
+// blockedAs is blocked in a state of its own: a wait that ends without a
+// person (a back-off, an issue closed), which the discovery loop looks at
+// again on its own.
+func blockedAs(s State, t Track, head, reason string) (Track, Action) {
+	t, act := blocked(t, head, reason)
+	t.State = s
+	return t, act
 }
 
 // NoteNotPosted forgets that the note of why the PR is blocked was asked
@@ -213,9 +218,7 @@ func quotaRefused(p Policy, t Track, head string, res forgejo.MergeResult, now t
 	t.QuotaRefusals++
 	t.QuotaUntil = now.Add(backoff.Policy{Base: p.RetryBase, Max: p.RetryMax}.Delay(t.QuotaRefusals, 0))
 	t.LastStatus = fmt.Sprintf("%s (HTTP %d: %s)", res.Outcome, res.Status, res.Message)
-	t, act := blocked(t, head, quotaReason)
-	t.State = QuotaExceeded
-	return t, act
+	return blockedAs(QuotaExceeded, t, head, quotaReason)
 }
 
 // HeadOnBase records that the approved head is already in the base
