@@ -55,7 +55,7 @@ func (t Track) atHead(head string, now time.Time) Track {
 		t.Attempts, t.Failures = 0, 0
 		t.NotBefore = time.Time{}
 		t.FixerSHA, t.LastStatus, t.Blocked, t.UncountedSHA, t.LandedIn = "", "", "", "", ""
-		t.QuotaRefusals, t.QuotaUntil = 0, time.Time{}
+		t.QuotaRefusals, t.QuotaUntil, t.QuotaSeen = 0, time.Time{}, time.Time{}
 		t.WaitedForChecks = false
 	}
 	t.HeadSHA, t.HeadSeen = head, now
@@ -97,8 +97,13 @@ func approved(p Policy, t Track, o Observation) (Track, Action) {
 	if reason := protectionRefuses(o); reason != "" {
 		return blocked(t, o.HeadSHA, reason)
 	}
-	if o.Now.Before(t.QuotaUntil) {
-		return blockedAs(QuotaExceeded, t, o.HeadSHA, quotaReason)
+	if t.QuotaRefusals > 0 {
+		if t.QuotaSeen.IsZero() {
+			t.QuotaSeen = o.Updated
+		}
+		if o.Now.Before(t.QuotaUntil) && !o.Updated.After(t.QuotaSeen) {
+			return blockedAs(QuotaExceeded, t, o.HeadSHA, quotaReason)
+		}
 	}
 	t.Blocked = ""
 	switch Summarize(o.Checks, RequiredContexts(o.Protection)) {
@@ -209,14 +214,15 @@ func AfterMerge(p Policy, t Track, head string, res forgejo.MergeResult, now tim
 // quotaReason is the note on a PR whose merge the forge refuses for its
 // storage quota (the forge's own words stay in the logs).
 const quotaReason = "the forge refused the merge (HTTP 413): the storage quota of the repository's owner is exceeded. " +
-	"The pool tries again after a pause that grows with each refusal, and at once on a new head; free space or raise the quota"
+	"The pool tries again after a pause that grows with each refusal, and at once when the PR changes; free space or raise the quota"
 
 // quotaRefused backs a head off after the forge refused its merge for the
 // storage quota: one note, no attempt counted (no diagnostics), and no
-// merge before the back-off ends.
+// merge before the back-off ends or the PR changes (approved).
 func quotaRefused(p Policy, t Track, head string, res forgejo.MergeResult, now time.Time) (Track, Action) {
 	t.QuotaRefusals++
 	t.QuotaUntil = now.Add(backoff.Policy{Base: p.RetryBase, Max: p.RetryMax}.Delay(t.QuotaRefusals, 0))
+	t.QuotaSeen = time.Time{}
 	t.LastStatus = fmt.Sprintf("%s (HTTP %d: %s)", res.Outcome, res.Status, res.Message)
 	return blockedAs(QuotaExceeded, t, head, quotaReason)
 }

@@ -369,3 +369,24 @@ func TestQuotaRefusalBacksOffWithOneNote(t *testing.T) {
 		t.Errorf("a new head: %s, %d refusals remembered; want the back-off gone", act.Kind, got.QuotaRefusals)
 	}
 }
+
+// TestQuotaRefusalRetriesWhenThePRChanges: during the back-off after a
+// quota refusal, the PR as first seen waits; a PR that changed since (a
+// comment, a label: someone may have freed space) is merged at once.
+func TestQuotaRefusalRetriesWhenThePRChanges(t *testing.T) {
+	obs := approvedWith(status("ci", "success"))(open("h1"))
+	obs.Updated = now.Add(-time.Hour)
+	tr, _ := Decide(policy, Track{}, obs)
+	tr, _ = AfterMerge(policy, tr, "h1", forgejo.MergeResult{Outcome: forgejo.MergeQuota, Status: 413}, now)
+	later := obs
+	later.Now = now.Add(time.Second)
+	tr, act := Decide(policy, tr, later)
+	if act.Kind != Wait || tr.State != QuotaExceeded {
+		t.Fatalf("unchanged PR during the back-off: %s/%s, want a wait", act.Kind, tr.State)
+	}
+	changed := later
+	changed.Updated = now.Add(time.Second)
+	if got, act := Decide(policy, tr, changed); act.Kind != Merge {
+		t.Errorf("changed PR during the back-off: %s/%s, want merge", act.Kind, got.State)
+	}
+}

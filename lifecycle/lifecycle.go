@@ -70,9 +70,12 @@ type Track struct {
 	// merged: the PR waits for a person.
 	LandedIn string `json:"landed_in,omitempty"`
 	// QuotaRefusals counts the merges of this head the forge refused for
-	// its storage quota; no merge is tried before QuotaUntil.
+	// its storage quota; no merge is tried before QuotaUntil unless the PR
+	// changes after QuotaSeen, its update time when first decided after
+	// the last refusal.
 	QuotaRefusals int       `json:"quota_refusals,omitempty"`
 	QuotaUntil    time.Time `json:"quota_until,omitzero"`
+	QuotaSeen     time.Time `json:"quota_seen,omitzero"`
 }
 
 // Observation is what the forge shows about a PR now, plus the claim verdict
@@ -80,6 +83,7 @@ type Track struct {
 type Observation struct {
 	Open      bool
 	Merged    bool
+	Updated   time.Time // the PR's update time (a comment, a label, a push...)
 	HeadSHA   string
 	Author    string
 	Skip      bool // carries the skip label

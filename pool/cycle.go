@@ -205,7 +205,7 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (de
 // statuses when the counted reviews approve it, and the PR's open
 // dependencies when the checks let it merge.
 func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observation, error) {
-	obs := lifecycle.Observation{Open: pr.State == "open", Merged: pr.Merged, HeadSHA: pr.HeadSHA, Author: pr.Author,
+	obs := lifecycle.Observation{Open: pr.State == "open", Merged: pr.Merged, Updated: pr.Updated, HeadSHA: pr.HeadSHA, Author: pr.Author,
 		Skip: p.cfg.SkipLabel != "" && pr.HasLabel(p.cfg.SkipLabel), Mergeable: pr.Mergeable, Behind: pr.Behind(),
 		Protection: p.currentProtection(), Now: p.now()}
 	if !obs.Open || obs.Merged {
