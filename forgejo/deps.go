@@ -31,7 +31,8 @@ func (d *apiDependency) check() error {
 // "#12" in the same repository or "owner/repo#3" in another. While any is
 // open the forge refuses the merge with HTTP 500 and no message (FACTS,
 // "Where Forgejo differs"). An entry that cannot be read is an error: an
-// unreadable dependency may be open.
+// unreadable dependency may be open. A repository with dependencies
+// disabled (or no issues) answers 404: none.
 func (c *Client) OpenDependencies(ctx context.Context, owner, repo string, n int) ([]string, error) {
 	l := listing{op: fmt.Sprintf("list dependencies of %s/%s#%d", owner, repo, n),
 		path: fmt.Sprintf("%s/issues/%d/dependencies", repoPath(owner, repo), n)}
@@ -45,6 +46,9 @@ func (c *Client) OpenDependencies(ctx context.Context, owner, repo string, n int
 		}
 		return n, err
 	})
+	if IsNotFound(err) {
+		return nil, nil // dependencies disabled in the repository: none can hold the merge
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -12,8 +12,9 @@ import (
 
 // TestOpenDependenciesOnTheRealForge: on the real forge, a PR that depends
 // on an open issue is refused a merge (HTTP 500, no outcome the pool could
-// act on); OpenDependencies names the issue while it is open and nothing
-// once it is closed, and the merge then goes through.
+// act on); OpenDependencies names the issue while it is open, nothing once
+// it is closed, and nothing (not an error) once the repository disables
+// dependencies; the merge then goes through.
 func TestOpenDependenciesOnTheRealForge(t *testing.T) {
 	forge := sandbox.ForgeForTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -48,6 +49,13 @@ func TestOpenDependenciesOnTheRealForge(t *testing.T) {
 	if deps, err := c.OpenDependencies(ctx, user, repo, ch.PR); err != nil || len(deps) != 0 {
 		t.Fatalf("OpenDependencies after closing the issue = %v, %v; want none", deps, err)
 	}
+	disable := map[string]any{"has_issues": true, "internal_tracker": map[string]any{"enable_issue_dependencies": false}}
+	if _, err := forge.Do(ctx, ch.Token, http.MethodPatch, "/repos/"+user+"/"+repo, disable, nil); err != nil {
+		t.Fatal(err)
+	}
+	if deps, err := c.OpenDependencies(ctx, user, repo, ch.PR); err != nil || len(deps) != 0 {
+		t.Fatalf("OpenDependencies with dependencies disabled = %v, %v; want none", deps, err)
+	}
 	for {
 		res, err := c.Merge(ctx, user, repo, ch.PR, MergeOptions{Style: "merge", HeadSHA: ch.Head})
 		if err != nil || res.Outcome == MergeDone {
@@ -64,5 +72,19 @@ func TestOpenDependenciesOnTheRealForge(t *testing.T) {
 			t.Fatal("the forge never became ready to merge")
 		case <-time.After(200 * time.Millisecond):
 		}
+	}
+}
+
+// TestDependenciesOfARepositoryWithoutThem: where issue dependencies are
+// disabled (or the repository has no issues), the forge answers their list
+// 404; the PR has none, and its merge goes on.
+func TestDependenciesOfARepositoryWithoutThem(t *testing.T) {
+	f := newFakeForge(t, 50)
+	f.mux.HandleFunc("/api/v1/repos/o/r/issues/3/dependencies", func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"message":"The target couldn't be found."}`, http.StatusNotFound)
+	})
+	deps, err := f.client(Options{}).OpenDependencies(context.Background(), "o", "r", 3)
+	if err != nil || len(deps) != 0 {
+		t.Errorf("OpenDependencies = %v, %v; want none", deps, err)
 	}
 }
