@@ -74,7 +74,7 @@ func describeRaw(s standing) string {
 	case lifecycle.DependenciesOpen:
 		return "approved; " + t.Blocked
 	case lifecycle.QuotaExceeded:
-		return "approved; merge refused for the storage quota; next try after " + clock(t.QuotaUntil)
+		return "approved; merge refused for the storage quota; next try after " + clock(t.RefusedUntil)
 	case lifecycle.Conflict:
 		return fmt.Sprintf("conflict with %s; rebase needed", s.base)
 	case lifecycle.ChangesRequested:
