@@ -44,9 +44,21 @@ func (s State) Retrying() bool {
 		s == MergeRefused || s == OutOfDate || s == Updating || s == UpdateChecks
 }
 
-// InUpdate reports whether the PR holds its base's one update: updated by
-// the pool and not merged, refused or re-reviewed since.
-func (s State) InUpdate() bool { return s == Updating || s == UpdateChecks }
+// HoldsUpdate reports whether the PR holds its base's one update: the
+// pool updated it, and it is on its way to the merge (the new head shows,
+// is reviewed again, or waits for its checks). One stuck on the way (a
+// request for changes, failing checks, a conflict, a block) lets the next
+// PR be updated.
+func (t Track) HoldsUpdate() bool {
+	if !t.Update.Made() {
+		return false
+	}
+	switch t.State {
+	case Updating, UpdateChecks, Unreviewed, CIPending, MergeQueued, OutOfDate:
+		return true
+	}
+	return false
+}
 
 // Track is the pool's memory of one PR. It is persisted, and everything in it
 // can be rebuilt from the forge if lost. Only the functions of this package

@@ -175,6 +175,11 @@ func (f *fakeForge) Update(_ context.Context, _, _ string, n int, style string) 
 		f.parents[pushed] = []string{head}
 		head = pushed
 	}
+	for _, st := range f.statuses[pr.HeadSHA] { // the CI passes the new head too
+		f.nextID++
+		st.ID = f.nextID
+		f.statuses[head] = append(f.statuses[head], st)
+	}
 	pr.HeadSHA, pr.MergeBase = head, f.base
 	f.touch(n)
 	return forgejo.UpdateResult{Outcome: forgejo.UpdateDone, Status: 200}, nil

@@ -83,7 +83,7 @@ func (p *Pool) updatingOther(n int) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for m, t := range p.tracks {
-		if m != n && t.State.InUpdate() {
+		if m != n && t.HoldsUpdate() {
 			return m
 		}
 	}

@@ -126,8 +126,21 @@ func TestBehindRefusalIsLearned(t *testing.T) {
 	}
 	t.Logf("figure: refused merge calls %d, merge calls %d, updates %d (4 PRs, rule unreadable)", total,
 		forge.countPOST("/merge"), forge.countPOST("/update?style=merge"))
+	logUpdatesAndMerges(t, pool)
 	if t.Failed() {
 		t.Logf("pool stderr:\n%s", tailOf(pool.stderr.String(), 30000))
+	}
+}
+
+// logUpdatesAndMerges logs the pool's update and merge answers, and what
+// it learned.
+func logUpdatesAndMerges(t *testing.T, pool *poolProc) {
+	t.Helper()
+	for _, line := range strings.Split(pool.stderr.String(), "\n") {
+		if strings.Contains(line, `msg="update answered"`) || strings.Contains(line, `msg="merge answered"`) ||
+			strings.Contains(line, "learned") || strings.Contains(line, "cannot read the whole") {
+			t.Log(line)
+		}
 	}
 }
 
