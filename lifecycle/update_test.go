@@ -219,8 +219,11 @@ func TestRefusedMergeWaitsForAChange(t *testing.T) {
 		t.Fatalf("nothing changed: %s, want a wait", act.Kind)
 	}
 	for name, change := range map[string]func(Observation) Observation{
-		"the base moved":         func(o Observation) Observation { o.BaseSHA = "b2"; return o },
-		"a check reported again": func(o Observation) Observation { o.Checks = []Check{{ID: 2, Context: "ci", State: "success"}}; return o },
+		"the base moved": func(o Observation) Observation { o.BaseSHA = "b2"; return o },
+		"a check reported again": func(o Observation) Observation {
+			o.Checks = []Check{{ID: 2, Context: "ci", State: "success"}}
+			return o
+		},
 		"a new review": func(o Observation) Observation {
 			o.Reviews = append(o.Reviews, forgejo.Review{ID: 9, Author: "carol", State: forgejo.ReviewApproved, CommitID: "h1", Official: true})
 			return o
