@@ -156,3 +156,70 @@ func (l *requestLog) countPOST(suffix string) int {
 	}
 	return n
 }
+
+// TestOutdatedBranchesUpdatedWithApprovalsCarried is issue 24's figure:
+// protection with block_on_outdated_branch and a required context (the
+// stand-in CI reports on every new head), 6 PRs, 2 workers. All merge,
+// with 6 reviewer sessions (the approvals carry over the pool's updates),
+// at most 5 updates, and no merge call the forge refused.
+func TestOutdatedBranchesUpdatedWithApprovalsCarried(t *testing.T) {
+	t.Parallel()
+	sessions, updates := runOutdated(t, nil)
+	if sessions != 6 {
+		t.Errorf("%d reviewer sessions, want 6: the approvals carry over the pool's updates", sessions)
+	}
+	if updates > 5 {
+		t.Errorf("%d updates, want at most 5", updates)
+	}
+}
+
+// TestOutdatedBranchesWithDismissStaleApprovals: the same with
+// dismiss_stale_approvals on: every updated PR is reviewed once more.
+func TestOutdatedBranchesWithDismissStaleApprovals(t *testing.T) {
+	t.Parallel()
+	sessions, updates := runOutdated(t, map[string]any{"dismiss_stale_approvals": true})
+	if sessions != 6+updates {
+		t.Errorf("%d reviewer sessions for %d updates, want %d: one more per updated PR", sessions, updates, 6+updates)
+	}
+	if updates > 5 {
+		t.Errorf("%d updates, want at most 5", updates)
+	}
+}
+
+// runOutdated runs the scenario and returns the reviewer sessions and the
+// updates; it fails the test unless all 6 PRs merge with no merge call
+// refused.
+func runOutdated(t *testing.T, extra map[string]any) (sessions, updates int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
+	defer cancel()
+	sb := startSandbox(t, ctx, 6, nil)
+	protectOutdated(t, ctx, sb, extra)
+	ciCtx, stopCI := context.WithCancel(ctx)
+	defer stopCI()
+	standInCI(t, ciCtx, sb, sb.PRs)
+	forge := countRequests(t, sb.Forge.URL)
+	bin := buildPool(t)
+	start := time.Now()
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_FORGEJO_URL="+forge.url, "POOL_IDLE_EXIT=5"), "--workers", "2")
+	pool.wait(t, ctx)
+	took := time.Since(start)
+	for _, n := range sb.PRs {
+		assertMerged(t, ctx, sb, n)
+	}
+	refused := 0
+	for n, c := range mergeRefusals(forge, sb, sb.PRs) {
+		refused += c
+		if c > 0 {
+			t.Errorf("the forge refused %d merge calls of PR #%d, want none", c, n)
+		}
+	}
+	sessions = len(sb.Model.Prompts())
+	updates = forge.countPOST("/update?style=merge")
+	t.Logf("figure: 6 PRs, 2 workers, %v: %d reviewer sessions, %d updates, %d merge calls (%d refused), %s (pool start to exit, %d idle cycles)",
+		extra, sessions, updates, forge.countPOST("/merge"), refused, took.Round(time.Second), 5)
+	logUpdatesAndMerges(t, pool)
+	if t.Failed() {
+		t.Logf("pool stderr:\n%s", tailOf(pool.stderr.String(), 30000))
+	}
+	return sessions, updates
+}
