@@ -61,6 +61,10 @@ type fakeForge struct {
 	// authorPush, when set, pushes a commit of the author's on top of the
 	// update of these PRs (an author pushing during the update).
 	authorPush map[int]bool
+	// ciDelay: the CI takes this long on a head an update made; ciAt is
+	// when it passes each.
+	ciDelay time.Duration
+	ciAt    map[string]time.Time
 }
 
 func newFakeForge(prs ...int) *fakeForge {
@@ -68,7 +72,7 @@ func newFakeForge(prs ...int) *fakeForge {
 		reviews: map[int][]forgejo.Review{}, statuses: map[string][]forgejo.Status{}, failOps: map[string]error{},
 		mergeAnswer: map[int]forgejo.MergeResult{}, lostRace: map[int]bool{}, now: time.Now, calls: map[string]int{},
 		protection: forgejo.Protection{UserCanMerge: true}, merged: map[int]time.Time{}, base: fakeSHA("base-0"),
-		parents: map[string][]string{}, authorPush: map[int]bool{}}
+		parents: map[string][]string{}, authorPush: map[int]bool{}, ciAt: map[string]time.Time{}}
 	for _, n := range prs {
 		f.prs[n] = &forgejo.PR{Number: n, State: "open", Mergeable: true, HeadSHA: fakeSHA(fmt.Sprintf("sha-%d-a", n)),
 			BaseRef: "main", Author: "author", Updated: time.Now(), HeadRepo: "o/r", MergeBase: f.base}
@@ -181,6 +185,7 @@ func (f *fakeForge) Update(_ context.Context, _, _ string, n int, style string) 
 		f.statuses[head] = append(f.statuses[head], st)
 	}
 	pr.HeadSHA, pr.MergeBase = head, f.base
+	f.ciAt[head] = f.now().Add(f.ciDelay)
 	f.touch(n)
 	return forgejo.UpdateResult{Outcome: forgejo.UpdateDone, Status: 200}, nil
 }
@@ -259,6 +264,9 @@ func (f *fakeForge) StatusHistory(_ context.Context, _, _, sha string) ([]forgej
 	for i := range out {
 		if out[i].ID == 0 {
 			out[i].ID = int64(i + 1)
+		}
+		if f.now().Before(f.ciAt[sha]) {
+			out[i].State = "pending"
 		}
 	}
 	return out, f.fail("statuses")

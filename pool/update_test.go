@@ -44,6 +44,7 @@ func TestBehindPRsAreUpdatedOneAtATime(t *testing.T) {
 	a := newFakeAgent(approver(f, time.Millisecond))
 	cfg := testConfig(2)
 	cfg.IdleExit = 0
+	f.ciDelay = 10 * cfg.PollInterval
 	runUntil(t, cfg, f, a, func(context.Context, *Pool) {}, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
 	calls := updatesAndMerges(f)
 	updates, merges := 0, 0
