@@ -16,7 +16,7 @@ import (
 // it is closed, and nothing (not an error) once the repository disables
 // dependencies; the merge then goes through.
 func TestOpenDependenciesOnTheRealForge(t *testing.T) {
-	forge := sandbox.ForgeForTest(t)
+	forge := sandbox.SharedForge(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const user, repo = "dep-alice", "dep-demo"

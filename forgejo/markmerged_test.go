@@ -14,7 +14,7 @@ import (
 // commit only from the field spelled MergeCommitID; the mark must merge
 // there as on Gitea.
 func TestMarkMergedOnForgejo(t *testing.T) {
-	forge := sandbox.ForgeForTest(t)
+	forge := sandbox.SharedForge(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const user, repo = "mm-alice", "mm-demo"

@@ -13,7 +13,7 @@ import (
 // it as what it is, a pending request by a team, next to the team member's
 // approval that follows.
 func TestTeamReviewRequestIsRead(t *testing.T) {
-	forge := sandbox.ForgeForTest(t)
+	forge := sandbox.SharedForge(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const owner, reviewer, org, repo, team = "trq-owner", "trq-reviewer", "trq-org", "trq-repo", "trq-team"

@@ -283,6 +283,8 @@ func agentEnv(dir string, opts AgentOptions) []string {
 		"OPENCODE_DISABLE_SHARE=1",
 		"OPENCODE_DISABLE_CLAUDE_CODE=1",
 		"OPENCODE_DISABLE_PROJECT_CONFIG=1",
+		// As the README deploys it: no file watcher per work tree.
+		"OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER=1",
 	)
 	if opts.Password != "" {
 		env = append(env, "OPENCODE_SERVER_PASSWORD="+opts.Password)

@@ -91,9 +91,51 @@ func SharedServers(t testing.TB) *Servers {
 	return shared.servers
 }
 
-// StopShared stops the shared servers, if any were started, and removes
-// their data.
+// sharedForge is the forge the tests of a package that needs no agent
+// server share.
+var sharedForge struct {
+	once  sync.Once
+	dir   string
+	forge *Forge
+	err   error
+}
+
+// SharedForge is SharedServers for tests that need a forge alone: one forge
+// per test binary, started on first use, stopped by StopShared. Each test
+// makes accounts and repositories with names of its own.
+func SharedForge(t testing.TB) *Forge {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starting a real Gitea forge is skipped in -short mode")
+	}
+	sharedForge.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		if sharedForge.dir, sharedForge.err = os.MkdirTemp("", "pool-forge-"); sharedForge.err != nil {
+			return
+		}
+		var log bytes.Buffer
+		if sharedForge.forge, sharedForge.err = StartForge(ctx, sharedForge.dir, &log); sharedForge.err != nil {
+			sharedForge.err = fmt.Errorf("shared forge: %w\n%s", sharedForge.err, log.String())
+		}
+	})
+	if sharedForge.err != nil {
+		t.Fatal(sharedForge.err)
+	}
+	return sharedForge.forge
+}
+
+// StopShared stops the shared servers and forge, if any were started, and
+// removes their data.
 func StopShared() {
+	if sharedForge.forge != nil {
+		if err := sharedForge.forge.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "sandbox: stopping the shared forge: %v\n", err)
+		}
+	}
+	if sharedForge.dir != "" {
+		os.RemoveAll(sharedForge.dir)
+	}
 	if shared.servers != nil {
 		if err := shared.servers.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "sandbox: stopping the shared servers: %v\n", err)
