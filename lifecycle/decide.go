@@ -200,10 +200,10 @@ func UpdateConflicted(t Track, head string) (Track, Action) {
 }
 
 // UpdateRefused records that the forge refused the pool's update of the
-// head branch (403: it may not push there): a block, with one note.
-func UpdateRefused(t Track, head string) (Track, Action) {
-	return blocked(t, head, "the branch is behind its base and must be updated before it merges, but the forge refused the "+
-		"pool's update (HTTP 403): the pool's account may not push to the branch. Update it, or let the account push")
+// head branch (403: it may not push there): a refusal like a merge's, with
+// one note and a back-off, not an update call every cycle.
+func UpdateRefused(p Policy, t Track, head string, status int, now time.Time) (Track, Action) {
+	return refused(p, t, head, forgejo.MergeResult{Outcome: "update_refused", Status: status, Rule: ruleUpdateRefused}, now)
 }
 
 // blocked waits for the PR or the rule to change, and asks for the note

@@ -17,7 +17,11 @@ import (
 // changes: the head (a new head starts over), the base, the checks, the
 // reviews, the protection, or the PR itself (a comment, a label).
 
-// refused records the forge's refusal of the merge of head.
+// ruleUpdateRefused is the forge's refusal of the pool's update of a head
+// branch (not a rule of the protection).
+const ruleUpdateRefused = "update_refused"
+
+// refused records the forge's refusal of the merge (or update) of head.
 func refused(p Policy, t Track, head string, res forgejo.MergeResult, now time.Time) (Track, Action) {
 	rule := res.Rule
 	if rule == "" {
@@ -90,6 +94,8 @@ var refusalReasons = map[string]string{
 	forgejo.RuleMergeWhitelist:  "the forge refused the merge: the pool's account may not merge into this branch",
 	forgejo.RuleWorkInProgress:  "the forge refused the merge: the PR is marked work in progress",
 	forgejo.RuleArchived:        "the forge refused the merge: the repository is archived",
+	ruleUpdateRefused: "the branch is behind its base and must be updated before it merges, but the forge refused the pool's " +
+		"update (HTTP 403): the pool's account may not push to the branch. Update it, or let the account push",
 }
 
 func refusalReason(rule string) string {

@@ -264,3 +264,23 @@ func TestBehindRefusalLeadsToTheUpdate(t *testing.T) {
 		t.Errorf("update never: %s, want a block", act.Kind)
 	}
 }
+
+// TestRefusedUpdateBacksOff: an update the forge refused (the pool may not
+// push to the branch) gets one note and no second update call at once.
+func TestRefusedUpdateBacksOff(t *testing.T) {
+	o := behindGreen()
+	o.Updated = now.Add(-time.Hour)
+	tr, _ := Decide(policy, Track{}, o)
+	tr, act := UpdateRefused(policy, tr, "h1", 403, now)
+	if act.Kind != NoteBlocked || tr.State != MergeRefused {
+		t.Fatalf("refused update: %s/%s, want one note and %s", act.Kind, tr.State, MergeRefused)
+	}
+	o.Now = now.Add(time.Second)
+	if tr, act = Decide(policy, tr, o); act.Kind != Wait {
+		t.Errorf("right after the refused update: %s, want a wait", act.Kind)
+	}
+	o.Now = tr.RefusedUntil
+	if _, act = Decide(policy, tr, o); act.Kind != Update {
+		t.Errorf("after the back-off: %s, want another update", act.Kind)
+	}
+}

@@ -50,7 +50,7 @@ func (p *Pool) afterUpdate(ctx context.Context, pr forgejo.PR, res forgejo.Updat
 	case forgejo.UpdateConflict:
 		next, act = lifecycle.UpdateConflicted(p.track(pr.Number), pr.HeadSHA)
 	case forgejo.UpdateRefused:
-		next, act = lifecycle.UpdateRefused(p.track(pr.Number), pr.HeadSHA)
+		next, act = lifecycle.UpdateRefused(p.policy, p.track(pr.Number), pr.HeadSHA, res.Status, p.now())
 	default:
 		return // closed, merged or a passing failure: the discovery loop decides again
 	}
