@@ -65,6 +65,8 @@ type fakeForge struct {
 	// when it passes each.
 	ciDelay time.Duration
 	ciAt    map[string]time.Time
+	// updateAnswer overrides the update's answer per PR.
+	updateAnswer map[int]forgejo.UpdateResult
 }
 
 func newFakeForge(prs ...int) *fakeForge {
@@ -72,7 +74,8 @@ func newFakeForge(prs ...int) *fakeForge {
 		reviews: map[int][]forgejo.Review{}, statuses: map[string][]forgejo.Status{}, failOps: map[string]error{},
 		mergeAnswer: map[int]forgejo.MergeResult{}, lostRace: map[int]bool{}, now: time.Now, calls: map[string]int{},
 		protection: forgejo.Protection{UserCanMerge: true}, merged: map[int]time.Time{}, base: fakeSHA("base-0"),
-		parents: map[string][]string{}, authorPush: map[int]bool{}, ciAt: map[string]time.Time{}}
+		parents: map[string][]string{}, authorPush: map[int]bool{}, ciAt: map[string]time.Time{},
+		updateAnswer: map[int]forgejo.UpdateResult{}}
 	for _, n := range prs {
 		f.prs[n] = &forgejo.PR{Number: n, State: "open", Mergeable: true, HeadSHA: fakeSHA(fmt.Sprintf("sha-%d-a", n)),
 			BaseRef: "main", Author: "author", Updated: time.Now(), HeadRepo: "o/r", MergeBase: f.base}
@@ -171,6 +174,9 @@ func (f *fakeForge) Update(_ context.Context, _, _ string, n int, style string) 
 	defer f.mu.Unlock()
 	f.calls["update"]++
 	f.record("#%d: update by %s", n, style)
+	if res, ok := f.updateAnswer[n]; ok {
+		return res, nil
+	}
 	pr := f.prs[n]
 	head := fakeSHA(fmt.Sprintf("update-%d-%s", n, f.base))
 	f.parents[head] = []string{pr.HeadSHA, f.base}

@@ -102,3 +102,27 @@ func TestUnreadableOutdatedRuleIsLearnedOnce(t *testing.T) {
 		t.Errorf("%d merge calls for 3 PRs, want at most one refused: %v", merges, updatesAndMerges(f))
 	}
 }
+
+// TestAConflictFoundByTheUpdateIsAConflict: the forge answers the update
+// of PR 2 409 (the base does not merge cleanly): one conflict note, no
+// second update call, no merge call.
+func TestAConflictFoundByTheUpdateIsAConflict(t *testing.T) {
+	f := outdatedForge(true, 1, 2)
+	f.updateAnswer[2] = forgejo.UpdateResult{Outcome: forgejo.UpdateConflict, Status: 409, Message: "merge failed because of conflict"}
+	a := newFakeAgent(approver(f, time.Millisecond))
+	cfg := testConfig(1)
+	cfg.IdleExit = 0
+	runUntil(t, cfg, f, a, func(ctx context.Context, p *Pool) {
+		waitFor(ctx, func() bool { return len(effectsWith(f, "#2: update by")) > 0 })
+		time.Sleep(20 * cfg.PollInterval)
+	}, func() bool { return true })
+	if n := len(effectsWith(f, "#2: update by")); n != 1 {
+		t.Errorf("%d update calls for the conflicting PR, want 1: %v", n, f.Effects())
+	}
+	if n := len(effectsWith(f, "#2: merge at")); n != 0 {
+		t.Errorf("%d merge calls for the conflicting PR, want 0", n)
+	}
+	if n := len(effectsWith(f, "#2: comment Merge conflict detected")); n != 1 {
+		t.Errorf("%d conflict notes, want 1: %v", n, f.Effects())
+	}
+}
