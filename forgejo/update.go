@@ -41,14 +41,15 @@ func (c *Client) Update(ctx context.Context, owner, repo string, n int, style st
 	if err != nil {
 		return UpdateResult{}, err
 	}
-	res := UpdateResult{Status: status, Message: snippet(b), Outcome: classifyUpdate(status)}
+	res := UpdateResult{Status: status, Message: snippet(b), Outcome: ClassifyUpdate(status)}
 	if status == http.StatusUnauthorized || status >= 500 {
 		return res, newError(op, status, fmt.Errorf("%s", res.Message))
 	}
 	return res, nil
 }
 
-func classifyUpdate(status int) UpdateOutcome {
+// ClassifyUpdate maps an update answer's status to an outcome.
+func ClassifyUpdate(status int) UpdateOutcome {
 	switch status {
 	case http.StatusOK:
 		return UpdateDone

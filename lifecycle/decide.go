@@ -200,7 +200,8 @@ func UpdateConflicted(t Track, head string) (Track, Action) {
 }
 
 // UpdateRefused records that the forge refused the pool's update of the
-// head branch (403: it may not push there): a refusal like a merge's, with
+// head branch (403: it may not push there; or another answer that is no
+// update): a refusal like a merge's, with
 // one note and a back-off, not an update call every cycle.
 func UpdateRefused(p Policy, t Track, head string, status int, now time.Time) (Track, Action) {
 	return refused(p, t, head, forgejo.MergeResult{Outcome: "update_refused", Status: status, Rule: ruleUpdateRefused}, now)

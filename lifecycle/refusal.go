@@ -95,7 +95,7 @@ var refusalReasons = map[string]string{
 	forgejo.RuleWorkInProgress:  "the forge refused the merge: the PR is marked work in progress",
 	forgejo.RuleArchived:        "the forge refused the merge: the repository is archived",
 	ruleUpdateRefused: "the branch is behind its base and must be updated before it merges, but the forge refused the pool's " +
-		"update (HTTP 403): the pool's account may not push to the branch. Update it, or let the account push",
+		"update (the pool's account may not push to the branch, or the forge could not update it). Update it, or let the account push",
 }
 
 func refusalReason(rule string) string {

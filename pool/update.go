@@ -49,10 +49,10 @@ func (p *Pool) afterUpdate(ctx context.Context, pr forgejo.PR, res forgejo.Updat
 		return
 	case forgejo.UpdateConflict:
 		next, act = lifecycle.UpdateConflicted(p.track(pr.Number), pr.HeadSHA)
-	case forgejo.UpdateRefused:
+	case forgejo.UpdateClosed:
+		return // closed or merged meanwhile: the discovery loop decides again
+	default: // refused, or an answer the pool does not know: backs off, never a call every cycle
 		next, act = lifecycle.UpdateRefused(p.policy, p.track(pr.Number), pr.HeadSHA, res.Status, p.now())
-	default:
-		return // closed, merged or a passing failure: the discovery loop decides again
 	}
 	p.setTrack(pr.Number, next)
 	p.logDecision(pr.Number, next, act)

@@ -126,3 +126,26 @@ func TestAConflictFoundByTheUpdateIsAConflict(t *testing.T) {
 		t.Errorf("%d conflict notes, want 1: %v", n, f.Effects())
 	}
 }
+
+// TestARefusedUpdateIsNoLoop: an update answered 403, or 400, gets one
+// note and backs off: a handful of calls, not one a cycle.
+func TestARefusedUpdateIsNoLoop(t *testing.T) {
+	for _, status := range []int{403, 400} {
+		f := outdatedForge(true, 1, 2)
+		f.updateAnswer[2] = forgejo.UpdateResult{Outcome: forgejo.ClassifyUpdate(status), Status: status}
+		a := newFakeAgent(approver(f, time.Millisecond))
+		cfg := testConfig(1)
+		cfg.IdleExit = 0
+		runUntil(t, cfg, f, a, func(ctx context.Context, p *Pool) {
+			waitFor(ctx, func() bool { return len(effectsWith(f, "#2: update by")) > 0 })
+			time.Sleep(40 * cfg.PollInterval)
+		}, func() bool { return true })
+		// back-offs of 1, 2, 4, 8, 16 poll intervals fit five calls in 40
+		if n := len(effectsWith(f, "#2: update by")); n > 6 {
+			t.Errorf("HTTP %d: %d update calls in 40 poll intervals, want a back-off", status, n)
+		}
+		if n := len(effectsWith(f, "#2: comment Merging is on hold")); n != 1 {
+			t.Errorf("HTTP %d: %d hold notes, want 1: %v", status, n, f.Effects())
+		}
+	}
+}
