@@ -35,6 +35,10 @@ func Decide(p Policy, t Track, o Observation) (Track, Action) {
 		t.State = AwaitingHuman
 		return t, Action{Kind: Skip, Reason: "labelled for humans"}
 	}
+	if t.forgeCatchingUp(p, o) {
+		t.State = Updating
+		return t, Action{Kind: Wait, Reason: "updating: waiting for the forge to take in the new head"}
+	}
 	switch v := p.Approval(t, o); v.State {
 	case forgejo.ReviewApproved:
 		t.ReviewedSHA = o.HeadSHA
@@ -138,6 +142,17 @@ func approved(p Policy, t Track, o Observation) (Track, Action) {
 	return mergeOrWait(p, t, o, "approved at head, checks green")
 }
 
+// forgeCatchingUp reports whether the forge shows the head the pool's
+// update made with the merge base from before it: the forge recomputes
+// it after the push, and until then the PR's diff (and whether it is
+// behind) are stale. Judging the head then would review a rebase again
+// for nothing. At most RetryMax after the update.
+func (t Track) forgeCatchingUp(p Policy, o Observation) bool {
+	u := t.Update
+	return u.Made() && o.HeadSHA != u.From && u.OldMergeBase != "" && o.MergeBase == u.OldMergeBase &&
+		u.Base != u.OldMergeBase && o.Now.Before(u.At.Add(p.RetryMax))
+}
+
 // afterUpdate reports whether head is the one the pool's update made (or
 // one after it whose approval carried over).
 func (t Track) afterUpdate(head string) bool { return t.Update.Made() && head != t.Update.From }
@@ -181,13 +196,14 @@ func update(p Policy, t Track, o Observation) (Track, Action) {
 }
 
 // Updated records that the pool brought base into the head branch at
-// from, in style (diff: the hash of the PR's diff at from, for rebase).
+// from, in style (mergeBase: the PR's merge base at from; diff: the hash
+// of the PR's diff at from, for rebase).
 // Recorded after the forge answered that it updated.
-func Updated(t Track, from, base, style, diff string, now time.Time) Track {
+func Updated(t Track, from, base, mergeBase, style, diff string, now time.Time) Track {
 	if t.HeadSHA != from {
 		return t
 	}
-	t.Update = HeadUpdate{From: from, Base: base, Style: style, Diff: diff, At: now}
+	t.Update = HeadUpdate{From: from, Base: base, OldMergeBase: mergeBase, Style: style, Diff: diff, At: now}
 	t.State = Updating
 	return t
 }

@@ -110,11 +110,15 @@ type Track struct {
 // HeadUpdate is an update of a PR's head branch made by the pool: the base
 // brought into the approved head.
 type HeadUpdate struct {
-	From  string    `json:"from"`           // the approved head the pool updated
-	Base  string    `json:"base"`           // the base tip the pool saw
-	Style string    `json:"style"`          // merge or rebase
-	Diff  string    `json:"diff,omitempty"` // hash of the PR's diff at From (rebase)
-	At    time.Time `json:"at"`
+	From string `json:"from"` // the approved head the pool updated
+	Base string `json:"base"` // the base tip the pool saw
+	// OldMergeBase is the PR's merge base before the update: while the
+	// forge still shows it with the new head, it has not taken the update
+	// in (its diff and its behind-ness are the old ones).
+	OldMergeBase string    `json:"old_merge_base,omitempty"`
+	Style        string    `json:"style"`          // merge or rebase
+	Diff         string    `json:"diff,omitempty"` // hash of the PR's diff at From (rebase)
+	At           time.Time `json:"at"`
 }
 
 // Made reports whether an update is recorded.
@@ -132,6 +136,7 @@ type Observation struct {
 	Mergeable bool
 	Behind    bool // the base has moved past the commit the head branched from
 	BaseSHA   string
+	MergeBase string // the commit the head branched from, as the forge last computed it
 	// MayUpdate: the pool may push to the head branch (it is in the
 	// repository, or its author lets maintainers edit).
 	MayUpdate bool

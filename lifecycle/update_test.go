@@ -25,6 +25,7 @@ func updatedHead() Observation {
 	o := behindGreen()
 	o.HeadSHA, o.Behind = "h2", false
 	o.HeadParents = []string{"h1", "b2"}
+	o.MergeBase = "b2"
 	o.Checks = []Check{status("ci", "pending")}
 	return o
 }
@@ -32,7 +33,7 @@ func updatedHead() Observation {
 // updatedTrack is the track after the pool updated h1 onto b2.
 func updatedTrack(style, diff string) Track {
 	tr, _ := Decide(policy, Track{}, behindGreen())
-	return Updated(tr, "h1", "b2", style, diff, now)
+	return Updated(tr, "h1", "b2", "b1", style, diff, now)
 }
 
 // TestCarryOver: the approval of the head the pool updated carries over
@@ -140,7 +141,7 @@ func TestBehindHeadIsUpdatedThenMerged(t *testing.T) {
 	if act.Kind != Update || tr.State != OutOfDate {
 		t.Fatalf("behind and green: %s/%s, want an update", act.Kind, tr.State)
 	}
-	tr = Updated(tr, "h1", "b2", "merge", "", now)
+	tr = Updated(tr, "h1", "b2", "b1", "merge", "", now)
 	if tr, act = Decide(policy, tr, behindGreen()); act.Kind != Wait || tr.State != Updating {
 		t.Fatalf("the old head still shows after the update: %s/%s, want a wait in %s", act.Kind, tr.State, Updating)
 	}
@@ -282,5 +283,29 @@ func TestRefusedUpdateBacksOff(t *testing.T) {
 	o.Now = tr.RefusedUntil
 	if _, act = Decide(policy, tr, o); act.Kind != Update {
 		t.Errorf("after the back-off: %s, want another update", act.Kind)
+	}
+}
+
+// TestTheNewHeadWaitsForTheForge: the forge shows the rebased head with
+// the merge base from before the update (it recomputes it after the
+// push), so its diff is stale: the head waits instead of being reviewed,
+// and is judged once the forge has caught up.
+func TestTheNewHeadWaitsForTheForge(t *testing.T) {
+	tr := updatedTrack("rebase", "d1")
+	o := updatedHead()
+	o.HeadParents, o.DiffHash, o.MergeBase = nil, "d-stale", "b1"
+	tr, act := Decide(policy, tr, o)
+	if act.Kind != Wait || tr.State != Updating {
+		t.Fatalf("new head, old merge base: %s/%s, want a wait in %s", act.Kind, tr.State, Updating)
+	}
+	o.DiffHash, o.MergeBase = "d1", "b2"
+	if tr, act = Decide(policy, tr, o); act.Kind != Wait || tr.State != UpdateChecks {
+		t.Errorf("the forge caught up: %s/%s, want the approval carried over and a wait for checks", act.Kind, tr.State)
+	}
+	stuck := updatedHead()
+	stuck.HeadParents, stuck.DiffHash, stuck.MergeBase = nil, "d-stale", "b1"
+	stuck.Now = now.Add(policy.RetryMax)
+	if _, act = Decide(policy, updatedTrack("rebase", "d1"), stuck); act.Kind != Review {
+		t.Errorf("the forge never caught up: %s, want a review after RetryMax", act.Kind)
 	}
 }

@@ -207,7 +207,7 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (de
 func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observation, error) {
 	obs := lifecycle.Observation{Open: pr.State == "open", Merged: pr.Merged, Updated: pr.Updated, HeadSHA: pr.HeadSHA, Author: pr.Author,
 		Skip: p.cfg.SkipLabel != "" && pr.HasLabel(p.cfg.SkipLabel), Mergeable: pr.Mergeable, Behind: pr.Behind(),
-		BaseSHA: pr.BaseSHA, MayUpdate: pr.SameRepo(p.cfg.Repo()) || pr.MaintainerCanEdit,
+		BaseSHA: pr.BaseSHA, MergeBase: pr.MergeBase, MayUpdate: pr.SameRepo(p.cfg.Repo()) || pr.MaintainerCanEdit,
 		Protection: p.currentProtection(), Now: p.now()}
 	if !obs.Open || obs.Merged {
 		return obs, nil

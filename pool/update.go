@@ -45,7 +45,7 @@ func (p *Pool) afterUpdate(ctx context.Context, pr forgejo.PR, res forgejo.Updat
 	var act lifecycle.Action
 	switch res.Outcome {
 	case forgejo.UpdateDone:
-		p.setTrack(pr.Number, lifecycle.Updated(p.track(pr.Number), pr.HeadSHA, pr.BaseSHA, style, diff, p.now()))
+		p.setTrack(pr.Number, lifecycle.Updated(p.track(pr.Number), pr.HeadSHA, pr.BaseSHA, pr.MergeBase, style, diff, p.now()))
 		return
 	case forgejo.UpdateConflict:
 		next, act = lifecycle.UpdateConflicted(p.track(pr.Number), pr.HeadSHA)
