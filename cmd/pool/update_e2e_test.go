@@ -164,7 +164,7 @@ func (l *requestLog) countPOST(suffix string) int {
 // at most 5 updates, and no merge call the forge refused.
 func TestOutdatedBranchesUpdatedWithApprovalsCarried(t *testing.T) {
 	t.Parallel()
-	sessions, updates := runOutdated(t, nil)
+	sessions, updates := runOutdated(t, nil, "merge")
 	if sessions != 6 {
 		t.Errorf("%d reviewer sessions, want 6: the approvals carry over the pool's updates", sessions)
 	}
@@ -177,7 +177,7 @@ func TestOutdatedBranchesUpdatedWithApprovalsCarried(t *testing.T) {
 // dismiss_stale_approvals on: every updated PR is reviewed once more.
 func TestOutdatedBranchesWithDismissStaleApprovals(t *testing.T) {
 	t.Parallel()
-	sessions, updates := runOutdated(t, map[string]any{"dismiss_stale_approvals": true})
+	sessions, updates := runOutdated(t, map[string]any{"dismiss_stale_approvals": true}, "merge")
 	if sessions != 6+updates {
 		t.Errorf("%d reviewer sessions for %d updates, want %d: one more per updated PR", sessions, updates, 6+updates)
 	}
@@ -186,10 +186,24 @@ func TestOutdatedBranchesWithDismissStaleApprovals(t *testing.T) {
 	}
 }
 
-// runOutdated runs the scenario and returns the reviewer sessions and the
-// updates; it fails the test unless all 6 PRs merge with no merge call
-// refused.
-func runOutdated(t *testing.T, extra map[string]any) (sessions, updates int) {
+// TestOutdatedBranchesRebased: the same with merge.update_style rebase:
+// the PR's diff after the rebase is byte for byte the approved one, so the
+// approvals carry over.
+func TestOutdatedBranchesRebased(t *testing.T) {
+	t.Parallel()
+	sessions, updates := runOutdated(t, nil, "rebase")
+	if sessions != 6 {
+		t.Errorf("%d reviewer sessions, want 6: the approvals carry over the pool's rebases", sessions)
+	}
+	if updates > 5 {
+		t.Errorf("%d updates, want at most 5", updates)
+	}
+}
+
+// runOutdated runs the scenario with updates in style and returns the
+// reviewer sessions and the updates; it fails the test unless all 6 PRs
+// merge with no merge call refused.
+func runOutdated(t *testing.T, extra map[string]any, style string) (sessions, updates int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 6, nil)
@@ -200,7 +214,8 @@ func runOutdated(t *testing.T, extra map[string]any) (sessions, updates int) {
 	forge := countRequests(t, sb.Forge.URL)
 	bin := buildPool(t)
 	start := time.Now()
-	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_FORGEJO_URL="+forge.url, "POOL_IDLE_EXIT=5"), "--workers", "2")
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_FORGEJO_URL="+forge.url, "POOL_IDLE_EXIT=5",
+		"POOL_MERGE_UPDATE_STYLE="+style), "--workers", "2")
 	pool.wait(t, ctx)
 	took := time.Since(start)
 	for _, n := range sb.PRs {
@@ -214,10 +229,15 @@ func runOutdated(t *testing.T, extra map[string]any) (sessions, updates int) {
 		}
 	}
 	sessions = len(sb.Model.Prompts())
-	updates = forge.countPOST("/update?style=merge")
-	t.Logf("figure: 6 PRs, 2 workers, %v: %d reviewer sessions, %d updates, %d merge calls (%d refused), %s (pool start to exit, %d idle cycles)",
-		extra, sessions, updates, forge.countPOST("/merge"), refused, took.Round(time.Second), 5)
+	updates = forge.countPOST("/update?style=" + style)
+	t.Logf("figure: 6 PRs, 2 workers, %s updates, %v: %d reviewer sessions, %d updates, %d merge calls (%d refused), %s (pool start to exit, %d idle cycles)",
+		style, extra, sessions, updates, forge.countPOST("/merge"), refused, took.Round(time.Second), 5)
 	logUpdatesAndMerges(t, pool)
+	for _, p := range sb.Model.Prompts() {
+		if n, _, head, ok := sandbox.PromptTarget(p); ok {
+			t.Logf("reviewer session: PR #%s at %s", n, head)
+		}
+	}
 	if t.Failed() {
 		t.Logf("pool stderr:\n%s", tailOf(pool.stderr.String(), 30000))
 	}
