@@ -102,7 +102,9 @@ func TestBehindRefusalIsLearned(t *testing.T) {
 		}
 		return true
 	}
-	deadline := time.Now().Add(4 * time.Minute)
+	// The updates are serial (one per base) and each waits for the stand-in
+	// CI: on a machine busy with the other tests that takes minutes.
+	deadline := time.Now().Add(7 * time.Minute)
 	for !allMerged() && time.Now().Before(deadline) && !pool.hasExited() {
 		time.Sleep(time.Second)
 	}
