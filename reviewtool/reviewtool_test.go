@@ -356,6 +356,12 @@ func TestPushFastForwardsThePRBranch(t *testing.T) {
 	git("add", "fix.txt")
 	git("commit", "-qm", "fix")
 	fixed := git("rev-parse", "HEAD")
+	// Code in the work tree can plant a hook that would see the push's
+	// environment, token and all.
+	leak := filepath.Join(t.TempDir(), "pre-push-ran")
+	if err := os.WriteFile(filepath.Join(dir, ".git", "hooks", "pre-push"), []byte("#!/bin/sh\nenv > '"+leak+"'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	t.Chdir(dir)
 	code, stdout, stderr := run(ctx, fx.env, "push", fx.target())
 	if code != 0 {
@@ -363,6 +369,9 @@ func TestPushFastForwardsThePRBranch(t *testing.T) {
 	}
 	if strings.Contains(stdout+stderr, fx.reviewerToken) {
 		t.Errorf("push printed the token")
+	}
+	if _, err := os.Stat(leak); err == nil {
+		t.Errorf("push ran the pre-push hook planted in the work tree")
 	}
 	if cfg, _ := os.ReadFile(filepath.Join(dir, ".git", "config")); bytes.Contains(cfg, []byte(fx.reviewerToken)) {
 		t.Errorf("the token is in the work tree's git config")
