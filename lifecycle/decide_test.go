@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -70,11 +71,8 @@ func TestDecide(t *testing.T) {
 			o.Claim = claims.Taken
 			return o
 		}, wantKind: Wait, wantState: CIFailing},
-		{name: "no more sessions for a head whose session left an uncounted approval",
-			track:    Track{HeadSHA: "h1", HeadSeen: now, UncountedSHA: "h1", Blocked: "approval by r does not count", NotedBlock: "h1 approval by r does not count"},
-			wantKind: Wait, wantState: AwaitingHuman},
-		{name: "a new head after an uncounted approval is reviewed",
-			track:    Track{HeadSHA: "h0", HeadSeen: now, UncountedSHA: "h0", Blocked: "x", NotedBlock: "h0 x"},
+		{name: "sessions that left no review are retried once the back-off ends",
+			track:    Track{HeadSHA: "h1", HeadSeen: now, Failures: 5, NotBefore: now.Add(-time.Second)},
 			wantKind: Review, wantState: Unreviewed},
 		{name: "no second fixer for a head", track: Track{HeadSHA: "h1", FixerSHA: "h1"},
 			obs: approvedWith(status("ci", "failure")), wantKind: Wait, wantState: CIFailing},
@@ -246,10 +244,39 @@ func TestSessionLeftNoReviewBacksOff(t *testing.T) {
 		want     time.Duration
 	}{{0, time.Minute}, {1, 2 * time.Minute}, {2, 4 * time.Minute}, {9, time.Hour}}
 	for _, tt := range tests {
-		got := SessionLeftNoReview(p, Track{Failures: tt.failures}, now)
+		got, _ := SessionLeftNoReview(p, Track{Failures: tt.failures}, now, nil)
 		if got.Failures != tt.failures+1 || got.NotBefore.Sub(now) != tt.want {
 			t.Errorf("after %d failures: failures %d, wait %s; want %d, %s", tt.failures, got.Failures, got.NotBefore.Sub(now), tt.failures+1, tt.want)
 		}
+	}
+}
+
+// TestSessionLeftNoReviewNotesOnceAndNeverHolds: the third session at a
+// head that left no counted review asks for one note, naming the approvals
+// that do not count; no session ever holds the PR.
+func TestSessionLeftNoReviewNotesOnceAndNeverHolds(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	p := Policy{RetryBase: time.Minute, RetryMax: time.Hour}
+	tr := Track{HeadSHA: "h1", State: Unreviewed}
+	var notes []string
+	for i := 0; i < 6; i++ {
+		var act Action
+		tr, act = SessionLeftNoReview(p, tr, now, []string{"mallory"})
+		if act.Kind == NoteNoReview {
+			notes = append(notes, act.Reason)
+		} else if act.Kind != Wait {
+			t.Errorf("session %d: action %s", i+1, act.Kind)
+		}
+		if tr.Blocked != "" || tr.State == AwaitingHuman {
+			t.Errorf("session %d left the PR held: %+v", i+1, tr)
+		}
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "3 reviewer sessions") || !strings.Contains(notes[0], "mallory") {
+		t.Errorf("notes = %q, want one after the third session naming mallory", notes)
+	}
+	next, act := Decide(p, tr, Observation{Open: true, HeadSHA: "h1", Now: tr.NotBefore})
+	if act.Kind != Review || next.State != Unreviewed {
+		t.Errorf("after the back-off: %s %s, want a review", act.Kind, next.State)
 	}
 }
 

@@ -57,9 +57,6 @@ type Track struct {
 	Blocked string `json:"blocked"`
 	// NotedBlock is the head and reason the blocked note was posted for.
 	NotedBlock string `json:"noted_block"`
-	// UncountedSHA is the head at which a session of the pool's left an
-	// approval the rule does not count: no more sessions for that head.
-	UncountedSHA string `json:"uncounted_sha"`
 	// WaitedForChecks: the approved head waited for pending checks; its
 	// merge is announced on the issues the PR closes.
 	WaitedForChecks bool `json:"waited_for_checks"`
@@ -104,6 +101,7 @@ const (
 	Skip         Kind = "skip"     // a human owns it
 	NoteConflict Kind = "conflict" // post the conflict comment once
 	NoteBlocked  Kind = "blocked"  // post, once, why the protection refuses the merge
+	NoteNoReview Kind = "no-review" // post, once, that sessions leave no counted review
 )
 
 // Action is one decision. Diagnostic asks for the retry comment alongside.
