@@ -228,12 +228,18 @@ func (c *Client) PR(ctx context.Context, owner, repo string, n int) (PR, error) 
 	return d.PR, err
 }
 
-// Comments lists the comments of an issue or PR (the forge does not page
-// them).
+// Comments lists the comments of an issue or PR. The forge answers the
+// list in one piece (it does not page it); when that answer is over the
+// body cap (outsiders wrote a lot), the comments are read in pages from the
+// timeline instead, keeping the newest that fit (timelineComments).
 func (c *Client) Comments(ctx context.Context, owner, repo string, n int) ([]Comment, error) {
 	op := fmt.Sprintf("list comments of %s/%s#%d", owner, repo, n)
 	var batch []*apiComment
-	if err := c.getJSON(ctx, op, fmt.Sprintf("%s/issues/%d/comments", repoPath(owner, repo), n), &batch); err != nil {
+	err := c.getJSON(ctx, op, fmt.Sprintf("%s/issues/%d/comments", repoPath(owner, repo), n), &batch)
+	if IsTooLarge(err) {
+		return c.timelineComments(ctx, owner, repo, n)
+	}
+	if err != nil {
 		return nil, err
 	}
 	out := make([]Comment, 0, len(batch))
