@@ -75,6 +75,9 @@ type Config struct {
 	// TrustedClaimers are accounts, besides the token's own, whose claim
 	// comments are honoured.
 	TrustedClaimers []string
+	// Fixers says when the pool starts a fixer session on an approved PR
+	// whose checks fail.
+	Fixers Fixers
 
 	SessionTimeout  time.Duration
 	ShutdownTimeout time.Duration
@@ -113,6 +116,15 @@ type Config struct {
 
 	DryRun bool
 	Once   bool
+}
+
+// Fixers is the fixers section.
+type Fixers struct {
+	// Enabled starts fixers at all (default true).
+	Enabled bool
+	// Forks starts them on PRs whose head is in another repository too: the
+	// fixer then pushes to a stranger's repository (default false).
+	Forks bool
 }
 
 // Repo is "owner/name".
@@ -197,6 +209,8 @@ var settings = []setting{
 	{"reviewers.accounts", "reviewers", []string{"POOL_REVIEWERS"}, "", "comma-separated reviewer `accounts` whose reviews count (default: any account the forge marks official, but the author)"},
 	{"reviewers.allow_unofficial", "allow-unofficial-reviewers", []string{"POOL_REVIEWERS_ALLOW_UNOFFICIAL"}, "false", "count the listed reviewers' reviews even without write access (a `bool`)"},
 	{"checks_grace", "checks-grace", []string{"POOL_CHECKS_GRACE"}, "2m", "an approved head with no statuses waits this `duration` for a CI before it merges"},
+	{"fixers.enabled", "fixers", []string{"POOL_FIXERS_ENABLED"}, "true", "start a fixer session on an approved PR whose checks fail (a `bool`)"},
+	{"fixers.forks", "fixers-forks", []string{"POOL_FIXERS_FORKS"}, "false", "start fixers on PRs from forks too; they push to the fork's branch (a `bool`)"},
 	{"claims.trusted", "trusted-claimers", []string{"POOL_CLAIMS_TRUSTED"}, "", "comma-separated `accounts` whose claims are honoured"},
 	{"session_timeout", "session-timeout", []string{"POOL_SESSION_TIMEOUT"}, "60m", "abort a session busy longer than this `duration`"},
 	{"shutdown_timeout", "shutdown-timeout", []string{"POOL_SHUTDOWN_TIMEOUT"}, "30s", "time allowed for a clean exit (a `duration`)"},
@@ -428,6 +442,7 @@ func decode(v *viper.Viper) (Config, error) {
 		GitEmail:        d.str("git.email"),
 		ChecksGrace:     d.duration("checks_grace"),
 		TrustedClaimers: d.list("claims.trusted"),
+		Fixers:          Fixers{Enabled: d.boolean("fixers.enabled"), Forks: d.boolean("fixers.forks")},
 		SessionTimeout:  d.duration("session_timeout"),
 		ShutdownTimeout: d.duration("shutdown_timeout"),
 		AbortOnExit:     d.boolean("abort_on_exit"),

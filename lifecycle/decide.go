@@ -98,6 +98,8 @@ func approved(p Policy, t Track, o Observation) (Track, Action) {
 		t, diag := t.retry(p, CIFailing, string(ChecksFailing))
 		switch {
 		case t.FixerSHA == o.HeadSHA:
+		case noFixer(p, o) != "":
+			return t, Action{Kind: Wait, Reason: "checks failing; " + noFixer(p, o), Diagnostic: diag}
 		case o.Claim == claims.Taken:
 			return t, Action{Kind: Wait, Reason: "checks failing; another pool holds the PR", Diagnostic: diag}
 		case o.Now.Before(t.NotBefore):
@@ -120,6 +122,17 @@ func approved(p Policy, t Track, o Observation) (Track, Action) {
 	}
 	t.State = MergeQueued
 	return t, Action{Kind: Merge, Reason: "approved at head, checks green"}
+}
+
+// noFixer says why no fixer may be started for the PR, or "".
+func noFixer(p Policy, o Observation) string {
+	switch {
+	case p.NoFixers:
+		return "fixers are off (fixers.enabled); waiting for a push"
+	case o.Fork && !p.FixForks:
+		return "the head is in another repository, and fixers push only to this one's branches (fixers.forks); waiting for a push"
+	}
+	return ""
 }
 
 // blocked waits for the PR or the rule to change, and asks for the note

@@ -64,6 +64,11 @@ func TestDecide(t *testing.T) {
 		{name: "an auto-merge left armed is cancelled", track: Track{HeadSHA: "h1", ArmedSHA: "h1"},
 			obs: approvedWith(status("ci", "pending")), wantKind: Disarm},
 		{name: "failing checks ask for a fixer", obs: approvedWith(status("ci", "failure")), wantKind: Fix, wantState: CIFailing},
+		{name: "no fixer when fixers are off", policy: withFixers(true, false),
+			obs: approvedWith(status("ci", "failure")), wantKind: Wait, wantState: CIFailing},
+		{name: "no fixer for a PR from a fork", obs: fromFork(approvedWith(status("ci", "failure"))), wantKind: Wait, wantState: CIFailing},
+		{name: "a fixer for a PR from a fork when fixers.forks", policy: withFixers(false, true),
+			obs: fromFork(approvedWith(status("ci", "failure"))), wantKind: Fix, wantState: CIFailing},
 		{name: "a fixer that could not start backs off", track: Track{HeadSHA: "h1", HeadSeen: now, NotBefore: now.Add(time.Minute)},
 			obs: approvedWith(status("ci", "failure")), wantKind: Wait, wantState: CIFailing},
 		{name: "another pool's fixer is not doubled", obs: func(o Observation) Observation {
@@ -168,6 +173,12 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+func withFixers(off, forks bool) Policy {
+	p := policy
+	p.NoFixers, p.FixForks = off, forks
+	return p
+}
+
 func withGrace(d time.Duration) Policy {
 	p := policy
 	p.ChecksGrace = d
@@ -181,6 +192,10 @@ func approvedWith(checks ...Check) func(Observation) Observation {
 		o.Checks = checks
 		return o
 	}
+}
+
+func fromFork(f func(Observation) Observation) func(Observation) Observation {
+	return func(o Observation) Observation { o = f(o); o.Fork = true; return o }
 }
 
 // protected approves h1 with a green check under the protection p.

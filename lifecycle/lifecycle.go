@@ -76,6 +76,10 @@ type Observation struct {
 	Skip      bool // carries the skip label
 	Mergeable bool
 	Behind    bool // the base has moved past the commit the head branched from
+	// Fork says the head branch is in another repository than the base
+	// (or the forge did not say where): a fixer would push to a stranger's
+	// repository.
+	Fork bool
 	// Reviews are all the PR's reviews; Policy.Rule says which count.
 	Reviews []forgejo.Review
 	// Checks are the head's checks, read when the head is approved.
@@ -92,15 +96,15 @@ type Observation struct {
 type Kind string
 
 const (
-	Wait         Kind = "wait"     // nothing now
-	Review       Kind = "review"   // start a reviewer session
-	Fix          Kind = "fix"      // start a fixer session for failing checks
-	Merge        Kind = "merge"    // queue the merge, pinned to the head
-	Disarm       Kind = "disarm"   // cancel an auto-merge an older pool armed
-	Drop         Kind = "drop"     // stop tracking (merged or closed)
-	Skip         Kind = "skip"     // a human owns it
-	NoteConflict Kind = "conflict" // post the conflict comment once
-	NoteBlocked  Kind = "blocked"  // post, once, why the protection refuses the merge
+	Wait         Kind = "wait"      // nothing now
+	Review       Kind = "review"    // start a reviewer session
+	Fix          Kind = "fix"       // start a fixer session for failing checks
+	Merge        Kind = "merge"     // queue the merge, pinned to the head
+	Disarm       Kind = "disarm"    // cancel an auto-merge an older pool armed
+	Drop         Kind = "drop"      // stop tracking (merged or closed)
+	Skip         Kind = "skip"      // a human owns it
+	NoteConflict Kind = "conflict"  // post the conflict comment once
+	NoteBlocked  Kind = "blocked"   // post, once, why the protection refuses the merge
 	NoteNoReview Kind = "no-review" // post, once, that sessions leave no counted review
 )
 
@@ -123,4 +127,8 @@ type Policy struct {
 	ChecksGrace time.Duration
 	// RetryBase and RetryMax bound the wait after a session that left no review.
 	RetryBase, RetryMax time.Duration
+	// NoFixers: no fixer session is started for failing checks
+	// (fixers.enabled false). FixForks: fixers are started on PRs from
+	// forks too (fixers.forks).
+	NoFixers, FixForks bool
 }

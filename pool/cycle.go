@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"pool/claims"
@@ -206,6 +207,7 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (de
 func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observation, error) {
 	obs := lifecycle.Observation{Open: pr.State == "open", Merged: pr.Merged, HeadSHA: pr.HeadSHA, Author: pr.Author,
 		Skip: p.cfg.SkipLabel != "" && pr.HasLabel(p.cfg.SkipLabel), Mergeable: pr.Mergeable, Behind: pr.Behind(),
+		Fork:       !strings.EqualFold(pr.HeadRepo, p.cfg.Repo()),
 		Protection: p.currentProtection(), Now: p.now()}
 	if !obs.Open || obs.Merged {
 		return obs, nil

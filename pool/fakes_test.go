@@ -60,7 +60,7 @@ func newFakeForge(prs ...int) *fakeForge {
 		protection: forgejo.Protection{UserCanMerge: true}, merged: map[int]time.Time{}}
 	for _, n := range prs {
 		f.prs[n] = &forgejo.PR{Number: n, State: "open", Mergeable: true, HeadSHA: fakeSHA(fmt.Sprintf("sha-%d-a", n)),
-			BaseRef: "main", Author: "author", Updated: time.Now()}
+			BaseRef: "main", HeadRef: fmt.Sprintf("feature-%d", n), HeadRepo: "o/r", Author: "author", Updated: time.Now()}
 	}
 	return f
 }

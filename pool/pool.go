@@ -138,7 +138,7 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	}
 	p.policy = lifecycle.Policy{DiagnosticEvery: cfg.DiagnosticEvery, ChecksGrace: cfg.ChecksGrace,
 		Rule:      lifecycle.ReviewRule{Reviewers: cfg.Reviewers, AllowUnofficial: cfg.AllowUnofficial},
-		RetryBase: cfg.PollInterval, RetryMax: cfg.ClaimTTL}
+		RetryBase: cfg.PollInterval, RetryMax: cfg.ClaimTTL, NoFixers: !cfg.Fixers.Enabled, FixForks: cfg.Fixers.Forks}
 	var err error
 	if p.me, err = p.forge.Me(ctx); err != nil {
 		return nil, fmt.Errorf("pool: check token: %w", err)

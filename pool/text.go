@@ -128,18 +128,21 @@ func linkedIssues(body string, self int) []int {
 // token. Data holds everything written on the forge; the rest is the
 // pool's own text.
 type promptInput struct {
-	PR       int
-	Repo     string
-	Head     string // the head commit, as the forge names it
-	Spec     string // the operator's spec file: trusted
-	Fix      bool   // a fixer session: checks fail on an approved head
-	Reviewed bool   // re-review after a new push
-	Answer   string // instructions for answering the open items (report.Digest.AnswerInstructions)
-	Data     report.Data
-	Tag      string               // the data block's delimiter tag; fresh per prompt
-	Dir      string               // the session's work tree at Head, made by the pool; "" without one
-	Base     string               // the default branch, to diff against
-	Rule     lifecycle.ReviewRule // whose reviews count
+	PR   int
+	Repo string
+	Head string // the head commit, as the forge names it
+	Spec string // the operator's spec file: trusted
+	Fix  bool   // a fixer session: checks fail on an approved head
+	// PushRepo and PushBranch are where a fixer pushes: the PR's head
+	// repository ("owner/name") and branch, as the forge names them.
+	PushRepo, PushBranch string
+	Reviewed             bool   // re-review after a new push
+	Answer               string // instructions for answering the open items (report.Digest.AnswerInstructions)
+	Data                 report.Data
+	Tag                  string               // the data block's delimiter tag; fresh per prompt
+	Dir                  string               // the session's work tree at Head, made by the pool; "" without one
+	Base                 string               // the default branch, to diff against
+	Rule                 lifecycle.ReviewRule // whose reviews count
 }
 
 // branchRE is a branch name that is safe to put in a prompt outside the
@@ -179,6 +182,7 @@ func prompt(in promptInput) string {
 	if in.Fix {
 		b.WriteString("\nThis PR is approved, but checks fail on its head commit; they are the \"kind\": \"check\" entries in the forge data block. " +
 			"Find the cause and push a fix to the PR's branch, or request changes saying what is wrong.\n")
+		b.WriteString(pushTarget(in))
 	}
 	if in.Answer != "" {
 		fmt.Fprintf(&b, "\n%s", in.Answer)
@@ -193,6 +197,19 @@ func prompt(in promptInput) string {
 	b.WriteString("\nEnd your reply with exactly one line of this form:\n")
 	b.WriteString(`REVIEW-RESULT: {"decision": "approved|changes_requested|commented", "merge_status": "merged|merge_scheduled|ci_pending|ci_failing|merge_failed|conflict|awaiting_human|none"}` + "\n")
 	return b.String()
+}
+
+var repoRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}/[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+// pushTarget names the one place a fixer may push to. Names the forge gave
+// that do not look like a repository and a branch are not put in the
+// prompt: the fixer is then told to push nothing.
+func pushTarget(in promptInput) string {
+	if !repoRE.MatchString(in.PushRepo) || !branchRE.MatchString(in.PushBranch) || strings.Contains(in.PushBranch, "..") {
+		return "The PR's head branch could not be named safely: push nothing; request changes saying what is wrong.\n"
+	}
+	return fmt.Sprintf("Push target: branch %s of repository %s, only with `pool-review push %s#%d`. Push nothing else, nowhere else.\n",
+		in.PushBranch, in.PushRepo, in.Repo, in.PR)
 }
 
 // stopRule tells the reviewer when another's review makes its own needless:
