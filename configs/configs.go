@@ -49,6 +49,9 @@ type Config struct {
 	AgentURL      string
 	AgentName     string
 	AgentPassword string
+	// AgentAllowNoPassword lets the pool use an agent server off loopback
+	// that answers without a password.
+	AgentAllowNoPassword bool
 
 	Workers         int
 	InstanceID      string
@@ -194,6 +197,7 @@ var settings = []setting{
 	{"agent.url", "agent-url", []string{"POOL_AGENT_URL"}, "http://localhost:4096", "agent (OpenCode) server `URL`"},
 	{"agent.name", "agent", []string{"POOL_AGENT_NAME"}, "ca-pr-self-reviewer", "`agent` that reviews a PR"},
 	{"agent.password", "", []string{"POOL_AGENT_PASSWORD", "OPENCODE_SERVER_PASSWORD"}, "", ""},
+	{"agent.allow_no_password", "agent-allow-no-password", []string{"POOL_AGENT_ALLOW_NO_PASSWORD"}, "false", "use an agent server off loopback that answers without a password (a `bool`; anyone who reaches it runs commands as its user)"},
 	{"workers", "workers", []string{"POOL_WORKERS", "CA_MAX_PARALLEL_WORKERS"}, "4", "`N` concurrent reviewer sessions"},
 	{"instance_id", "instance-id", []string{"POOL_INSTANCE_ID"}, "", "`identity` of this pool (default: kept in the state dir)"},
 	{"poll_interval", "poll-interval", []string{"POOL_POLL_INTERVAL"}, "30s", "time between discovery cycles (a `duration`)"},
@@ -424,37 +428,39 @@ func parseError(err error) string {
 func decode(v *viper.Viper) (Config, error) {
 	d := decoder{v: v}
 	cfg := Config{
-		ForgejoURL:      strings.TrimRight(d.str("forgejo.url"), "/"),
-		AgentURL:        strings.TrimRight(d.str("agent.url"), "/"),
-		AgentName:       d.str("agent.name"),
-		AgentPassword:   d.str("agent.password"),
-		Workers:         d.integer("workers"),
-		InstanceID:      d.str("instance_id"),
-		PollInterval:    d.duration("poll_interval"),
-		StatusInterval:  d.duration("status_interval"),
-		ClaimTTL:        d.duration("claim_ttl"),
-		IdleExit:        d.integer("idle_exit"),
-		DiagnosticEvery: d.integer("diagnostic_every"),
-		SkipLabel:       d.str("skip_label"),
-		StateDir:        d.str("state_dir"),
-		SpecFile:        d.str("spec_file"),
-		GitName:         d.str("git.name"),
-		GitEmail:        d.str("git.email"),
-		ChecksGrace:     d.duration("checks_grace"),
-		TrustedClaimers: d.list("claims.trusted"),
-		Fixers:          Fixers{Enabled: d.boolean("fixers.enabled"), Forks: d.boolean("fixers.forks")},
-		SessionTimeout:  d.duration("session_timeout"),
-		ShutdownTimeout: d.duration("shutdown_timeout"),
-		AbortOnExit:     d.boolean("abort_on_exit"),
-		MergeStyle:      d.str("merge.style"),
-		AutoMerge:       d.boolean("merge.auto"),
-		Listen:          d.str("webhook.listen"),
-		HookURL:         d.str("webhook.url"),
-		OpsListen:       loopbackDefault(d.str("ops.listen")),
-		OpsURL:          strings.TrimRight(d.str("ops.url"), "/"),
-		StatusContext:   d.str("commit_status.context"),
-		LogFormat:       strings.ToLower(d.str("log_format")),
-		MaxBody:         d.size("limits.max_body"),
+		ForgejoURL:    strings.TrimRight(d.str("forgejo.url"), "/"),
+		AgentURL:      strings.TrimRight(d.str("agent.url"), "/"),
+		AgentName:     d.str("agent.name"),
+		AgentPassword: d.str("agent.password"),
+
+		AgentAllowNoPassword: d.boolean("agent.allow_no_password"),
+		Workers:              d.integer("workers"),
+		InstanceID:           d.str("instance_id"),
+		PollInterval:         d.duration("poll_interval"),
+		StatusInterval:       d.duration("status_interval"),
+		ClaimTTL:             d.duration("claim_ttl"),
+		IdleExit:             d.integer("idle_exit"),
+		DiagnosticEvery:      d.integer("diagnostic_every"),
+		SkipLabel:            d.str("skip_label"),
+		StateDir:             d.str("state_dir"),
+		SpecFile:             d.str("spec_file"),
+		GitName:              d.str("git.name"),
+		GitEmail:             d.str("git.email"),
+		ChecksGrace:          d.duration("checks_grace"),
+		TrustedClaimers:      d.list("claims.trusted"),
+		Fixers:               Fixers{Enabled: d.boolean("fixers.enabled"), Forks: d.boolean("fixers.forks")},
+		SessionTimeout:       d.duration("session_timeout"),
+		ShutdownTimeout:      d.duration("shutdown_timeout"),
+		AbortOnExit:          d.boolean("abort_on_exit"),
+		MergeStyle:           d.str("merge.style"),
+		AutoMerge:            d.boolean("merge.auto"),
+		Listen:               d.str("webhook.listen"),
+		HookURL:              d.str("webhook.url"),
+		OpsListen:            loopbackDefault(d.str("ops.listen")),
+		OpsURL:               strings.TrimRight(d.str("ops.url"), "/"),
+		StatusContext:        d.str("commit_status.context"),
+		LogFormat:            strings.ToLower(d.str("log_format")),
+		MaxBody:              d.size("limits.max_body"),
 
 		AllowInsecureHTTP: d.boolean("allow_insecure_http"),
 	}

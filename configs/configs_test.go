@@ -217,3 +217,38 @@ func TestReviewersInAFile(t *testing.T) {
 		}
 	}
 }
+
+// TestIsolationSettings: the agent server's password rule, the fixers'
+// switches and their defaults, read from flags and the environment; a
+// value that is not a bool names its key.
+func TestIsolationSettings(t *testing.T) {
+	base := []string{"--forgejo-url", "https://f.test", "--repo", "a/b"}
+	clearEnv(t)
+	t.Setenv("POOL_FORGEJO_TOKEN", "t")
+	cfg, err := Load(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.AgentAllowNoPassword || !cfg.Fixers.Enabled || cfg.Fixers.Forks {
+		t.Errorf("defaults: allow_no_password %v, fixers %+v; want false, enabled, no forks", cfg.AgentAllowNoPassword, cfg.Fixers)
+	}
+	if !cfg.AgentOnLoopback() {
+		t.Errorf("the default agent URL %s is not on loopback", cfg.AgentURL)
+	}
+	cfg, err = Load(append(base, "--agent-allow-no-password", "--fixers=false", "--fixers-forks", "--agent-url", "https://agents.example:4096"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.AgentAllowNoPassword || cfg.Fixers.Enabled || !cfg.Fixers.Forks || cfg.AgentOnLoopback() {
+		t.Errorf("flags not read: allow_no_password %v, fixers %+v, loopback %v", cfg.AgentAllowNoPassword, cfg.Fixers, cfg.AgentOnLoopback())
+	}
+	for key, env := range map[string]string{"agent.allow_no_password": "POOL_AGENT_ALLOW_NO_PASSWORD", "fixers.enabled": "POOL_FIXERS_ENABLED"} {
+		t.Setenv(env, "maybe")
+		_, err := Load(base)
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Key != key {
+			t.Errorf("%s=maybe: %v, want a config error naming %s", env, err, key)
+		}
+		t.Setenv(env, "")
+	}
+}

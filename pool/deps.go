@@ -32,6 +32,7 @@ type Forge interface {
 // agents per directory.
 type Agent interface {
 	Agents(ctx context.Context, dir string) ([]string, error)
+	OpenToAnyone(ctx context.Context) (bool, error)
 	CreateSession(ctx context.Context, title, dir string) (agent.Session, error)
 	PromptAsync(ctx context.Context, sessionID, agentName, text string) error
 	Statuses(ctx context.Context, dir string) (map[string]agent.Status, error)

@@ -341,6 +341,7 @@ type fakeAgent struct {
 	asks         []agent.Permission
 	aborted      []string
 	agents       []string // the agents it knows
+	open         bool     // answers without a password
 	disposed     []string // directories whose instance was disposed
 	// down makes the named calls ("create", "prompt", "delete", "sessions")
 	// fail as an unreachable server's do, while it holds. "create" still
@@ -371,6 +372,12 @@ func (a *fakeAgent) setDown(op string, down bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.down[op] = down
+}
+
+func (a *fakeAgent) OpenToAnyone(context.Context) (bool, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.open, nil
 }
 
 func (a *fakeAgent) Agents(context.Context, string) ([]string, error) {

@@ -153,6 +153,9 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	if err := p.checkAgent(ctx, d.WorkDir); err != nil {
 		return nil, err
 	}
+	if err := p.checkAgentPassword(ctx); err != nil {
+		return nil, err
+	}
 	if err := p.loadState(); err != nil {
 		return nil, err
 	}
@@ -182,6 +185,31 @@ func (p *Pool) checkAgent(ctx context.Context, dir string) error {
 	}
 	return &configs.Error{Key: "agent.name", Reason: fmt.Sprintf("the agent server has no agent %q; its agents: %s",
 		p.cfg.AgentName, strings.Join(names, ", "))}
+}
+
+// checkAgentPassword looks whether the agent server answers without a
+// password. Then any process that reaches it gets a shell as its user, in
+// work trees of the pool's: on loopback the pool warns; off loopback it
+// refuses to start unless agent.allow_no_password says so.
+func (p *Pool) checkAgentPassword(ctx context.Context) error {
+	open, err := p.agent.OpenToAnyone(ctx)
+	if err != nil {
+		return fmt.Errorf("pool: %w", err)
+	}
+	if !open {
+		return nil
+	}
+	const fix = "set OPENCODE_SERVER_PASSWORD on it and agent.password (POOL_AGENT_PASSWORD) here"
+	switch {
+	case p.cfg.AgentAllowNoPassword:
+		p.log.Warn("the agent server answers without a password, as agent.allow_no_password allows", "agent_url", p.cfg.AgentURL)
+	case p.cfg.AgentOnLoopback():
+		p.log.Warn("the agent server answers without a password: any local process can run commands as its user; "+fix, "agent_url", p.cfg.AgentURL)
+	default:
+		return &configs.Error{Key: "agent.password", Reason: fmt.Sprintf("the agent server at %s answers without a password, off loopback: %s, "+
+			"or set agent.allow_no_password: true", p.cfg.AgentURL, fix)}
+	}
+	return nil
 }
 
 func (p *Pool) loadState() error {
