@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -185,6 +186,23 @@ func (c *Client) Me(ctx context.Context) (string, error) {
 		return "", malformed(op, errors.New("no login"))
 	}
 	return u.UserName, nil
+}
+
+// Permission returns an account's permission on the repository (none,
+// read, write, admin or owner). The forge answers only an admin of the
+// repository or the account itself; others get a 403 error.
+func (c *Client) Permission(ctx context.Context, owner, repo, account string) (string, error) {
+	op := fmt.Sprintf("read the permission of %s on %s/%s", account, owner, repo)
+	var p struct {
+		Permission string `json:"permission"`
+	}
+	if err := c.getJSON(ctx, op, fmt.Sprintf("%s/collaborators/%s/permission", repoPath(owner, repo), url.PathEscape(account)), &p); err != nil {
+		return "", err
+	}
+	if p.Permission == "" {
+		return "", malformed(op, errors.New("no permission"))
+	}
+	return p.Permission, nil
 }
 
 // DefaultBranch returns the repository's default branch.

@@ -22,6 +22,7 @@ type Forge interface {
 	Reviews(ctx context.Context, owner, repo string, n int) ([]forgejo.Review, error)
 	StatusHistory(ctx context.Context, owner, repo, sha string) ([]forgejo.Status, error)
 	Protection(ctx context.Context, owner, repo, branch string) (forgejo.Protection, error)
+	Permission(ctx context.Context, owner, repo, account string) (string, error)
 	Merge(ctx context.Context, owner, repo string, n int, opt forgejo.MergeOptions) (forgejo.MergeResult, error)
 	MarkMerged(ctx context.Context, owner, repo string, n int, commit string) (forgejo.MergeResult, error)
 	CancelAutoMerge(ctx context.Context, owner, repo string, n int) error

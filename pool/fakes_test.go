@@ -32,9 +32,10 @@ type fakeForge struct {
 	manualMerges bool
 	// lostRace: the merge of these PRs merges them but answers 409, as
 	// Forgejo does when another merge of the PR won the race.
-	lostRace   map[int]bool
-	protection forgejo.Protection
-	merged     map[int]time.Time // when each PR merged
+	lostRace    map[int]bool
+	permissions map[string]string // account: permission; absent answers 403
+	protection  forgejo.Protection
+	merged      map[int]time.Time // when each PR merged
 	// recheck, when set, is how long the forge takes to test the other open
 	// PRs against the base after a merge: they read not mergeable, and a
 	// merge call answers 405 "try again later", until then.
@@ -287,6 +288,15 @@ func (f *fakeForge) setMerged(n int) {
 	pr.Merged, pr.State = true, "closed"
 	f.touch(n)
 	f.merged[n] = f.now()
+}
+
+func (f *fakeForge) Permission(_ context.Context, _, _ string, account string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p, ok := f.permissions[account]; ok {
+		return p, nil
+	}
+	return "", &forgejo.Error{Op: "permission", Status: 403, Err: errors.New("forbidden")}
 }
 
 func (f *fakeForge) CancelAutoMerge(_ context.Context, _, _ string, n int) error {

@@ -150,6 +150,7 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 		return nil, fmt.Errorf("pool: read the protection of %s: %w", p.base, err)
 	}
 	p.protectionRead = p.now()
+	p.warnMightyReviewers(ctx)
 	if err := p.checkAgent(ctx, d.WorkDir); err != nil {
 		return nil, err
 	}
@@ -185,6 +186,24 @@ func (p *Pool) checkAgent(ctx context.Context, dir string) error {
 	}
 	return &configs.Error{Key: "agent.name", Reason: fmt.Sprintf("the agent server has no agent %q; its agents: %s",
 		p.cfg.AgentName, strings.Join(names, ", "))}
+}
+
+// warnMightyReviewers warns about each configured reviewer account that
+// could merge or push: the reviewer reads hostile text and needs only read
+// access and a place on the branch's approvals whitelist. The forge tells
+// an account's permission only to an admin of the repository; when it does
+// not, the pool cannot tell and says so at debug level only.
+func (p *Pool) warnMightyReviewers(ctx context.Context) {
+	for _, account := range p.cfg.Reviewers {
+		perm, err := p.forge.Permission(ctx, p.cfg.Owner, p.cfg.Name, account)
+		switch {
+		case err != nil:
+			p.log.Debug("cannot tell whether the reviewer account could merge", "account", account, "err", err)
+		case perm == "write" || perm == "admin" || perm == "owner":
+			p.log.Warn("the reviewer account could merge and push: it needs only read access and a place on the branch's approvals whitelist",
+				"account", account, "permission", perm)
+		}
+	}
 }
 
 // checkAgentPassword looks whether the agent server answers without a

@@ -390,3 +390,26 @@ func TestMergeInFlightGetsTheShutdownTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestReviewerThatCouldMergeIsWarned: a configured reviewer account with
+// write access is warned about at start; one with read access is not, nor
+// one whose permission the forge will not tell.
+func TestReviewerThatCouldMergeIsWarned(t *testing.T) {
+	f := newFakeForge(1)
+	f.permissions = map[string]string{"mighty": "write", "humble": "read"}
+	cfg := testConfig(1)
+	cfg.Reviewers = []string{"mighty", "humble", "secret"}
+	var logs strings.Builder
+	if _, err := New(context.Background(), cfg, Deps{Forge: f, Agent: newFakeAgent(approver(f, 0)), Log: slog.New(slog.NewTextHandler(&logs, nil))}); err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "the reviewer account could merge") {
+			warned = append(warned, line)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "account=mighty") || !strings.Contains(warned[0], "permission=write") {
+		t.Errorf("warnings = %q, want one about mighty's write access", warned)
+	}
+}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"pool/forgejo"
 	"pool/internal/sandbox"
 )
 
@@ -42,6 +44,15 @@ func TestReviewerWithReadAccessOnTheWhitelist(t *testing.T) {
 		"required_approvals": 1, "enable_approvals_whitelist": true, "approvals_whitelist_username": []string{sb.ReviewerUser}}); err != nil {
 		t.Fatal(err)
 	}
+	// The pool's account (an admin of the repository) can read the
+	// reviewer's permission, which the pool checks at start.
+	fc, err := forgejo.New(ctx, sb.Forge.URL, sb.PoolToken, forgejo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm, err := fc.Permission(ctx, sb.Owner, sb.Repo, sb.ReviewerUser); err != nil || perm != "read" {
+		t.Errorf("the reviewer's permission as the pool reads it: %q, %v; want read", perm, err)
+	}
 	var mergeOnce sync.Once
 	var mergeStatus int
 	var mergeErr error
@@ -57,7 +68,7 @@ func TestReviewerWithReadAccessOnTheWhitelist(t *testing.T) {
 		return turn
 	})
 	bin := buildPool(t)
-	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir()), "--workers", "1")
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir()), "--workers", "1", "--reviewers", sb.ReviewerUser)
 	pool.wait(t, ctx)
 
 	var reviews []struct {
@@ -69,6 +80,9 @@ func TestReviewerWithReadAccessOnTheWhitelist(t *testing.T) {
 	}
 	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, http.MethodGet, fmt.Sprintf("/repos/%s/%s/pulls/%d/reviews", sb.Owner, sb.Repo, n), nil, &reviews); err != nil {
 		t.Fatal(err)
+	}
+	if strings.Contains(pool.stderr.String(), "the reviewer account could merge") {
+		t.Errorf("the pool warned about a reviewer with read access:\n%s", pool.stderr.String())
 	}
 	official := false
 	for _, r := range reviews {
