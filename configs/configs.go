@@ -9,6 +9,7 @@ package configs
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -258,12 +259,8 @@ func Default() Config {
 // name) and the environment, and validates it.
 func Load(args []string) (Config, error) {
 	v := viper.New()
-	fs := pflag.NewFlagSet("pool", pflag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
-	configFile := fs.String("config", os.Getenv("POOL_CONFIG"), "config file (default ./pool.yaml if present)")
-	dryRun := fs.Bool("dry-run", false, "decide and log, but post nothing and start no session")
-	once := fs.Bool("once", false, "run one cycle, wait for its sessions, and exit")
-	if err := bind(v, fs, settings); err != nil {
+	fs, flags, err := runFlags(v)
+	if err != nil {
 		return Config{}, err
 	}
 	if err := fs.Parse(args); err != nil {
@@ -275,7 +272,7 @@ func Load(args []string) (Config, error) {
 	if fs.NArg() > 0 {
 		return Config{}, &Error{Key: "flags", Reason: fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
-	file, err := readFile(v, *configFile)
+	file, err := readFile(v, string(flags.configFile))
 	if err != nil {
 		return Config{}, err
 	}
@@ -284,9 +281,67 @@ func Load(args []string) (Config, error) {
 		return Config{}, err
 	}
 	cfg.File = file
-	cfg.DryRun, cfg.Once = *dryRun, *once
+	cfg.DryRun, cfg.Once = flags.dryRun.on(), flags.once.on()
 	return cfg, cfg.Validate()
 }
+
+// commandFlags are the flags of `pool run` that are not settings.
+type commandFlags struct {
+	configFile   stringValue
+	dryRun, once switchValue
+}
+
+// runFlags makes the flag set of `pool run`, bound to v. It prints nothing:
+// RunUsage says what the flags are.
+func runFlags(v *viper.Viper) (*pflag.FlagSet, *commandFlags, error) {
+	fs := pflag.NewFlagSet("pool", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	flags := &commandFlags{configFile: stringValue(os.Getenv("POOL_CONFIG")), dryRun: "false", once: "false"}
+	fs.Var(&flags.configFile, "config", "config `file` (default ./pool.yaml if present)")
+	addSwitch(fs, &flags.dryRun, "dry-run", "decide and log, but post nothing and start no session")
+	addSwitch(fs, &flags.once, "once", "run one cycle, wait for its sessions, and exit")
+	if err := bind(v, fs, settings); err != nil {
+		return nil, nil, err
+	}
+	return fs, flags, nil
+}
+
+// RunUsage is the help of `pool run`'s flags, one a line.
+func RunUsage() string {
+	fs, _, err := runFlags(viper.New())
+	if err != nil {
+		return err.Error()
+	}
+	return fs.FlagUsages()
+}
+
+// A switchValue is a setting that is on or off: the flag alone turns it on,
+// and its help names no type.
+type switchValue string
+
+func (s *switchValue) String() string { return string(*s) }
+func (s *switchValue) Type() string   { return "bool" }
+func (s *switchValue) on() bool       { b, _ := strconv.ParseBool(string(*s)); return b }
+
+func (s *switchValue) Set(v string) error {
+	if _, err := strconv.ParseBool(v); err != nil {
+		return errors.New("want true or false")
+	}
+	*s = switchValue(v)
+	return nil
+}
+
+func addSwitch(fs *pflag.FlagSet, s *switchValue, name, usage string) {
+	fs.Var(s, name, usage)
+	fs.Lookup(name).NoOptDefVal = "true"
+}
+
+type stringValue string
+
+func (s *stringValue) String() string     { return string(*s) }
+func (s *stringValue) Type() string       { return "string" }
+func (s *stringValue) Set(v string) error { *s = stringValue(v); return nil }
 
 // ForgeFlags adds the forge connection settings (--forgejo-url,
 // --forgejo-token-file, --max-body, --allow-insecure-http) and
@@ -331,13 +386,14 @@ func bind(v *viper.Viper, fs *pflag.FlagSet, list []setting) error {
 		if s.flag == "" {
 			continue
 		}
-		if repeatable[s.key] {
+		switch {
+		case repeatable[s.key]:
 			fs.StringArray(s.flag, nil, s.usage)
-		} else {
+		case s.def == "false": // a switch: --auto-merge alone means true
+			sw := switchValue(s.def)
+			addSwitch(fs, &sw, s.flag, strings.ReplaceAll(s.usage, "`bool`", "bool"))
+		default:
 			fs.String(s.flag, s.def, s.usage)
-		}
-		if s.def == "false" {
-			fs.Lookup(s.flag).NoOptDefVal = "true" // a switch: --auto-merge alone means true
 		}
 		if err := v.BindPFlag(s.key, fs.Lookup(s.flag)); err != nil {
 			return &Error{Key: s.key, Reason: err.Error()}

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -105,7 +106,9 @@ type Error struct {
 	Op        string
 	Status    int
 	Retryable bool
-	Err       error
+	// RetryAfter is the wait a 429 or 503 asked for (Retry-After), or 0.
+	RetryAfter time.Duration
+	Err        error
 }
 
 // maxErrorText bounds what an error quotes of the forge's answer.
@@ -122,6 +125,38 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// maxRetryAfter bounds the wait a Retry-After header may ask for.
+const maxRetryAfter = time.Hour
+
+// RetryAfter is the wait the forge, or a proxy in front of it, asked for
+// with a 429 or 503 (its Retry-After header), or 0.
+func RetryAfter(err error) time.Duration {
+	var fe *Error
+	if errors.As(err, &fe) {
+		return fe.RetryAfter
+	}
+	return 0
+}
+
+// retryAfter reads the Retry-After header of a 429 or 503 answer: seconds
+// or an HTTP date, at most maxRetryAfter; 0 when absent or unreadable.
+func retryAfter(status int, hdr http.Header, now time.Time) time.Duration {
+	if status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable {
+		return 0
+	}
+	v := strings.TrimSpace(hdr.Get("Retry-After"))
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		return min(time.Duration(min(secs, int64(maxRetryAfter/time.Second)))*time.Second, maxRetryAfter)
+	}
+	if at, err := http.ParseTime(v); err == nil && at.After(now) {
+		return min(at.Sub(now), maxRetryAfter)
+	}
+	return 0
+}
 
 // ErrUnauthorized means the forge rejected the token: fatal for the pool.
 var ErrUnauthorized = errors.New("token rejected")
@@ -149,10 +184,21 @@ func classify(op string, resp *sdk.Response, err error) error {
 		return nil
 	}
 	status := 0
+	var wait time.Duration
 	if resp != nil && resp.Response != nil {
 		status = resp.StatusCode
+		wait = retryAfter(status, resp.Header, time.Now())
 	}
-	return newError(op, status, err)
+	return withRetryAfter(newError(op, status, err), wait)
+}
+
+// withRetryAfter records on a forge error the wait the answer asked for.
+func withRetryAfter(err error, wait time.Duration) error {
+	var fe *Error
+	if wait > 0 && errors.As(err, &fe) {
+		fe.RetryAfter = wait
+	}
+	return err
 }
 
 func newError(op string, status int, err error) error {

@@ -12,11 +12,11 @@ import (
 // TestAgainstTheRealForge checks the client's reads and the merge answers
 // on Gitea 1.26.
 func TestAgainstTheRealForge(t *testing.T) {
-	forge := sandbox.ForgeForTest(t)
+	forge := sandbox.SharedForge(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	before := time.Now().Add(-2 * time.Second)
-	ch, err := forge.OpenChange(ctx, "alice", "demo", "f1", "a.txt")
+	ch, err := forge.OpenChange(ctx, "rt-alice", "rt-demo", "f1", "a.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,18 +31,18 @@ func TestAgainstTheRealForge(t *testing.T) {
 	if err := c.getJSON(ctx, "read API settings", "/settings/api", &settings); err != nil || settings.MaxResponseItems != c.PageSize() {
 		t.Errorf("page size %d; the forge's max_response_items is %d (%v)", c.PageSize(), settings.MaxResponseItems, err)
 	}
-	if me, err := c.Me(ctx); err != nil || me != "alice" {
+	if me, err := c.Me(ctx); err != nil || me != "rt-alice" {
 		t.Fatalf("Me = %q, %v", me, err)
 	}
-	prs, err := c.OpenPRs(ctx, "alice", "demo")
+	prs, err := c.OpenPRs(ctx, "rt-alice", "rt-demo")
 	if err != nil || len(prs) != 1 || prs[0].Number != n || prs[0].HeadSHA != head || prs[0].BaseRef != "main" {
 		t.Fatalf("OpenPRs = %+v, %v", prs, err)
 	}
-	changes, served, err := c.ChangedPRs(ctx, "alice", "demo", before)
+	changes, served, err := c.ChangedPRs(ctx, "rt-alice", "rt-demo", before)
 	if err != nil || len(changes) != 1 || changes[0].Number != n || served.IsZero() {
 		t.Fatalf("ChangedPRs = %+v at %v, %v", changes, served, err)
 	}
-	if st, err := c.StatusHistory(ctx, "alice", "demo", head); err != nil || len(st) != 0 {
+	if st, err := c.StatusHistory(ctx, "rt-alice", "rt-demo", head); err != nil || len(st) != 0 {
 		t.Errorf("StatusHistory with nothing reported = %+v, %v; want none (unknown, not green)", st, err)
 	}
 
@@ -53,13 +53,13 @@ func TestAgainstTheRealForge(t *testing.T) {
 	if res.Outcome != MergeDone {
 		t.Fatalf("merge = %+v", res)
 	}
-	if pr, err := c.PR(ctx, "alice", "demo", n); err != nil || !pr.Merged {
+	if pr, err := c.PR(ctx, "rt-alice", "rt-demo", n); err != nil || !pr.Merged {
 		t.Errorf("PR after merge: merged=%v, %v", pr.Merged, err)
 	}
-	if res, _ := c.Merge(ctx, "alice", "demo", n, MergeOptions{Style: "merge", HeadSHA: head}); res.Outcome != MergeAlready {
+	if res, _ := c.Merge(ctx, "rt-alice", "rt-demo", n, MergeOptions{Style: "merge", HeadSHA: head}); res.Outcome != MergeAlready {
 		t.Errorf("second merge = %+v, want already_merged", res)
 	}
-	if _, err := c.PR(ctx, "alice", "demo", 999); !IsNotFound(err) {
+	if _, err := c.PR(ctx, "rt-alice", "rt-demo", 999); !IsNotFound(err) {
 		t.Errorf("missing PR: %v, want not found", err)
 	}
 }
@@ -68,7 +68,7 @@ func TestAgainstTheRealForge(t *testing.T) {
 func mergeWhenReady(t *testing.T, ctx context.Context, c *Client, n int, head string) MergeResult {
 	t.Helper()
 	for {
-		res, err := c.Merge(ctx, "alice", "demo", n, MergeOptions{Style: "merge", HeadSHA: head})
+		res, err := c.Merge(ctx, "rt-alice", "rt-demo", n, MergeOptions{Style: "merge", HeadSHA: head})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func mergeWhenReady(t *testing.T, ctx context.Context, c *Client, n int, head st
 }
 
 func TestRejectedTokenIsPermanent(t *testing.T) {
-	forge := sandbox.ForgeForTest(t)
+	forge := sandbox.SharedForge(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c, err := New(ctx, forge.URL, "not-a-token", Options{})
@@ -102,11 +102,11 @@ func TestRejectedTokenIsPermanent(t *testing.T) {
 // summary) and as an outsider (who may not merge), and checks the forge's
 // official flag on reviews by a collaborator and by an outsider.
 func TestProtectionAndOfficialReviews(t *testing.T) {
-	forge := sandbox.ForgeForTest(t)
+	forge := sandbox.SharedForge(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	tokens := map[string]string{}
-	for _, u := range []string{"alice", "bob", "mallory"} {
+	for _, u := range []string{"po-alice", "po-bob", "po-mallory"} {
 		tok, err := forge.CreateUser(ctx, u)
 		if err != nil {
 			t.Fatal(err)
@@ -119,49 +119,49 @@ func TestProtectionAndOfficialReviews(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(forge.CreateRepo(ctx, tokens["alice"], "demo"))
-	must(forge.AddCollaborator(ctx, tokens["alice"], "alice", "demo", "bob", "write"))
+	must(forge.CreateRepo(ctx, tokens["po-alice"], "po-demo"))
+	must(forge.AddCollaborator(ctx, tokens["po-alice"], "po-alice", "po-demo", "po-bob", "write"))
 	client := func(user string) *Client {
 		c, err := New(ctx, forge.URL, tokens[user], Options{})
 		must(err)
 		return c
 	}
-	if p, err := client("alice").Protection(ctx, "alice", "demo", "main"); err != nil || p.Protected || !p.UserCanMerge {
+	if p, err := client("po-alice").Protection(ctx, "po-alice", "po-demo", "main"); err != nil || p.Protected || !p.UserCanMerge {
 		t.Errorf("unprotected main = %+v, %v; want not protected, and the owner may merge", p, err)
 	}
-	must(forge.ProtectBranch(ctx, tokens["alice"], "alice", "demo", "main", map[string]any{
+	must(forge.ProtectBranch(ctx, tokens["po-alice"], "po-alice", "po-demo", "main", map[string]any{
 		"required_approvals": 2, "enable_status_check": true, "status_check_contexts": []string{"ci/*"},
 		"block_on_rejected_reviews": true, "block_on_outdated_branch": true,
-		"enable_approvals_whitelist": true, "approvals_whitelist_username": []string{"bob"}}))
+		"enable_approvals_whitelist": true, "approvals_whitelist_username": []string{"po-bob"}}))
 
-	admin, err := client("alice").Protection(ctx, "alice", "demo", "main")
+	admin, err := client("po-alice").Protection(ctx, "po-alice", "po-demo", "main")
 	if err != nil || !admin.Protected || !admin.Full || admin.Rule != "main" || admin.RequiredApprovals != 2 ||
 		!admin.StatusCheck || len(admin.StatusContexts) != 1 || !admin.BlockOnRejected || !admin.BlockOnOutdated ||
 		!admin.ApprovalsWhitelist || len(admin.ApprovalsWhitelistUsers) != 1 || !admin.UserCanMerge {
 		t.Errorf("as admin: %+v, %v", admin, err)
 	}
-	writer, err := client("bob").Protection(ctx, "alice", "demo", "main")
+	writer, err := client("po-bob").Protection(ctx, "po-alice", "po-demo", "main")
 	if err != nil || !writer.Protected || writer.Full || writer.RequiredApprovals != 2 || len(writer.StatusContexts) != 1 || !writer.UserCanMerge {
 		t.Errorf("as a write collaborator: %+v, %v; want the summary only", writer, err)
 	}
-	if outsider, err := client("mallory").Protection(ctx, "alice", "demo", "main"); err != nil || outsider.UserCanMerge {
+	if outsider, err := client("po-mallory").Protection(ctx, "po-alice", "po-demo", "main"); err != nil || outsider.UserCanMerge {
 		t.Errorf("as an outsider: %+v, %v; want may not merge", outsider, err)
 	}
 
-	must(forge.CreateBranchWithFile(ctx, tokens["alice"], "alice", "demo", "f1", "a.txt", "a\n"))
-	n, head, err := forge.CreatePR(ctx, tokens["alice"], "alice", "demo", "f1", "main", "Add a", "")
+	must(forge.CreateBranchWithFile(ctx, tokens["po-alice"], "po-alice", "po-demo", "f1", "a.txt", "a\n"))
+	n, head, err := forge.CreatePR(ctx, tokens["po-alice"], "po-alice", "po-demo", "f1", "main", "Add a", "")
 	must(err)
-	for _, u := range []string{"bob", "mallory"} {
-		_, err := forge.Review(ctx, tokens[u], "alice", "demo", n, head, "APPROVED", "ok")
+	for _, u := range []string{"po-bob", "po-mallory"} {
+		_, err := forge.Review(ctx, tokens[u], "po-alice", "po-demo", n, head, "APPROVED", "ok")
 		must(err)
 	}
-	reviews, err := client("alice").Reviews(ctx, "alice", "demo", n)
+	reviews, err := client("po-alice").Reviews(ctx, "po-alice", "po-demo", n)
 	must(err)
 	official := map[string]bool{}
 	for _, r := range reviews {
 		official[r.Author] = r.Official
 	}
-	if !official["bob"] || official["mallory"] || len(official) != 2 {
+	if !official["po-bob"] || official["po-mallory"] || len(official) != 2 {
 		t.Errorf("official flags = %v; want bob (whitelisted writer) only", official)
 	}
 }

@@ -241,6 +241,8 @@ func TestHostileAnswersAreErrorsNotPanics(t *testing.T) {
 		{"PR as a list", "/api/v1/repos/o/r/pulls/3", `[` + validPR + `]`, getPR},
 		{"reviews with a null", "/api/v1/repos/o/r/pulls/3/reviews", `[null]`, listReviews},
 		{"review without author", "/api/v1/repos/o/r/pulls/3/reviews", `[{"id":1,"state":"APPROVED","commit_id":"h"}]`, listReviews},
+		{"review request with neither user nor team", "/api/v1/repos/o/r/pulls/3/reviews", `[{"id":1,"user":null,"team":null,"state":"REQUEST_REVIEW"}]`, listReviews},
+		{"approval by a team", "/api/v1/repos/o/r/pulls/3/reviews", `[{"id":1,"user":null,"team":{"name":"core"},"state":"APPROVED","commit_id":"h"}]`, listReviews},
 		{"review with a text id", "/api/v1/repos/o/r/pulls/3/reviews", `[{"id":"1","user":{"login":"b"},"state":"APPROVED"}]`, listReviews},
 		{"reviews truncated", "/api/v1/repos/o/r/pulls/3/reviews", `[{"id":1,"user":{"log`, listReviews},
 		{"reviews as an object", "/api/v1/repos/o/r/pulls/3/reviews", `{"id":1}`, listReviews},

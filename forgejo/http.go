@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"pool/internal/redact"
 )
@@ -20,8 +21,8 @@ type answer struct {
 
 // send makes a plain API call and reads the whole answer, within the
 // client's body cap and timeout. A transport failure (an answer over the cap
-// included) is an *Error; an HTTP error status is returned for the caller to
-// interpret.
+// included), and a 429 or 503 asking to retry after a while, is an *Error;
+// any other HTTP error status is returned for the caller to interpret.
 func (c *Client) send(ctx context.Context, op, method, path string, body any) (answer, error) {
 	var rd io.Reader
 	if body != nil {
@@ -49,7 +50,12 @@ func (c *Client) send(ctx context.Context, op, method, path string, body any) (a
 	if err != nil {
 		return answer{}, newError(op, 0, err)
 	}
-	return answer{status: resp.StatusCode, body: b, header: resp.Header}, nil
+	a := answer{status: resp.StatusCode, body: b, header: resp.Header}
+	if wait := retryAfter(a.status, a.header, time.Now()); wait > 0 {
+		// a proxy in front of the forge is shedding load: no answer to read
+		return a, withRetryAfter(newError(op, a.status, fmt.Errorf("%s", snippet(b))), wait)
+	}
+	return a, nil
 }
 
 // do is send for callers that need only the status and the body.

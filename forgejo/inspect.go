@@ -32,6 +32,17 @@ func (u *apiUser) login() string {
 	return u.Login
 }
 
+type apiTeam struct {
+	Name string `json:"name"`
+}
+
+func (t *apiTeam) name() string {
+	if t == nil {
+		return ""
+	}
+	return t.Name
+}
+
 type apiBranch struct {
 	Ref  string `json:"ref"`
 	SHA  string `json:"sha"`
@@ -196,6 +207,7 @@ type ReviewDetail struct {
 type apiReview struct {
 	ID            int64     `json:"id"`
 	User          *apiUser  `json:"user"`
+	Team          *apiTeam  `json:"team"`
 	State         string    `json:"state"`
 	Body          string    `json:"body"`
 	CommitID      string    `json:"commit_id"`
@@ -209,15 +221,18 @@ type apiReview struct {
 }
 
 // check refuses a review that cannot be judged: whose it is and what it
-// says decide a merge.
+// says decide a merge. A review requested from a team has no user and the
+// team (both forges): a pending request, no verdict, so it is read as one.
 func (r *apiReview) check() error {
 	switch {
 	case r.ID <= 0:
 		return errors.New("review without an id")
-	case r.User == nil || r.User.Login == "":
-		return fmt.Errorf("review %d without an author", r.ID)
 	case r.State == "":
 		return fmt.Errorf("review %d without a state", r.ID)
+	case r.State == ReviewRequested && r.User == nil && r.Team.name() != "":
+		return nil
+	case r.User == nil || r.User.Login == "":
+		return fmt.Errorf("review %d without an author", r.ID)
 	}
 	return nil
 }
@@ -231,7 +246,7 @@ func (c *Client) ReviewDetails(ctx context.Context, owner, repo string, n int) (
 	err := c.eachPage(ctx, l, func(_ int, body []byte, _ http.Header) (int, error) {
 		batch, n, err := strictEntries(body, (*apiReview).check)
 		for _, r := range batch {
-			out = append(out, ReviewDetail{Review: Review{ID: r.ID, Author: r.User.login(), State: r.State,
+			out = append(out, ReviewDetail{Review: Review{ID: r.ID, Author: r.User.login(), Team: r.Team.name(), State: r.State,
 				CommitID: r.CommitID, Stale: r.Stale, Dismissed: r.Dismissed, Official: r.Official, Submitted: r.Submitted},
 				Body: r.Body, CommentsCount: r.CommentsCount, Updated: r.Updated, URL: r.URL})
 		}

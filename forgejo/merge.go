@@ -19,6 +19,7 @@ const (
 	MergeHeadMoved MergeOutcome = "head_moved"     // 409 head out of date
 	MergeConflict  MergeOutcome = "conflict"       // 409 conflicts
 	MergeClosed    MergeOutcome = "closed"         // 404
+	MergeQuota     MergeOutcome = "quota"          // 413 the owner's storage quota is exceeded (Forgejo)
 	MergeFailed    MergeOutcome = "failed"         // anything else
 )
 
@@ -54,10 +55,13 @@ func (c *Client) Merge(ctx context.Context, owner, repo string, n int, opt Merge
 // MarkMerged tells the forge that a PR is merged already: commit is the
 // base branch's commit that holds the PR's head (a merge cut off mid-call
 // can push the head to the base and leave the PR open). The forge answers
-// 405, classified blocked, unless the repository allows manual merges.
+// 405, classified blocked, unless the repository allows manual merges. The
+// commit goes in the field spelled MergeCommitID: Forgejo reads no other
+// spelling (merge_commit_id arrives empty there, answered 409 "Wrong commit
+// ID"), and Gitea reads both.
 func (c *Client) MarkMerged(ctx context.Context, owner, repo string, n int, commit string) (MergeResult, error) {
 	op := fmt.Sprintf("mark %s/%s#%d merged by %s", owner, repo, n, commit)
-	return c.postMerge(ctx, op, owner, repo, n, map[string]any{"Do": "manually-merged", "merge_commit_id": commit})
+	return c.postMerge(ctx, op, owner, repo, n, map[string]any{"Do": "manually-merged", "MergeCommitID": commit})
 }
 
 func (c *Client) postMerge(ctx context.Context, op, owner, repo string, n int, body map[string]any) (MergeResult, error) {
@@ -85,6 +89,8 @@ func ClassifyMerge(status int, message string) MergeOutcome {
 		return MergeClosed
 	case http.StatusLocked:
 		return MergeBlocked
+	case http.StatusRequestEntityTooLarge:
+		return MergeQuota
 	case http.StatusMethodNotAllowed:
 		return classify405(msg)
 	case http.StatusConflict:

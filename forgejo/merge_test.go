@@ -1,8 +1,11 @@
 package forgejo
 
 import (
+	"context"
 	"errors"
+	"net/http"
 	"testing"
+	"time"
 )
 
 func TestClassifyMerge(t *testing.T) {
@@ -23,6 +26,7 @@ func TestClassifyMerge(t *testing.T) {
 		{409, `{"message":"merge push out of date"}`, MergeNotReady},
 		{409, `{"StdOut":"CONFLICT (content): Merge conflict in a.txt"}`, MergeConflict},
 		{423, `{"message":"repo is archived"}`, MergeBlocked},
+		{413, `{"message":"quota exceeded","user_id":3,"username":"acme"}`, MergeQuota},
 		{500, "boom", MergeFailed},
 	}
 	for _, tt := range tests {
@@ -54,5 +58,39 @@ func TestErrorsSayWhetherToRetry(t *testing.T) {
 		if tt.is != nil && !errors.Is(err, tt.is) {
 			t.Errorf("status %d: %v is not %v", tt.status, err, tt.is)
 		}
+	}
+}
+
+// TestRetryAfterIsRead: a 429 or 503 (from a proxy in front of the forge)
+// carries the wait it asks for, in seconds or as a date; the error says it,
+// bounded, for the back-off to honour.
+func TestRetryAfterIsRead(t *testing.T) {
+	date := time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)
+	tests := []struct {
+		name, header string
+		status       int
+		min, max     time.Duration
+	}{
+		{"429 in seconds", "7", http.StatusTooManyRequests, 7 * time.Second, 7 * time.Second},
+		{"503 as a date", date, http.StatusServiceUnavailable, 85 * time.Second, 91 * time.Second},
+		{"absurd: capped", "999999999", http.StatusTooManyRequests, maxRetryAfter, maxRetryAfter},
+		{"unreadable: none", "soon", http.StatusTooManyRequests, 0, 0},
+		{"a 500 asks nothing", "7", http.StatusInternalServerError, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeForge(t, 50)
+			f.mux.HandleFunc("/api/v1/repos/o/r/pulls/3", func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Retry-After", tt.header)
+				w.WriteHeader(tt.status)
+			})
+			_, err := f.client(Options{}).PR(context.Background(), "o", "r", 3)
+			if err == nil || !IsRetryable(err) {
+				t.Fatalf("err = %v, want a retryable error", err)
+			}
+			if got := RetryAfter(err); got < tt.min || got > tt.max {
+				t.Errorf("RetryAfter = %s, want %s to %s", got, tt.min, tt.max)
+			}
+		})
 	}
 }

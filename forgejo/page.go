@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -34,10 +35,12 @@ type listing struct {
 	op   string
 	path string // with its query, without limit and page
 	// filtered says the forge filters this list after paging (reviews,
-	// timeline: FACTS, "Where Forgejo differs"), so a page can come back
-	// short in the middle and only an empty page ends it. Other lists are
-	// paged in the database: a short page is the last, and a quiet list
-	// costs one request.
+	// timeline, an organisation's repositories: FACTS, "Where Forgejo
+	// differs"), so a page can come back short, or empty, in the middle:
+	// the list ends at an empty page only once X-Total-Count (the
+	// unfiltered count), where the forge gives it, is reached. Other lists
+	// are paged in the database: a short page is the last, and a quiet
+	// list costs one request.
 	filtered bool
 	// skipHuge skips an entry over the body cap alone rather than failing
 	// the listing: for lists anyone may write to (comments), where a
@@ -54,7 +57,8 @@ type listing struct {
 func (c *Client) eachPage(ctx context.Context, l listing, read func(page int, body []byte, hdr http.Header) (int, error)) error {
 	size := c.pageSize
 	seen := map[[sha256.Size]byte]int{}
-	pos := 0 // entries of the list passed, in the forge's paging (filtered ones included)
+	pos := 0   // entries of the list passed, in the forge's paging (filtered ones included)
+	empty := 0 // empty pages in a row
 	for page := 1; ; {
 		a, err := c.send(ctx, l.op, http.MethodGet, pagePath(l.path, pos/size+1, size), nil)
 		if IsTooLarge(err) {
@@ -82,18 +86,39 @@ func (c *Client) eachPage(ctx context.Context, l listing, read func(page int, bo
 		if err != nil {
 			return malformed(l.op, err)
 		}
-		if n == 0 || (!l.filtered && n < size) {
+		switch {
+		case !l.filtered && n < size:
 			return nil
+		case n == 0 && !moreListed(a.header, pos+size):
+			return nil
+		case n == 0:
+			if empty++; empty > maxEmptyPages {
+				return &Error{Op: l.op, Err: fmt.Errorf("%d empty pages in a row before X-Total-Count %s", empty, a.header.Get("X-Total-Count"))}
+			}
+		default:
+			empty = 0
+			sum := sha256.Sum256(a.body)
+			if first, ok := seen[sum]; ok {
+				return &Error{Op: l.op, Err: fmt.Errorf("page %d is page %d again: the forge ignores paging", page, first)}
+			}
+			seen[sum] = page
 		}
-		sum := sha256.Sum256(a.body)
-		if first, ok := seen[sum]; ok {
-			return &Error{Op: l.op, Err: fmt.Errorf("page %d is page %d again: the forge ignores paging", page, first)}
-		}
-		seen[sum] = page
 		page++
 		pos += size
 		size = alignedPage(pos, c.pageSize)
 	}
+}
+
+// maxEmptyPages bounds a run of empty pages in a filtered list: 100 pages
+// of 50 entries the token may not read, in a row.
+const maxEmptyPages = 100
+
+// moreListed reports whether the forge's X-Total-Count (the unfiltered
+// count) says the list goes on past the first passed entries. Without the
+// header, an empty page ends the list.
+func moreListed(hdr http.Header, passed int) bool {
+	total, err := strconv.Atoi(hdr.Get("X-Total-Count"))
+	return err == nil && passed < total
 }
 
 // smallerPage is the largest page size below size that divides it, so the

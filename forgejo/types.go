@@ -61,7 +61,8 @@ const (
 // Review is a PR review.
 type Review struct {
 	ID        int64
-	Author    string
+	Author    string // "" for a review requested from a team
+	Team      string // the team a review was requested from (state REQUEST_REVIEW), else ""
 	State     string
 	CommitID  string
 	Stale     bool

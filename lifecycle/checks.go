@@ -32,13 +32,15 @@ const (
 	statusError   = "error"
 )
 
-// Failed reports whether the check counts as a CI failure.
+// Failed reports whether the check counts as a CI failure. A warning does:
+// Gitea counts it a failure and Forgejo passes a required context only on
+// success, so neither merges on it (FACTS, "Where Forgejo differs").
 func (c Check) Failed() bool {
-	return !c.Superseded && (c.State == statusFailure || c.State == statusError)
+	return !c.Superseded && (c.State == statusFailure || c.State == statusError || c.State == statusWarning)
 }
 
-// Passed reports whether the check counts as passed.
-func (c Check) Passed() bool { return c.State == statusSuccess || c.State == statusWarning }
+// Passed reports whether the check counts as passed: success only.
+func (c Check) Passed() bool { return c.State == statusSuccess }
 
 // Pending reports whether the check has not reached a result. A state the
 // forge did not document is not a result either.

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"pool/claims"
@@ -54,6 +55,7 @@ func (t Track) atHead(head string, now time.Time) Track {
 		t.Attempts, t.Failures = 0, 0
 		t.NotBefore = time.Time{}
 		t.FixerSHA, t.LastStatus, t.Blocked, t.LandedIn = "", "", "", ""
+		t.QuotaRefusals, t.QuotaUntil, t.QuotaSeen = 0, time.Time{}, time.Time{}
 		t.WaitedForChecks = false
 	}
 	t.HeadSHA, t.HeadSeen = head, now
@@ -92,6 +94,14 @@ func approved(p Policy, t Track, o Observation) (Track, Action) {
 	if reason := protectionRefuses(o); reason != "" {
 		return blocked(t, o.HeadSHA, reason)
 	}
+	if t.QuotaRefusals > 0 {
+		if t.QuotaSeen.IsZero() {
+			t.QuotaSeen = o.Updated
+		}
+		if o.Now.Before(t.QuotaUntil) && !o.Updated.After(t.QuotaSeen) {
+			return blockedAs(QuotaExceeded, t, o.HeadSHA, quotaReason)
+		}
+	}
 	t.Blocked = ""
 	switch Summarize(o.Checks, RequiredContexts(o.Protection)) {
 	case ChecksFailing:
@@ -117,11 +127,23 @@ func approved(p Policy, t Track, o Observation) (Track, Action) {
 			t.State, t.LastStatus = CIPending, "no checks reported yet"
 			return t, Action{Kind: Wait, Reason: fmt.Sprintf("no checks reported yet; merging without them in %s", wait.Round(time.Second))}
 		}
-		t.State = MergeQueued
-		return t, Action{Kind: Merge, Reason: "approved at head; no checks reported within the grace period"}
+		return mergeOrWait(t, o, "approved at head; no checks reported within the grace period")
+	}
+	return mergeOrWait(t, o, "approved at head, checks green")
+}
+
+// mergeOrWait queues the merge of an approved head the checks allow, unless
+// issues it depends on are open: the forge refuses that merge (HTTP 500 with
+// no message), so the PR waits for them with one note and no attempt
+// counted, and is decided again every cycle (closing an issue does not
+// change the PR).
+func mergeOrWait(t Track, o Observation, reason string) (Track, Action) {
+	if len(o.OpenDependencies) > 0 {
+		return blockedAs(DependenciesOpen, t, o.HeadSHA, "it depends on "+strings.Join(o.OpenDependencies, ", ")+
+			", still open; the forge merges it only once they are closed")
 	}
 	t.State = MergeQueued
-	return t, Action{Kind: Merge, Reason: "approved at head, checks green"}
+	return t, Action{Kind: Merge, Reason: reason}
 }
 
 // noFixer says why no fixer may be started for the PR, or "".
@@ -148,6 +170,15 @@ func blocked(t Track, head, reason string) (Track, Action) {
 	return t, Action{Kind: NoteBlocked, Reason: reason}
 }
 
+// blockedAs is blocked in a state of its own: a wait that ends without a
+// person (a back-off, an issue closed), which the discovery loop looks at
+// again on its own.
+func blockedAs(s State, t Track, head, reason string) (Track, Action) {
+	t, act := blocked(t, head, reason)
+	t.State = s
+	return t, act
+}
+
 // NoteNotPosted forgets that the note of why the PR is blocked was asked
 // for: posting it failed, and the next decision asks again.
 func NoteNotPosted(t Track) Track {
@@ -166,7 +197,7 @@ func (t Track) retry(p Policy, s State, status string) (Track, bool) {
 // the forge reports done is confirmed by re-reading the PR and deciding
 // again, not here. "Try again later" is the forge still checking the PR
 // against its base: a wait, not a failed attempt.
-func AfterMerge(p Policy, t Track, head string, res forgejo.MergeResult) (Track, Action) {
+func AfterMerge(p Policy, t Track, head string, res forgejo.MergeResult, now time.Time) (Track, Action) {
 	switch res.Outcome {
 	case forgejo.MergeDone, forgejo.MergeAlready, forgejo.MergeClosed:
 		return t, Action{Kind: Wait, Reason: "re-read the PR to confirm"}
@@ -182,10 +213,28 @@ func AfterMerge(p Policy, t Track, head string, res forgejo.MergeResult) (Track,
 	case forgejo.MergeConflict:
 		t.State, t.ConflictSHA = Conflict, head
 		return t, Action{Kind: NoteConflict, Reason: "merge conflict"}
+	case forgejo.MergeQuota:
+		return quotaRefused(p, t, head, res, now)
 	}
 	status := fmt.Sprintf("%s (HTTP %d: %s)", res.Outcome, res.Status, res.Message)
 	t, diag := t.retry(p, MergeFailed, status)
 	return t, Action{Kind: Wait, Reason: "merge failed; retrying next cycle", Diagnostic: diag}
+}
+
+// quotaReason is the note on a PR whose merge the forge refuses for its
+// storage quota (the forge's own words stay in the logs).
+const quotaReason = "the forge refused the merge (HTTP 413): the storage quota of the repository's owner is exceeded. " +
+	"The pool tries again after a pause that grows with each refusal, and at once when the PR changes; free space or raise the quota"
+
+// quotaRefused backs a head off after the forge refused its merge for the
+// storage quota: one note, no attempt counted (no diagnostics), and no
+// merge before the back-off ends or the PR changes (approved).
+func quotaRefused(p Policy, t Track, head string, res forgejo.MergeResult, now time.Time) (Track, Action) {
+	t.QuotaRefusals++
+	t.QuotaUntil = now.Add(backoff.Policy{Base: p.RetryBase, Max: p.RetryMax}.Delay(t.QuotaRefusals, 0))
+	t.QuotaSeen = time.Time{}
+	t.LastStatus = fmt.Sprintf("%s (HTTP %d: %s)", res.Outcome, res.Status, res.Message)
+	return blockedAs(QuotaExceeded, t, head, quotaReason)
 }
 
 // HeadOnBase records that the approved head is already in the base

@@ -60,6 +60,11 @@ func TestDecide(t *testing.T) {
 		{name: "a merge straight away is not announced", track: Track{State: MergeQueued, HeadSHA: "h1"},
 			obs:      func(o Observation) Observation { o.Merged, o.Open = true, false; return o },
 			wantKind: Drop, wantState: Merged},
+		{name: "a review requested from a team is no verdict", obs: func(o Observation) Observation {
+			o = approvedWith(status("ci", "success"))(o)
+			o.Reviews = append(o.Reviews, forgejo.Review{ID: 2, State: forgejo.ReviewRequested, Team: "core"})
+			return o
+		}, wantKind: Merge, wantState: MergeQueued},
 		{name: "approved and pending waits", obs: approvedWith(status("ci", "pending")), wantKind: Wait, wantState: CIPending},
 		{name: "an auto-merge left armed is cancelled", track: Track{HeadSHA: "h1", ArmedSHA: "h1"},
 			obs: approvedWith(status("ci", "pending")), wantKind: Disarm},
@@ -240,7 +245,7 @@ func TestAfterMerge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.outcome), func(t *testing.T) {
-			got, act := AfterMerge(policy, Track{HeadSHA: "h1"}, "h1", forgejo.MergeResult{Outcome: tt.outcome, Status: 405})
+			got, act := AfterMerge(policy, Track{HeadSHA: "h1"}, "h1", forgejo.MergeResult{Outcome: tt.outcome, Status: 405}, now)
 			if act.Kind != tt.wantKind || got.State != tt.wantState {
 				t.Errorf("got %s/%s, want %s/%s", act.Kind, got.State, tt.wantKind, tt.wantState)
 			}
@@ -332,5 +337,97 @@ func TestHeadOnBaseWaitsForAPerson(t *testing.T) {
 	newHead := open("h2")
 	if got, act := Decide(policy, tr, newHead); act.Kind != Review || got.LandedIn != "" {
 		t.Errorf("a new head: %s, landed in %q; want a review and the memory gone", act.Kind, got.LandedIn)
+	}
+}
+
+// TestOpenDependenciesWaitWithOneNote: an approved, green PR whose issue
+// dependencies are open is not merged (the forge would answer 500): it
+// waits with one note, counts no attempt, and merges once they are closed.
+func TestOpenDependenciesWaitWithOneNote(t *testing.T) {
+	blockedObs := approvedWith(status("ci", "success"))(open("h1"))
+	blockedObs.OpenDependencies = []string{"#7"}
+	tr, act := Decide(policy, Track{}, blockedObs)
+	if act.Kind != NoteBlocked || tr.State != DependenciesOpen || !strings.Contains(act.Reason, "#7") {
+		t.Fatalf("open dependency: %s/%s %q; want one note naming #7, state %s", act.Kind, tr.State, act.Reason, DependenciesOpen)
+	}
+	for i := 0; i < 3; i++ {
+		tr, act = Decide(policy, tr, blockedObs)
+		if act.Kind != Wait || tr.State != DependenciesOpen || tr.Attempts != 0 {
+			t.Fatalf("decided again: %s/%s, %d attempts; want a wait, no second note, no attempt", act.Kind, tr.State, tr.Attempts)
+		}
+	}
+	closed := blockedObs
+	closed.OpenDependencies = nil
+	if tr, act = Decide(policy, tr, closed); act.Kind != Merge {
+		t.Errorf("dependencies closed: %s/%s, want merge", act.Kind, tr.State)
+	}
+}
+
+// TestQuotaRefusalBacksOffWithOneNote: a merge refused for the storage
+// quota (Forgejo's 413) is a block: one note, no attempt counted and no
+// diagnostic, no merge before the back-off ends, a longer back-off after
+// each refusal up to RetryMax, and a new head starts over.
+func TestQuotaRefusalBacksOffWithOneNote(t *testing.T) {
+	obs := approvedWith(status("ci", "success"))(open("h1"))
+	quota := forgejo.MergeResult{Outcome: forgejo.MergeQuota, Status: 413, Message: "quota exceeded"}
+	tr, _ := Decide(policy, Track{}, obs)
+	tr, act := AfterMerge(policy, tr, "h1", quota, now)
+	if act.Kind != NoteBlocked || act.Diagnostic || tr.State != QuotaExceeded || tr.Attempts != 0 {
+		t.Fatalf("first refusal: %s (diagnostic %v), %s, %d attempts; want one note, %s, no attempt", act.Kind, act.Diagnostic, tr.State, tr.Attempts, QuotaExceeded)
+	}
+	if !strings.Contains(act.Reason, "quota") {
+		t.Errorf("the note does not name the cause: %q", act.Reason)
+	}
+	refused := now
+	for i, wantWait := range []time.Duration{policy.RetryBase, 2 * policy.RetryBase, 4 * policy.RetryBase} {
+		if wait := tr.QuotaUntil.Sub(refused); wait != wantWait {
+			t.Errorf("refusal %d: back-off %s, want %s", i+1, wait, wantWait)
+		}
+		during := obs
+		during.Now = tr.QuotaUntil.Add(-time.Second)
+		if got, act := Decide(policy, tr, during); act.Kind != Wait || got.State != QuotaExceeded {
+			t.Fatalf("refusal %d, during the back-off: %s/%s; want a wait", i+1, act.Kind, got.State)
+		}
+		after := obs
+		after.Now = tr.QuotaUntil
+		tr, act = Decide(policy, tr, after)
+		if act.Kind != Merge {
+			t.Fatalf("refusal %d, after the back-off: %s, want merge", i+1, act.Kind)
+		}
+		refused = after.Now
+		tr, act = AfterMerge(policy, tr, "h1", quota, refused)
+		if act.Kind != Wait || act.Diagnostic || tr.Attempts != 0 {
+			t.Fatalf("refusal %d: %s (diagnostic %v), %d attempts; want a wait without a second note", i+2, act.Kind, act.Diagnostic, tr.Attempts)
+		}
+	}
+	for i := 0; i < 20; i++ {
+		tr, _ = AfterMerge(policy, tr, "h1", quota, refused)
+	}
+	if wait := tr.QuotaUntil.Sub(refused); wait != policy.RetryMax {
+		t.Errorf("after many refusals: back-off %s, want the cap %s", wait, policy.RetryMax)
+	}
+	if got, act := Decide(policy, tr, approvedWith(status("ci", "success"))(open("h2"))); got.QuotaRefusals != 0 || act.Kind == Wait {
+		t.Errorf("a new head: %s, %d refusals remembered; want the back-off gone", act.Kind, got.QuotaRefusals)
+	}
+}
+
+// TestQuotaRefusalRetriesWhenThePRChanges: during the back-off after a
+// quota refusal, the PR as first seen waits; a PR that changed since (a
+// comment, a label: someone may have freed space) is merged at once.
+func TestQuotaRefusalRetriesWhenThePRChanges(t *testing.T) {
+	obs := approvedWith(status("ci", "success"))(open("h1"))
+	obs.Updated = now.Add(-time.Hour)
+	tr, _ := Decide(policy, Track{}, obs)
+	tr, _ = AfterMerge(policy, tr, "h1", forgejo.MergeResult{Outcome: forgejo.MergeQuota, Status: 413}, now)
+	later := obs
+	later.Now = now.Add(time.Second)
+	tr, act := Decide(policy, tr, later)
+	if act.Kind != Wait || tr.State != QuotaExceeded {
+		t.Fatalf("unchanged PR during the back-off: %s/%s, want a wait", act.Kind, tr.State)
+	}
+	changed := later
+	changed.Updated = now.Add(time.Second)
+	if got, act := Decide(policy, tr, changed); act.Kind != Merge {
+		t.Errorf("changed PR during the back-off: %s/%s, want merge", act.Kind, got.State)
 	}
 }

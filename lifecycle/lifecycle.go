@@ -24,6 +24,8 @@ const (
 	MergeQueued      State = "merge_queued" // approved and green: in the pool's merge queue
 	CIPending        State = "ci_pending"
 	CIFailing        State = "ci_failing"
+	DependenciesOpen State = "dependencies_open" // approved and green, waiting for the issues it depends on to close
+	QuotaExceeded    State = "quota_exceeded"    // the forge refused the merge for its storage quota: backing off
 	MergeFailed      State = "merge_failed"
 	Conflict         State = "conflict"
 	ChangesRequested State = "changes_requested"
@@ -34,7 +36,7 @@ const (
 
 // Retrying reports whether the state is an approved PR the pool keeps trying to merge.
 func (s State) Retrying() bool {
-	return s == CIPending || s == CIFailing || s == MergeFailed || s == MergeScheduled || s == MergeQueued
+	return s == CIPending || s == CIFailing || s == MergeFailed || s == MergeScheduled || s == MergeQueued || s == QuotaExceeded
 }
 
 // Track is the pool's memory of one PR. It is persisted, and everything in it
@@ -64,6 +66,13 @@ type Track struct {
 	// forge lists the PR open, refuses to merge it and refused to mark it
 	// merged: the PR waits for a person.
 	LandedIn string `json:"landed_in,omitempty"`
+	// QuotaRefusals counts the merges of this head the forge refused for
+	// its storage quota; no merge is tried before QuotaUntil unless the PR
+	// changes after QuotaSeen, its update time when first decided after
+	// the last refusal.
+	QuotaRefusals int       `json:"quota_refusals,omitempty"`
+	QuotaUntil    time.Time `json:"quota_until,omitzero"`
+	QuotaSeen     time.Time `json:"quota_seen,omitzero"`
 }
 
 // Observation is what the forge shows about a PR now, plus the claim verdict
@@ -71,6 +80,7 @@ type Track struct {
 type Observation struct {
 	Open      bool
 	Merged    bool
+	Updated   time.Time // the PR's update time (a comment, a label, a push...)
 	HeadSHA   string
 	Author    string
 	Skip      bool // carries the skip label
@@ -86,7 +96,11 @@ type Observation struct {
 	Checks []Check
 	// Protection is the base branch's protection, the floor of every merge.
 	Protection forgejo.Protection
-	Claim      claims.Verdict
+	// OpenDependencies are the open issues the PR depends on ("#12",
+	// "owner/repo#3"), read when its head is approved and green: the forge
+	// refuses to merge it (HTTP 500, no message) while any is open.
+	OpenDependencies []string
+	Claim            claims.Verdict
 	// Hint is the merge_status a reviewer session just reported, if any.
 	Hint string
 	Now  time.Time

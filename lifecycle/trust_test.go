@@ -37,6 +37,8 @@ func TestReviewRuleCounts(t *testing.T) {
 			edit: func(r *forgejo.Review) { r.Official = false }},
 		{name: "whitelisted (official) listed reviewer counts", rule: ReviewRule{Reviewers: []string{"bob"}}, want: true},
 		{name: "a review with no author does not", edit: func(r *forgejo.Review) { r.Author = "" }},
+		{name: "a review requested from a team does not, even for an official listed team", rule: ReviewRule{Reviewers: []string{"core"}, AllowUnofficial: true},
+			edit: func(r *forgejo.Review) { r.Author, r.Team, r.State = "", "core", forgejo.ReviewRequested }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,5 +97,15 @@ func TestVoices(t *testing.T) {
 	want := map[string]bool{"pool-bot": true, "bob": true}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Voices = %v, want %v (a counted reviewer at any commit, and the pool; not outsiders or the author)", got, want)
+	}
+}
+
+// TestTeamRequestIsNoVoice: a review requested from a team (no author) never
+// makes a voice, so it keeps no claim alive and answers no item.
+func TestTeamRequestIsNoVoice(t *testing.T) {
+	teamRequest := forgejo.Review{ID: 3, Team: "core", State: forgejo.ReviewRequested, CommitID: "head", Official: true}
+	got := ReviewRule{}.Voices("pool-bot", "alice", []forgejo.Review{teamRequest})
+	if want := map[string]bool{"pool-bot": true}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Voices = %v, want only the pool's own %v", got, want)
 	}
 }

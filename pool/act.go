@@ -71,7 +71,7 @@ func (p *Pool) merge(ctx context.Context, pr forgejo.PR) (forgejo.MergeResult, e
 			return res, err
 		}
 	}
-	next, act := lifecycle.AfterMerge(p.policy, p.track(pr.Number), pr.HeadSHA, res)
+	next, act := lifecycle.AfterMerge(p.policy, p.track(pr.Number), pr.HeadSHA, res, p.now())
 	p.setTrack(pr.Number, next)
 	return res, p.act(ctx, pr, next, act)
 }

@@ -203,9 +203,10 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (de
 }
 
 // observe reads what the decision needs: the reviews always, the head's
-// statuses when the counted reviews approve it.
+// statuses when the counted reviews approve it, and the PR's open
+// dependencies when the checks let it merge.
 func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observation, error) {
-	obs := lifecycle.Observation{Open: pr.State == "open", Merged: pr.Merged, HeadSHA: pr.HeadSHA, Author: pr.Author,
+	obs := lifecycle.Observation{Open: pr.State == "open", Merged: pr.Merged, Updated: pr.Updated, HeadSHA: pr.HeadSHA, Author: pr.Author,
 		Skip: p.cfg.SkipLabel != "" && pr.HasLabel(p.cfg.SkipLabel), Mergeable: pr.Mergeable, Behind: pr.Behind(),
 		Fork:       !strings.EqualFold(pr.HeadRepo, p.cfg.Repo()),
 		Protection: p.currentProtection(), Now: p.now()}
@@ -226,8 +227,15 @@ func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observatio
 	}
 	history = forgejo.WithoutContext(history, p.cfg.StatusContext) // the pool's own status is no check
 	obs.Checks = lifecycle.Checks(history)
-	p.book.checks(pr.Number, obs.Checks, lifecycle.RequiredContexts(obs.Protection))
-	return obs, nil
+	required := lifecycle.RequiredContexts(obs.Protection)
+	p.book.checks(pr.Number, obs.Checks, required)
+	if s := lifecycle.Summarize(obs.Checks, required); s != lifecycle.ChecksGreen && s != lifecycle.ChecksNone {
+		return obs, nil
+	}
+	// A merge may follow: the forge refuses it while issues the PR depends
+	// on are open.
+	obs.OpenDependencies, err = p.forge.OpenDependencies(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+	return obs, err
 }
 
 // judgeClaims reads the PR's comments and says who holds it.

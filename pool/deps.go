@@ -21,6 +21,7 @@ type Forge interface {
 	DeleteComment(ctx context.Context, owner, repo string, id int64) error
 	Reviews(ctx context.Context, owner, repo string, n int) ([]forgejo.Review, error)
 	StatusHistory(ctx context.Context, owner, repo, sha string) ([]forgejo.Status, error)
+	OpenDependencies(ctx context.Context, owner, repo string, n int) ([]string, error)
 	Protection(ctx context.Context, owner, repo, branch string) (forgejo.Protection, error)
 	Permission(ctx context.Context, owner, repo, account string) (string, error)
 	Merge(ctx context.Context, owner, repo string, n int, opt forgejo.MergeOptions) (forgejo.MergeResult, error)

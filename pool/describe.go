@@ -71,6 +71,10 @@ func describeRaw(s standing) string {
 			return t.Blocked // e.g. "needs 2 approvals; has 1"
 		}
 		return fmt.Sprintf("labelled %s: humans only", s.skipLabel)
+	case lifecycle.DependenciesOpen:
+		return "approved; " + t.Blocked
+	case lifecycle.QuotaExceeded:
+		return "approved; merge refused for the storage quota; next try after " + clock(t.QuotaUntil)
 	case lifecycle.Conflict:
 		return fmt.Sprintf("conflict with %s; rebase needed", s.base)
 	case lifecycle.ChangesRequested:

@@ -22,6 +22,7 @@ type fakeForge struct {
 	comments map[int][]forgejo.Comment
 	reviews  map[int][]forgejo.Review
 	statuses map[string][]forgejo.Status
+	deps     map[int][]string // open issues each PR depends on
 	nextID   int64
 	effects  []string
 	// failOps makes the named operations fail with the error.
@@ -216,6 +217,13 @@ func (f *fakeForge) StatusHistory(_ context.Context, _, _, sha string) ([]forgej
 		}
 	}
 	return out, f.fail("statuses")
+}
+
+func (f *fakeForge) OpenDependencies(_ context.Context, _, _ string, n int) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls["dependencies"]++
+	return append([]string(nil), f.deps[n]...), f.fail("dependencies")
 }
 
 func (f *fakeForge) Protection(context.Context, string, string, string) (forgejo.Protection, error) {

@@ -153,7 +153,8 @@ func (ix *index) remember(pr forgejo.PR, t lifecycle.Track, rules int, act lifec
 
 // quietUntil says how long a decision holds while the PR does not change:
 // states that wait for a push or a human hold until the PR changes; a PR
-// backing off holds until its back-off ends; a PR waiting for a slot or held
+// backing off (after a session, or a merge refused for the quota) holds
+// until its back-off ends; a PR waiting for a slot or held
 // by another pool's claim is looked at again after a sixth of the claim TTL
 // (any comment or review changes the PR before that); approved PRs waiting
 // to merge are looked at every cycle, because commit statuses do not change
@@ -180,6 +181,8 @@ func (p *Pool) quietUntil(t lifecycle.Track, act lifecycle.Action, now time.Time
 			return t.NotBefore
 		}
 		return now.Add(p.cfg.ClaimTTL / 6)
+	case lifecycle.QuotaExceeded:
+		return t.QuotaUntil
 	}
 	return time.Time{}
 }

@@ -325,7 +325,7 @@ func (p *Pool) loop(ctx context.Context, work context.Context) error {
 			p.slots.want(p.cfg.Repo(), 0) // no turn held for a failing repository
 			failures++
 			p.logFailure(failures, err)
-			if !sleep(ctx, jittered(failures, p.cfg.PollInterval, 10*time.Minute)) {
+			if !sleep(ctx, retryWait(failures, p.cfg.PollInterval, 10*time.Minute, err)) {
 				return nil
 			}
 			continue
@@ -411,10 +411,11 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// jittered is the wait after n consecutive failures: base doubled per
-// failure, capped at max, less up to 25% jitter.
-func jittered(n int, base, max time.Duration) time.Duration {
-	return backoff.Policy{Base: base, Max: max, Jitter: 0.25}.Delay(n, rand.Float64())
+// retryWait is the wait after n consecutive failures, the last one err:
+// base doubled per failure, capped at max, less up to 25% jitter; or, when
+// longer, the wait a 429 or 503 asked for (Retry-After), capped at max.
+func retryWait(n int, base, max time.Duration, err error) time.Duration {
+	return backoff.Policy{Base: base, Max: max, Jitter: 0.25}.DelayAtLeast(n, rand.Float64(), forgejo.RetryAfter(err))
 }
 
 // refreshProtection reads the base branch's protection again, unless it was

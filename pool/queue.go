@@ -121,13 +121,17 @@ func (q *mergeQueue) due(now time.Time) ([]queued, time.Time) {
 }
 
 // notReady backs an entry off: the forge has not finished checking it.
-func (q *mergeQueue) notReady(n int, now time.Time) {
+func (q *mergeQueue) notReady(n int, now time.Time) { q.backOff(n, now, nil) }
+
+// backOff backs an entry off after err, at least as long as the forge (or
+// a proxy in front of it) asked with a Retry-After.
+func (q *mergeQueue) backOff(n int, now time.Time, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if e, ok := q.entries[n]; ok {
 		e.waits++
 		e.tried = true
-		e.notBefore = now.Add(jittered(e.waits, q.base, queueWaitMax))
+		e.notBefore = now.Add(retryWait(e.waits, q.base, queueWaitMax, err))
 	}
 }
 
@@ -205,7 +209,7 @@ func (p *Pool) workQueue(ctx context.Context) time.Duration {
 			return time.Minute
 		case err != nil:
 			p.log.Warn("merge queue: reading the PR failed; waiting", "pr", e.n, "err", err)
-			p.queue.notReady(e.n, p.now())
+			p.queue.backOff(e.n, p.now(), err)
 			continue
 		case pr.State != "open" || pr.Merged || pr.HeadSHA != e.head || pr.BaseRef != p.base:
 			p.leaveQueue(ctx, pr)
@@ -247,7 +251,7 @@ func (p *Pool) mergeQueued(ctx context.Context, pr forgejo.PR) {
 	switch {
 	case err != nil:
 		p.log.Warn("merge queue: the merge call failed; waiting", "pr", pr.Number, "err", err)
-		p.queue.notReady(pr.Number, p.now())
+		p.queue.backOff(pr.Number, p.now(), err)
 	case res.Outcome == forgejo.MergeNotReady && p.queue.refusedAgain(pr.Number)%onBaseCheckEvery == 0:
 		p.checkOnBase(ctx, pr)
 	case res.Outcome == forgejo.MergeNotReady:

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -229,5 +230,23 @@ func TestMergeQueueSettlesAfterAMerge(t *testing.T) {
 	}
 	if due, _ := q.due(t0.Add(time.Second)); len(due) != 2 {
 		t.Errorf("a second after a merge: due %v, want both", due)
+	}
+}
+
+// TestMergeQueueHonoursRetryAfter: a merge call answered 429 or 503 with
+// Retry-After backs the PR off at least that long (up to the queue's
+// longest wait); a failure that asks nothing backs off by a second.
+func TestMergeQueueHonoursRetryAfter(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	q := newMergeQueue(time.Second)
+	q.add(1, "a", t0)
+	q.add(2, "b", t0)
+	q.backOff(1, t0, &forgejo.Error{Op: "merge", Status: 503, Retryable: true, RetryAfter: 20 * time.Second, Err: errors.New("busy")})
+	q.backOff(2, t0, errors.New("connection reset"))
+	if due, _ := q.due(t0.Add(19 * time.Second)); len(due) != 1 || due[0].n != 2 {
+		t.Errorf("19 s later: due %v; want only #2 (#1 was asked to wait 20 s)", due)
+	}
+	if due, _ := q.due(t0.Add(20 * time.Second)); len(due) != 2 {
+		t.Errorf("20 s later: due %v, want both", due)
 	}
 }

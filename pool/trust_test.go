@@ -255,3 +255,59 @@ func TestSlotsRefillWhileTheQueueWaits(t *testing.T) {
 		close(f.mergeGate) // both reviews ran while the merge call hung
 	}, func() bool { return f.isMerged(1) })
 }
+
+// TestOpenDependencyHoldsTheMergeWithOneNote: an approved, green PR that
+// depends on an open issue gets one note and no merge call over many
+// cycles; once the issue is closed it merges.
+func TestOpenDependencyHoldsTheMergeWithOneNote(t *testing.T) {
+	f := newFakeForge(1)
+	f.deps = map[int][]string{1: {"#9"}}
+	f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{Context: "ci", State: "success"}}
+	cfg := testConfig(1)
+	cfg.IdleExit, cfg.DiagnosticEvery = 0, 2
+	runUntil(t, cfg, f, newFakeAgent(approver(f, time.Millisecond)), func(ctx context.Context, p *Pool) {
+		waitFor(ctx, func() bool { return p.track(1).State == lifecycle.DependenciesOpen })
+		time.Sleep(20 * cfg.PollInterval)
+		if n := len(effectsWith(f, "#1: comment Merging is on hold: it depends on #9")); n != 1 {
+			t.Errorf("hold notes = %d, want 1: %v", n, f.Effects())
+		}
+		if m := effectsWith(f, "#1: merge"); len(m) != 0 {
+			t.Errorf("merge called while a dependency is open: %v", m)
+		}
+		if d := effectsWith(f, "#1: comment Merge retry"); len(d) != 0 {
+			t.Errorf("diagnostics while waiting on a dependency: %v", d)
+		}
+		f.mu.Lock()
+		f.deps = nil
+		f.mu.Unlock()
+	}, func() bool { return f.isMerged(1) })
+}
+
+// TestQuotaRefusalIsNotedOnceAndBacksOff: merges refused for the storage
+// quota get one note, no diagnostic, and fewer calls as the back-off grows;
+// once the forge takes the merge, the PR merges.
+func TestQuotaRefusalIsNotedOnceAndBacksOff(t *testing.T) {
+	f := newFakeForge(1)
+	f.mergeAnswer[1] = forgejo.MergeResult{Outcome: forgejo.MergeQuota, Status: 413, Message: `{"message":"quota exceeded"}`}
+	f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{Context: "ci", State: "success"}}
+	cfg := testConfig(1)
+	cfg.IdleExit, cfg.DiagnosticEvery = 0, 2
+	const cycles = 40
+	runUntil(t, cfg, f, newFakeAgent(approver(f, time.Millisecond)), func(ctx context.Context, p *Pool) {
+		waitFor(ctx, func() bool { return p.track(1).State == lifecycle.QuotaExceeded })
+		time.Sleep(cycles * cfg.PollInterval)
+		if n := len(effectsWith(f, "#1: comment Merging is on hold: the forge refused the merge (HTTP 413)")); n != 1 {
+			t.Errorf("hold notes = %d, want 1: %v", n, f.Effects())
+		}
+		if d := effectsWith(f, "#1: comment Merge retry"); len(d) != 0 {
+			t.Errorf("diagnostics for a quota refusal: %v", d)
+		}
+		// back-offs of 1, 2, 4, 8, 16, 32 poll intervals fit about six calls in 40 intervals
+		if m := effectsWith(f, "#1: merge"); len(m) > 8 {
+			t.Errorf("%d merge calls in %d poll intervals: no back-off", len(m), cycles)
+		}
+		f.mu.Lock()
+		delete(f.mergeAnswer, 1)
+		f.mu.Unlock()
+	}, func() bool { return f.isMerged(1) })
+}

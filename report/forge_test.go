@@ -407,7 +407,10 @@ func testBaseMoves(fx *forgeFixture) {
 // PR against its base in the background.
 func (fx *forgeFixture) tickUntil(reason string) Digest {
 	fx.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	// The forge tests a PR against its moved base in a background queue,
+	// which takes its time on a machine busy with other tests.
+	const patience = 2 * time.Minute
+	deadline := time.Now().Add(patience)
 	for {
 		d := fx.tick(TickOptions{})
 		for _, it := range d.Items {
@@ -416,7 +419,7 @@ func (fx *forgeFixture) tickUntil(reason string) Digest {
 			}
 		}
 		if time.Now().After(deadline) {
-			fx.t.Fatalf("no %s item after 30 s: %q", reason, itemSummary(d))
+			fx.t.Fatalf("no %s item after %s: %q", reason, patience, itemSummary(d))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -6,6 +6,7 @@
 //	pool tick OWNER/REPO#N      one PR's actionable items, as JSON
 //	pool hook install           register the pool's webhook on the repository
 //	pool status --ops-url URL   a running pool's slots and PRs, as a table
+//	pool version                the version, commit and Go version
 //
 // Exit codes: 0 idle exit or signal; 1 fatal at run time, a panic included;
 // 2 usage or config error (a relaunch hook must not relaunch on 2).
@@ -67,9 +68,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]
 	}
+	if cmd == "run" && len(args) > 0 && args[0] == "--version" {
+		cmd = "version"
+	}
 	switch cmd {
 	case "run":
+		if wantsHelp(args) {
+			fmt.Fprintf(stdout, "%s\n\nFlags of pool run (each also a config key and a POOL_ variable):\n%s", usage, configs.RunUsage())
+			return 0
+		}
 		return supervise(ctx, args, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, version())
+		return 0
 	case "report":
 		return report.MainReport(ctx, args, stdout, stderr)
 	case "tick":
@@ -79,7 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	case "status":
 		return status(ctx, args, stdout, stderr)
 	case "help":
-		fmt.Fprintln(stdout, usage)
+		fmt.Fprintf(stdout, "%s\n\nFlags of pool run (each also a config key and a POOL_ variable):\n%s", usage, configs.RunUsage())
 		return 0
 	}
 	fmt.Fprintf(stderr, "pool: unknown command %q\n%s\n", cmd, usage)
@@ -87,11 +98,50 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 }
 
 const usage = `usage:
-  pool [run] [flags]            supervise reviewer sessions (see pool run --help)
+  pool [run] [flags]            supervise reviewer sessions (the default; flags below)
   pool report OWNER/REPO#N      one PR's CI, reviews and threads, observed, never guessed
   pool tick OWNER/REPO#N        the actionable items on one PR, as JSON
   pool hook install [flags]     register the pool's webhook (--hook-url, webhook secret) on the repository
-  pool status --ops-url URL     a running pool's slots, PRs and warnings, read from its ops listener`
+  pool status --ops-url URL     a running pool's slots, PRs and warnings, read from its ops listener
+  pool version                  the version, commit and Go version of this binary (also --version)
+  pool help                     this text (also --help)`
+
+// wantsHelp reports whether args ask for help rather than a run.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "-h", "--help", "-help":
+			return true
+		case "--":
+			return false
+		}
+	}
+	return false
+}
+
+// version names the build from its build info: the module version, the
+// commit (marked when the tree had changes) and the Go version.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "pool (no build info)"
+	}
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	commit := settings["vcs.revision"]
+	switch {
+	case commit == "":
+		commit = "unknown"
+	case settings["vcs.modified"] == "true":
+		commit += " (modified)"
+	}
+	if t := settings["vcs.time"]; t != "" {
+		commit += " of " + t
+	}
+	return fmt.Sprintf("pool %s, commit %s, %s", info.Main.Version, commit, info.GoVersion)
+}
 
 func supervise(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := configs.Load(args)

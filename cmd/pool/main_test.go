@@ -172,3 +172,34 @@ func TestPanicOnTheMainGoroutineIsExit1(t *testing.T) {
 		t.Errorf("exit %d, want 1 with the panic logged; stderr:\n%s", code, stderr.String())
 	}
 }
+
+// TestHelpAndVersion: --help lists every command and the run flags, each
+// switch written like the other flags (no type, no default); version and
+// --version name the Go version the binary was built with.
+func TestHelpAndVersion(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"help"}, {"run", "-h"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+			t.Errorf("%q: exit %d, want 0; stderr:\n%s", args, code, stderr.String())
+		}
+		help := stdout.String()
+		for _, want := range []string{"pool report OWNER/REPO#N", "pool tick", "pool hook install", "pool status", "pool version",
+			"\n      --abort-on-exit  ", "\n      --dry-run  ", "\n      --workers N"} {
+			if !strings.Contains(help, want) {
+				t.Errorf("%q: help lacks %q:\n%s", args, want, help)
+			}
+		}
+		if strings.Contains(help, "bool[") || strings.Contains(help, "[=true|false]") {
+			t.Errorf("%q: a switch's help names its type:\n%s", args, help)
+		}
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+			t.Errorf("%q: exit %d, want 0; stderr:\n%s", args, code, stderr.String())
+		}
+		if got := stdout.String(); !strings.HasPrefix(got, "pool ") || !strings.Contains(got, ", go1.") {
+			t.Errorf("%q printed %q, want the version, commit and Go version", args, got)
+		}
+	}
+}

@@ -246,9 +246,10 @@ func TestThreeRepositoriesOneProcess(t *testing.T) {
 // requestLog is a reverse proxy in front of the forge or the agent server
 // that records the requests it carries.
 type requestLog struct {
-	url  string
-	mu   sync.Mutex // guards reqs
-	reqs []string   // method and request URI
+	url     string
+	mu      sync.Mutex // guards reqs and refused
+	reqs    []string   // method and request URI
+	refused []string   // method and request URI of those answered 4xx or 5xx
 }
 
 func countRequests(t *testing.T, target string) *requestLog {
@@ -260,14 +261,52 @@ func countRequests(t *testing.T, target string) *requestLog {
 	l := &requestLog{}
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req := r.Method + " " + r.URL.RequestURI()
 		l.mu.Lock()
-		l.reqs = append(l.reqs, r.Method+" "+r.URL.RequestURI())
+		l.reqs = append(l.reqs, req)
 		l.mu.Unlock()
-		proxy.ServeHTTP(w, r)
+		sw := &statusWriter{ResponseWriter: w}
+		proxy.ServeHTTP(sw, r)
+		if sw.status >= 400 {
+			l.mu.Lock()
+			l.refused = append(l.refused, req)
+			l.mu.Unlock()
+		}
 	}))
 	t.Cleanup(srv.Close)
 	l.url = srv.URL
 	return l
+}
+
+// statusWriter remembers the status of the answer it writes.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	w.status = status
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// refusedCount is how many requests that began with prefix the forge
+// answered with a 4xx or 5xx.
+func (l *requestLog) refusedCount(prefix string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, r := range l.refused {
+		if strings.HasPrefix(r, prefix) {
+			n++
+		}
+	}
+	return n
 }
 
 // count is how many requests began with prefix.

@@ -37,3 +37,13 @@ func (p Policy) Delay(n int, r float64) time.Duration {
 	cut := min(max(p.Jitter, 0), 1) * min(max(r, 0), 1)
 	return d - time.Duration(cut*float64(d))
 }
+
+// DelayAtLeast is Delay, or the wait a server asked for (an HTTP
+// Retry-After) when that is longer, capped at Max.
+func (p Policy) DelayAtLeast(n int, r float64, asked time.Duration) time.Duration {
+	d := p.Delay(n, r)
+	if p.Max > 0 {
+		asked = min(asked, p.Max)
+	}
+	return max(d, asked)
+}

@@ -39,3 +39,26 @@ func TestDelay(t *testing.T) {
 		})
 	}
 }
+
+func TestDelayHonoursTheServersWait(t *testing.T) {
+	p := Policy{Base: time.Second, Max: time.Minute, Jitter: 0.25}
+	tests := []struct {
+		name  string
+		n     int
+		asked time.Duration
+		want  time.Duration
+	}{
+		{"nothing asked: the back-off", 2, 0, 2 * time.Second},
+		{"asked for less: the back-off", 3, time.Second, 4 * time.Second},
+		{"asked for more: what was asked, without jitter", 1, 30 * time.Second, 30 * time.Second},
+		{"asked for more than the cap: the cap", 1, time.Hour, time.Minute},
+		{"a negative ask is none", 1, -time.Hour, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := p.DelayAtLeast(tt.n, 0, tt.asked); got != tt.want {
+				t.Errorf("DelayAtLeast(%d, 0, %s) = %s, want %s", tt.n, tt.asked, got, tt.want)
+			}
+		})
+	}
+}

@@ -20,7 +20,7 @@ import (
 // from a merge of an already-merged PR loses its message, as on Forgejo.
 type ForgejoOptions struct {
 	// QuotaRefusals: the first N merge calls are answered 413, storage quota
-	// exceeded, without reaching the forge.
+	// exceeded, with Forgejo's body, without reaching the forge.
 	QuotaRefusals int
 	// MergeRaces: the next N merge calls that merge are answered 409 with
 	// the body Forgejo gives when another merge of the PR won the race: its
@@ -51,6 +51,7 @@ const (
 	RewriteNull         = "null PR in a list"
 	RewriteShortPage    = "short page mid-list"
 	RewriteStatusHook   = "status hook event dropped"
+	RewriteMergeCommit  = "merge_commit_id ignored"
 )
 
 type forgejoMode struct {
@@ -140,17 +141,22 @@ func (m *forgejoMode) pending(left *int) bool {
 }
 
 // merge plays Forgejo's merge answers: a quota refusal, a lost race, an
-// already-merged PR, and 405s without a message.
+// already-merged PR, 405s without a message, and a mark of a manual merge
+// whose merge_commit_id is not read.
 func (m *forgejoMode) merge(w http.ResponseWriter, r *http.Request, p *Proxy) {
 	if m.take(&m.quotaLeft) {
 		p.noteRewrite(RewriteQuota)
-		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"message": "repository size limit exceeded", "url": ""})
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"message": "quota exceeded", "user_id": 1, "username": "owner"})
 		return
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, "faultproxy: read request: "+err.Error(), http.StatusBadRequest)
 		return
+	}
+	if stripped, ok := withoutSnakeCommitID(body); ok {
+		p.noteRewrite(RewriteMergeCommit)
+		body = stripped
 	}
 	resp, answer, err := p.upstreamCall(r, r.Method, "", body)
 	if err != nil {
@@ -177,6 +183,22 @@ func (m *forgejoMode) merge(w http.ResponseWriter, r *http.Request, p *Proxy) {
 		return
 	}
 	send(w, resp, answer)
+}
+
+// withoutSnakeCommitID drops merge_commit_id from a body that marks a PR
+// merged by hand: Forgejo's form reads only the field spelled
+// MergeCommitID (it has no JSON tag), where Gitea reads both.
+func withoutSnakeCommitID(body []byte) ([]byte, bool) {
+	var form map[string]any
+	if json.Unmarshal(body, &form) != nil {
+		return nil, false
+	}
+	if _, ok := form["merge_commit_id"]; !ok {
+		return nil, false
+	}
+	delete(form, "merge_commit_id")
+	out, err := json.Marshal(form)
+	return out, err == nil
 }
 
 // raceAnswer is the 409 body Forgejo gives a merge that lost the race to
@@ -277,7 +299,7 @@ func (m *forgejoMode) shortPages(w http.ResponseWriter, r *http.Request, p *Prox
 		p.noteRewrite(RewriteShortPage)
 	}
 	b, _ := json.Marshal(out)
-	w.Header().Set("X-Total-Count", strconv.Itoa(len(all)))
+	w.Header().Set("X-Total-Count", strconv.Itoa(len(virtual))) // unfiltered, as the forge counts
 	writeRaw(w, http.StatusOK, b)
 }
 

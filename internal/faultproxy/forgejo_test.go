@@ -98,7 +98,7 @@ func TestForgejoMerge(t *testing.T) {
 		wantCalls  int // merge calls the forge saw
 		rewrite    string
 	}{
-		{"quota", ForgejoOptions{QuotaRefusals: 1}, false, http.StatusRequestEntityTooLarge, `"message":"repository size limit exceeded"`, false, 0, RewriteQuota},
+		{"quota", ForgejoOptions{QuotaRefusals: 1}, false, http.StatusRequestEntityTooLarge, `"message":"quota exceeded"`, false, 0, RewriteQuota},
 		{"lost race", ForgejoOptions{MergeRaces: 1}, false, http.StatusConflict, `"HeadBranch":"feature-1"`, true, 1, RewriteRace},
 		{"merged twice", ForgejoOptions{MergedTwice: 1}, false, http.StatusMethodNotAllowed, `"message":""`, true, 2, RewriteMergedTwice},
 		{"already merged", ForgejoOptions{}, true, http.StatusMethodNotAllowed, `"message":""`, true, 1, RewriteEmptyMessage},

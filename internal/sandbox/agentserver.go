@@ -283,6 +283,11 @@ func agentEnv(dir string, opts AgentOptions) []string {
 		"OPENCODE_DISABLE_SHARE=1",
 		"OPENCODE_DISABLE_CLAUDE_CODE=1",
 		"OPENCODE_DISABLE_PROJECT_CONFIG=1",
+		// As the README deploys it: no file watcher per work tree, and no
+		// built-in plugins (provider sign-ins the scripted model does not
+		// use), which alone cut the server's CPU per session by about half.
+		"OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER=1",
+		"OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
 	)
 	if opts.Password != "" {
 		env = append(env, "OPENCODE_SERVER_PASSWORD="+opts.Password)

@@ -48,13 +48,55 @@ func ForgeForTest(t testing.TB) *Forge {
 	return f
 }
 
-// shared are the servers the tests of one test binary share.
-var shared struct {
-	once    sync.Once
-	dir     string
-	servers *Servers
-	err     error
+// sharedStart is something the tests of one test binary share: started by
+// the first test that needs it, in a temporary directory of its own, and
+// stopped by StopShared.
+type sharedStart[T any] struct {
+	once  sync.Once
+	dir   string
+	value T
+	err   error
+	stop  func() error
 }
+
+// get starts the shared thing on first use with start, in a directory
+// named after prefix, and fails t if it could not be started.
+func (s *sharedStart[T]) get(t testing.TB, prefix string, start func(ctx context.Context, dir string, log io.Writer) (T, func() error, error)) T {
+	t.Helper()
+	s.once.Do(func() {
+		// Building gitea the first time takes minutes; a cached binary starts in seconds.
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		if s.dir, s.err = os.MkdirTemp("", prefix); s.err != nil {
+			return
+		}
+		var log bytes.Buffer
+		if s.value, s.stop, s.err = start(ctx, s.dir, &log); s.err != nil {
+			s.err = fmt.Errorf("shared %s: %w\n%s", strings.TrimSuffix(prefix, "-"), s.err, log.String())
+		}
+	})
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	return s.value
+}
+
+// close stops the shared thing, if it was started, and removes its data.
+func (s *sharedStart[T]) close() {
+	if s.stop != nil {
+		if err := s.stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "sandbox: stopping the shared %s: %v\n", s.dir, err)
+		}
+	}
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+	}
+}
+
+var (
+	sharedServers sharedStart[*Servers]
+	sharedForge   sharedStart[*Forge]
+)
 
 // SharedServers returns the forge, model and agent server that every test
 // of this test binary shares, starting them on first use. Under -short it
@@ -68,38 +110,35 @@ func SharedServers(t testing.TB) *Servers {
 	if testing.Short() {
 		t.Skip("end-to-end test: needs the real forge and agent server (run without -short)")
 	}
-	shared.once.Do(func() {
-		// Building gitea the first time takes minutes; a cached binary starts in seconds.
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-		defer cancel()
-		if shared.dir, shared.err = os.MkdirTemp("", "pool-servers-"); shared.err != nil {
-			return
+	return sharedServers.get(t, "pool-servers-", func(ctx context.Context, dir string, log io.Writer) (*Servers, func() error, error) {
+		s, err := StartServers(ctx, dir, "", log)
+		if err != nil {
+			return nil, nil, err
 		}
-		var log bytes.Buffer
-		start := time.Now()
-		shared.servers, shared.err = StartServers(ctx, shared.dir, "", &log)
-		if shared.err != nil {
-			shared.err = fmt.Errorf("shared servers: %w\n%s", shared.err, log.String())
-			return
-		}
-		fmt.Fprintf(os.Stderr, "sandbox: shared forge %s and agent server %s up in %s\n",
-			shared.servers.Forge.URL, shared.servers.Agent.URL, time.Since(start).Round(100*time.Millisecond))
+		return s, s.Stop, nil
 	})
-	if shared.err != nil {
-		t.Fatal(shared.err)
-	}
-	return shared.servers
 }
 
-// StopShared stops the shared servers, if any were started, and removes
-// their data.
-func StopShared() {
-	if shared.servers != nil {
-		if err := shared.servers.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "sandbox: stopping the shared servers: %v\n", err)
+// SharedForge is SharedServers for tests that need a forge alone: one forge
+// per test binary, started on first use, stopped by StopShared. Each test
+// makes accounts and repositories with names of its own.
+func SharedForge(t testing.TB) *Forge {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starting a real Gitea forge is skipped in -short mode")
+	}
+	return sharedForge.get(t, "pool-forge-", func(ctx context.Context, dir string, log io.Writer) (*Forge, func() error, error) {
+		f, err := StartForge(ctx, dir, log)
+		if err != nil {
+			return nil, nil, err
 		}
-	}
-	if shared.dir != "" {
-		os.RemoveAll(shared.dir)
-	}
+		return f, f.Stop, nil
+	})
+}
+
+// StopShared stops the shared servers and forge, if any were started, and
+// removes their data.
+func StopShared() {
+	sharedForge.close()
+	sharedServers.close()
 }
