@@ -700,6 +700,15 @@ func loadSecret(key, value, file string) (string, error) {
 	if file == "" {
 		return value, nil
 	}
+	fi, err := os.Stat(file)
+	if err != nil {
+		return "", &Error{Key: key + "_file", Reason: fmt.Sprintf("cannot read: %v", err)}
+	}
+	if fi.Mode().Perm()&0o004 != 0 {
+		// The agent server runs what strangers wrote; its user must not
+		// read the pool's secrets.
+		return "", &Error{Key: key + "_file", Reason: fmt.Sprintf("%s is readable by every user: chmod o-r it", file)}
+	}
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return "", &Error{Key: key + "_file", Reason: fmt.Sprintf("cannot read: %v", err)}

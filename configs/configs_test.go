@@ -132,6 +132,16 @@ func TestLoadTokenFile(t *testing.T) {
 	if cfg.Token != "abc123" {
 		t.Errorf("token = %q", cfg.Token)
 	}
+	// A file every user may read is refused: the agent server's user, which
+	// runs what strangers wrote, is one of them.
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load([]string{"--forgejo-url", "https://f.test", "--repo", "a/b", "--forgejo-token-file", file})
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Key != "forgejo.token_file" || !strings.Contains(ce.Reason, "readable by every user") {
+		t.Errorf("a token file readable by every user: %v, want a config error on forgejo.token_file", err)
+	}
 }
 
 func TestLoadErrorsNameTheKey(t *testing.T) {
