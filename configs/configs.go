@@ -87,6 +87,11 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	AbortOnExit     bool
 	MergeStyle      string
+	// MergeUpdate says when a PR behind its base is updated before its
+	// merge: always, when_required (the protection blocks outdated
+	// branches) or never; UpdateStyle how: merge or rebase.
+	MergeUpdate string
+	UpdateStyle string
 	// AutoMerge is refused: the forge's scheduled merge is not pinned to a
 	// head (see Validate).
 	AutoMerge bool
@@ -221,6 +226,8 @@ var settings = []setting{
 	{"shutdown_timeout", "shutdown-timeout", []string{"POOL_SHUTDOWN_TIMEOUT"}, "30s", "time allowed for a clean exit (a `duration`)"},
 	{"abort_on_exit", "abort-on-exit", []string{"POOL_ABORT_ON_EXIT"}, "false", "abort running sessions on exit (a `bool`)"},
 	{"merge.style", "merge-style", []string{"POOL_MERGE_STYLE"}, "merge", "`style`: merge, rebase, rebase-merge, squash or fast-forward-only"},
+	{"merge.update", "merge-update", []string{"POOL_MERGE_UPDATE"}, "when_required", "when to update a PR behind its base before merging it (a `mode`): always, when_required (the protection blocks outdated branches) or never"},
+	{"merge.update_style", "merge-update-style", []string{"POOL_MERGE_UPDATE_STYLE"}, "merge", "how the forge updates a PR behind its base (a `style`): merge or rebase"},
 	{"webhook.listen", "listen", []string{"POOL_LISTEN"}, "", "serve forge webhooks on this `address`, e.g. 127.0.0.1:8787 (off when empty)"},
 	{"webhook.secret", "", []string{"POOL_WEBHOOK_SECRET"}, "", ""},
 	{"webhook.secret_file", "webhook-secret-file", []string{"POOL_WEBHOOK_SECRET_FILE"}, "", "`file` holding the webhook secret"},
@@ -509,6 +516,8 @@ func decode(v *viper.Viper) (Config, error) {
 		ShutdownTimeout:      d.duration("shutdown_timeout"),
 		AbortOnExit:          d.boolean("abort_on_exit"),
 		MergeStyle:           d.str("merge.style"),
+		MergeUpdate:          d.str("merge.update"),
+		UpdateStyle:          d.str("merge.update_style"),
 		AutoMerge:            d.boolean("merge.auto"),
 		Listen:               d.str("webhook.listen"),
 		HookURL:              d.str("webhook.url"),

@@ -167,6 +167,8 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		{name: "public forge polled too often", args: []string{"--forgejo-url", "https://codeberg.org", "--repo", "a/b", "--poll-interval", "5s"}, env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "poll_interval"},
 		{name: "token twice", args: base, env: map[string]string{"POOL_FORGEJO_TOKEN": "t", "POOL_FORGEJO_TOKEN_FILE": "/etc/hostname"}, wantKey: "forgejo.token"},
 		{name: "bad merge style", args: append(base, "--merge-style", "octopus"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "merge.style"},
+		{name: "bad update mode", args: append(base, "--merge-update", "sometimes"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "merge.update"},
+		{name: "bad update style", args: append(base, "--merge-update-style", "squash"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "merge.update_style"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

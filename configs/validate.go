@@ -16,6 +16,8 @@ var mergeStyles = map[string]bool{
 	"merge": true, "rebase": true, "rebase-merge": true, "squash": true, "fast-forward-only": true,
 }
 
+var updateModes = map[string]bool{"always": true, "when_required": true, "never": true}
+
 // Floors below which a setting would make the pool hammer a server.
 const (
 	MinPollInterval   = time.Second
@@ -244,8 +246,13 @@ func (c Config) checkReviewers() *Error {
 }
 
 func (c Config) checkMergeStyle() *Error {
-	if !mergeStyles[c.MergeStyle] {
+	switch {
+	case !mergeStyles[c.MergeStyle]:
 		return &Error{Key: "merge.style", Reason: fmt.Sprintf("unknown style %q", c.MergeStyle)}
+	case !updateModes[c.MergeUpdate]:
+		return &Error{Key: "merge.update", Reason: fmt.Sprintf("unknown mode %q: always, when_required or never", c.MergeUpdate)}
+	case c.UpdateStyle != "merge" && c.UpdateStyle != "rebase":
+		return &Error{Key: "merge.update_style", Reason: fmt.Sprintf("unknown style %q: merge or rebase", c.UpdateStyle)}
 	}
 	return nil
 }

@@ -52,20 +52,23 @@ type apiBranch struct {
 }
 
 type apiPR struct {
-	Number    int        `json:"number"`
-	Title     string     `json:"title"`
-	Body      string     `json:"body"`
-	User      *apiUser   `json:"user"`
-	State     string     `json:"state"`
-	Merged    bool       `json:"merged"`
-	Mergeable bool       `json:"mergeable"`
-	Draft     bool       `json:"draft"`
-	MergeBase string     `json:"merge_base"`
-	Head      *apiBranch `json:"head"`
-	Base      *apiBranch `json:"base"`
-	Updated   time.Time  `json:"updated_at"`
-	URL       string     `json:"html_url"`
-	Labels    []struct {
+	Number    int      `json:"number"`
+	Title     string   `json:"title"`
+	Body      string   `json:"body"`
+	User      *apiUser `json:"user"`
+	State     string   `json:"state"`
+	Merged    bool     `json:"merged"`
+	Mergeable bool     `json:"mergeable"`
+	Draft     bool     `json:"draft"`
+	// AllowMaintainerEdit: the author lets accounts that may merge push
+	// to the head branch (of a fork).
+	AllowMaintainerEdit bool       `json:"allow_maintainer_edit"`
+	MergeBase           string     `json:"merge_base"`
+	Head                *apiBranch `json:"head"`
+	Base                *apiBranch `json:"base"`
+	Updated             time.Time  `json:"updated_at"`
+	URL                 string     `json:"html_url"`
+	Labels              []struct {
 		Name string `json:"name"`
 	} `json:"labels"`
 }
@@ -145,7 +148,7 @@ func (cm *apiComment) comment() Comment {
 func (p apiPR) detail() PRDetail {
 	d := PRDetail{PR: PR{Number: p.Number, Title: p.Title, Body: p.Body, Author: p.User.login(),
 		State: p.State, Merged: p.Merged, Mergeable: p.Mergeable, Updated: p.Updated, URL: p.URL,
-		MergeBase: p.MergeBase}, Draft: p.Draft}
+		MergeBase: p.MergeBase, MaintainerCanEdit: p.AllowMaintainerEdit}, Draft: p.Draft}
 	if p.Head != nil {
 		d.HeadRef, d.HeadSHA = p.Head.Ref, p.Head.SHA
 		if p.Head.Repo != nil {

@@ -37,6 +37,56 @@ type MergeResult struct {
 	Outcome MergeOutcome
 	Status  int
 	Message string
+	// Rule names the rule a refusal (MergeBlocked, MergeQuota) cites, as
+	// the branch protection's setting is named (RuleOutdated, ...), or
+	// RuleUnknown; "" for an answer that is no refusal.
+	Rule string
+}
+
+// The rules a merge refusal names. The forge's 405 message says which of
+// the branch protection's checks failed (Gitea's and Forgejo's
+// services/pull/merge.go: CheckPullBranchProtections).
+const (
+	RuleOutdated        = "block_on_outdated_branch"
+	RuleStatusCheck     = "status_check"
+	RuleApprovals       = "required_approvals"
+	RuleRejected        = "block_on_rejected_reviews"
+	RuleOfficialRequest = "block_on_official_review_requests"
+	RuleProtectedFiles  = "protected_file_patterns"
+	RuleSigned          = "require_signed_commits"
+	RuleMergeWhitelist  = "merge_whitelist"
+	RuleWorkInProgress  = "work_in_progress"
+	RuleArchived        = "archived"
+	RuleQuota           = "quota"
+	RuleUnknown         = "unknown"
+)
+
+// refusalRules maps words of the forge's refusal to the rule.
+var refusalRules = []struct{ words, rule string }{
+	{"behind the base branch", RuleOutdated},
+	{"status checks", RuleStatusCheck},
+	{"enough approvals", RuleApprovals},
+	{"requested changes", RuleRejected},
+	{"official review requests", RuleOfficialRequest},
+	{"protected files", RuleProtectedFiles},
+	{"sign", RuleSigned},
+	{"not allowed to merge", RuleMergeWhitelist},
+	{"work in progress", RuleWorkInProgress},
+	{"archived", RuleArchived},
+}
+
+// RefusalRule names the rule a refused merge's answer cites.
+func RefusalRule(status int, message string) string {
+	if status == http.StatusRequestEntityTooLarge {
+		return RuleQuota
+	}
+	msg := strings.ToLower(message)
+	for _, r := range refusalRules {
+		if strings.Contains(msg, r.words) {
+			return r.rule
+		}
+	}
+	return RuleUnknown
 }
 
 // Merge asks the forge to merge a PR. It uses plain HTTP because the SDK
@@ -71,6 +121,9 @@ func (c *Client) postMerge(ctx context.Context, op, owner, repo string, n int, b
 	}
 	res := MergeResult{Status: status, Message: snippet(b)}
 	res.Outcome = ClassifyMerge(status, res.Message)
+	if res.Outcome == MergeBlocked || res.Outcome == MergeQuota {
+		res.Rule = RefusalRule(status, res.Message)
+	}
 	if status == http.StatusUnauthorized || status >= 500 {
 		return res, newError(op, status, fmt.Errorf("%s", res.Message))
 	}

@@ -17,12 +17,15 @@ type PR struct {
 	HeadSHA   string
 	HeadRef   string
 	HeadRepo  string // owner/name of the head branch's repository ("" when the forge did not say)
-	BaseRef   string
-	BaseSHA   string // the base branch's head commit when the PR was read
-	MergeBase string // the commit the head branched from
-	Labels    []string
-	Updated   time.Time
-	URL       string
+	// MaintainerCanEdit: the author lets those who may merge push to the
+	// head branch, which a PR from a fork needs before the pool updates it.
+	MaintainerCanEdit bool
+	BaseRef           string
+	BaseSHA           string // the base branch's head commit when the PR was read
+	MergeBase         string // the commit the head branched from
+	Labels            []string
+	Updated           time.Time
+	URL               string
 }
 
 // Behind reports whether the base branch has moved past the commit the
@@ -30,6 +33,10 @@ type PR struct {
 func (p PR) Behind() bool {
 	return p.BaseSHA != "" && p.MergeBase != "" && p.BaseSHA != p.MergeBase
 }
+
+// SameRepo reports whether the head branch is in the repository repo
+// (owner/name); a head repository the forge did not name counts as not.
+func (p PR) SameRepo(repo string) bool { return strings.EqualFold(p.HeadRepo, repo) }
 
 // HasLabel reports whether the PR carries the label (case-insensitive).
 func (p PR) HasLabel(name string) bool {

@@ -35,7 +35,11 @@ func Decide(p Policy, t Track, o Observation) (Track, Action) {
 		t.State = AwaitingHuman
 		return t, Action{Kind: Skip, Reason: "labelled for humans"}
 	}
-	switch v := p.Rule.HeadVerdict(o.Author, o.HeadSHA, o.Reviews); v.State {
+	if t.forgeCatchingUp(p, o) {
+		t.State = Updating
+		return t, Action{Kind: Wait, Reason: "updating: waiting for the forge to take in the new head"}
+	}
+	switch v := p.Approval(t, o); v.State {
 	case forgejo.ReviewApproved:
 		t.ReviewedSHA = o.HeadSHA
 		return approved(p, t, o)
@@ -50,13 +54,18 @@ func Decide(p Policy, t Track, o Observation) (Track, Action) {
 }
 
 // atHead forgets what belonged to the previous head.
+// The pool's own update is kept for the head it made, whose approval it
+// judges, and forgotten at the next.
 func (t Track) atHead(head string, now time.Time) Track {
 	if head != t.HeadSHA {
 		t.Attempts, t.Failures = 0, 0
 		t.NotBefore = time.Time{}
 		t.FixerSHA, t.LastStatus, t.Blocked, t.LandedIn = "", "", "", ""
-		t.QuotaRefusals, t.QuotaUntil, t.QuotaSeen = 0, time.Time{}, time.Time{}
+		t.Refusals, t.Refused, t.RefusedUntil, t.RefusedSeen, t.RefusedOn = 0, "", time.Time{}, time.Time{}, ""
 		t.WaitedForChecks = false
+		if t.HeadSHA != t.Update.From {
+			t.Update = HeadUpdate{}
+		}
 	}
 	t.HeadSHA, t.HeadSeen = head, now
 	return t
@@ -91,16 +100,12 @@ func approved(p Policy, t Track, o Observation) (Track, Action) {
 	if t.LandedIn != "" {
 		return blocked(t, o.HeadSHA, landedReason(t.LandedIn))
 	}
-	if reason := protectionRefuses(o); reason != "" {
+	if reason := protectionRefuses(p, o); reason != "" {
 		return blocked(t, o.HeadSHA, reason)
 	}
-	if t.QuotaRefusals > 0 {
-		if t.QuotaSeen.IsZero() {
-			t.QuotaSeen = o.Updated
-		}
-		if o.Now.Before(t.QuotaUntil) && !o.Updated.After(t.QuotaSeen) {
-			return blockedAs(QuotaExceeded, t, o.HeadSHA, quotaReason)
-		}
+	t, held := holdRefused(p, t, o)
+	if held {
+		return blockedAs(refusedState(t.Refused), t, o.HeadSHA, refusalReason(t.Refused))
 	}
 	t.Blocked = ""
 	switch Summarize(o.Checks, RequiredContexts(o.Protection)) {
@@ -121,26 +126,52 @@ func approved(p Policy, t Track, o Observation) (Track, Action) {
 	case ChecksPending:
 		t, diag := t.retry(p, CIPending, string(ChecksPending))
 		t.WaitedForChecks = true
+		if t.afterUpdate(o.HeadSHA) {
+			t.State = UpdateChecks
+			return t, Action{Kind: Wait, Reason: "waiting for checks after update", Diagnostic: diag}
+		}
 		return t, Action{Kind: Wait, Reason: "checks pending", Diagnostic: diag}
 	case ChecksNone:
 		if wait := t.HeadSeen.Add(p.ChecksGrace).Sub(o.Now); wait > 0 {
 			t.State, t.LastStatus = CIPending, "no checks reported yet"
 			return t, Action{Kind: Wait, Reason: fmt.Sprintf("no checks reported yet; merging without them in %s", wait.Round(time.Second))}
 		}
-		return mergeOrWait(t, o, "approved at head; no checks reported within the grace period")
+		return mergeOrWait(p, t, o, "approved at head; no checks reported within the grace period")
 	}
-	return mergeOrWait(t, o, "approved at head, checks green")
+	return mergeOrWait(p, t, o, "approved at head, checks green")
 }
+
+// forgeCatchingUp reports whether the forge shows the head the pool's
+// update made with the merge base from before it: the forge recomputes
+// it after the push, and until then the PR's diff (and whether it is
+// behind) are stale. Judging the head then would review a rebase again
+// for nothing. At most RetryMax after the update.
+func (t Track) forgeCatchingUp(p Policy, o Observation) bool {
+	u := t.Update
+	return u.Made() && o.HeadSHA != u.From && u.OldMergeBase != "" && o.MergeBase == u.OldMergeBase &&
+		u.Base != u.OldMergeBase && o.Now.Before(u.At.Add(p.RetryMax))
+}
+
+// afterUpdate reports whether head is the one the pool's update made (or
+// one after it whose approval carried over).
+func (t Track) afterUpdate(head string) bool { return t.Update.Made() && head != t.Update.From }
 
 // mergeOrWait queues the merge of an approved head the checks allow, unless
 // issues it depends on are open: the forge refuses that merge (HTTP 500 with
 // no message), so the PR waits for them with one note and no attempt
 // counted, and is decided again every cycle (closing an issue does not
 // change the PR).
-func mergeOrWait(t Track, o Observation, reason string) (Track, Action) {
+//
+// A PR behind its base that the policy updates first is updated instead
+// (in the merge queue, one PR of a base at a time), and merged once the
+// new head's checks pass.
+func mergeOrWait(p Policy, t Track, o Observation, reason string) (Track, Action) {
 	if len(o.OpenDependencies) > 0 {
 		return blockedAs(DependenciesOpen, t, o.HeadSHA, "it depends on "+strings.Join(o.OpenDependencies, ", ")+
 			", still open; the forge merges it only once they are closed")
+	}
+	if o.Behind && p.updates(o.Protection) {
+		return update(p, t, o)
 	}
 	t.State = MergeQueued
 	return t, Action{Kind: Merge, Reason: reason}
@@ -155,6 +186,51 @@ func noFixer(p Policy, o Observation) string {
 		return "the head is in another repository, and fixers push only to this one's branches (fixers.forks); waiting for a push"
 	}
 	return ""
+}
+
+// update asks for the update of an approved, green head behind its base,
+// unless the pool may not push to its branch (a fork whose author does not
+// let maintainers edit) or has updated this head already and waits for
+// the forge to show the new one (for at most RetryMax).
+func update(p Policy, t Track, o Observation) (Track, Action) {
+	if !o.MayUpdate {
+		return blocked(t, o.HeadSHA, "the branch is behind its base and must be updated before it merges, but the pool may not "+
+			"push to it: the PR comes from a fork whose author does not let maintainers edit it. Update the branch, or allow edits by maintainers")
+	}
+	if t.Update.From == o.HeadSHA && o.Now.Before(t.Update.At.Add(p.RetryMax)) {
+		t.State = Updating
+		return t, Action{Kind: Wait, Reason: "updating: waiting for the forge to show the new head"}
+	}
+	t.State = OutOfDate
+	return t, Action{Kind: Update, Reason: "approved and green, behind its base: update it in the merge queue, then merge after its checks"}
+}
+
+// Updated records that the pool brought base into the head branch at
+// from, in style (mergeBase: the PR's merge base at from; diff: the hash
+// of the PR's diff at from, for rebase).
+// Recorded after the forge answered that it updated.
+func Updated(t Track, from, base, mergeBase, style, diff string, now time.Time) Track {
+	if t.HeadSHA != from {
+		return t
+	}
+	t.Update = HeadUpdate{From: from, Base: base, OldMergeBase: mergeBase, Style: style, Diff: diff, At: now}
+	t.State = Updating
+	return t
+}
+
+// UpdateConflicted records that the forge could not update the head: the
+// base does not merge into it cleanly. That is a conflict, noted once.
+func UpdateConflicted(t Track, head string) (Track, Action) {
+	t.State, t.ConflictSHA = Conflict, head
+	return t, Action{Kind: NoteConflict, Reason: "the update found a conflict with the base"}
+}
+
+// UpdateRefused records that the forge refused the pool's update of the
+// head branch (403: it may not push there; or another answer that is no
+// update): a refusal like a merge's, with
+// one note and a back-off, not an update call every cycle.
+func UpdateRefused(p Policy, t Track, head string, status int, now time.Time) (Track, Action) {
+	return refused(p, t, head, forgejo.MergeResult{Outcome: "update_refused", Status: status, Rule: ruleUpdateRefused}, now)
 }
 
 // blocked waits for the PR or the rule to change, and asks for the note
@@ -213,28 +289,12 @@ func AfterMerge(p Policy, t Track, head string, res forgejo.MergeResult, now tim
 	case forgejo.MergeConflict:
 		t.State, t.ConflictSHA = Conflict, head
 		return t, Action{Kind: NoteConflict, Reason: "merge conflict"}
-	case forgejo.MergeQuota:
-		return quotaRefused(p, t, head, res, now)
+	case forgejo.MergeQuota, forgejo.MergeBlocked:
+		return refused(p, t, head, res, now)
 	}
 	status := fmt.Sprintf("%s (HTTP %d: %s)", res.Outcome, res.Status, res.Message)
 	t, diag := t.retry(p, MergeFailed, status)
 	return t, Action{Kind: Wait, Reason: "merge failed; retrying next cycle", Diagnostic: diag}
-}
-
-// quotaReason is the note on a PR whose merge the forge refuses for its
-// storage quota (the forge's own words stay in the logs).
-const quotaReason = "the forge refused the merge (HTTP 413): the storage quota of the repository's owner is exceeded. " +
-	"The pool tries again after a pause that grows with each refusal, and at once when the PR changes; free space or raise the quota"
-
-// quotaRefused backs a head off after the forge refused its merge for the
-// storage quota: one note, no attempt counted (no diagnostics), and no
-// merge before the back-off ends or the PR changes (approved).
-func quotaRefused(p Policy, t Track, head string, res forgejo.MergeResult, now time.Time) (Track, Action) {
-	t.QuotaRefusals++
-	t.QuotaUntil = now.Add(backoff.Policy{Base: p.RetryBase, Max: p.RetryMax}.Delay(t.QuotaRefusals, 0))
-	t.QuotaSeen = time.Time{}
-	t.LastStatus = fmt.Sprintf("%s (HTTP %d: %s)", res.Outcome, res.Status, res.Message)
-	return blockedAs(QuotaExceeded, t, head, quotaReason)
 }
 
 // HeadOnBase records that the approved head is already in the base

@@ -238,7 +238,7 @@ func TestAfterMerge(t *testing.T) {
 		{forgejo.MergeDone, Wait, ""},
 		{forgejo.MergeScheduled, Wait, MergeScheduled}, // an older pool's schedule: cancelled next
 		{forgejo.MergeNotReady, Wait, MergeQueued},     // the forge is checking: a wait, not an attempt
-		{forgejo.MergeBlocked, Wait, MergeFailed},
+		{forgejo.MergeBlocked, NoteBlocked, MergeRefused},
 		{forgejo.MergeConflict, NoteConflict, Conflict},
 		{forgejo.MergeHeadMoved, Wait, ""},
 		{forgejo.MergeFailed, Wait, MergeFailed},
@@ -380,16 +380,16 @@ func TestQuotaRefusalBacksOffWithOneNote(t *testing.T) {
 	}
 	refused := now
 	for i, wantWait := range []time.Duration{policy.RetryBase, 2 * policy.RetryBase, 4 * policy.RetryBase} {
-		if wait := tr.QuotaUntil.Sub(refused); wait != wantWait {
+		if wait := tr.RefusedUntil.Sub(refused); wait != wantWait {
 			t.Errorf("refusal %d: back-off %s, want %s", i+1, wait, wantWait)
 		}
 		during := obs
-		during.Now = tr.QuotaUntil.Add(-time.Second)
+		during.Now = tr.RefusedUntil.Add(-time.Second)
 		if got, act := Decide(policy, tr, during); act.Kind != Wait || got.State != QuotaExceeded {
 			t.Fatalf("refusal %d, during the back-off: %s/%s; want a wait", i+1, act.Kind, got.State)
 		}
 		after := obs
-		after.Now = tr.QuotaUntil
+		after.Now = tr.RefusedUntil
 		tr, act = Decide(policy, tr, after)
 		if act.Kind != Merge {
 			t.Fatalf("refusal %d, after the back-off: %s, want merge", i+1, act.Kind)
@@ -403,11 +403,11 @@ func TestQuotaRefusalBacksOffWithOneNote(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		tr, _ = AfterMerge(policy, tr, "h1", quota, refused)
 	}
-	if wait := tr.QuotaUntil.Sub(refused); wait != policy.RetryMax {
+	if wait := tr.RefusedUntil.Sub(refused); wait != policy.RetryMax {
 		t.Errorf("after many refusals: back-off %s, want the cap %s", wait, policy.RetryMax)
 	}
-	if got, act := Decide(policy, tr, approvedWith(status("ci", "success"))(open("h2"))); got.QuotaRefusals != 0 || act.Kind == Wait {
-		t.Errorf("a new head: %s, %d refusals remembered; want the back-off gone", act.Kind, got.QuotaRefusals)
+	if got, act := Decide(policy, tr, approvedWith(status("ci", "success"))(open("h2"))); got.Refusals != 0 || act.Kind == Wait {
+		t.Errorf("a new head: %s, %d refusals remembered; want the back-off gone", act.Kind, got.Refusals)
 	}
 }
 

@@ -26,6 +26,10 @@ const (
 	CIFailing        State = "ci_failing"
 	DependenciesOpen State = "dependencies_open" // approved and green, waiting for the issues it depends on to close
 	QuotaExceeded    State = "quota_exceeded"    // the forge refused the merge for its storage quota: backing off
+	MergeRefused     State = "merge_refused"     // the forge refused the merge for a rule: waiting for what it depends on to change
+	OutOfDate        State = "out_of_date"       // approved and green, behind its base: queued for an update
+	Updating         State = "updating"          // the pool updated the head branch: waiting for the forge to show the new head
+	UpdateChecks     State = "update_checks"     // updated, the approval carried over: waiting for checks after the update
 	MergeFailed      State = "merge_failed"
 	Conflict         State = "conflict"
 	ChangesRequested State = "changes_requested"
@@ -36,7 +40,24 @@ const (
 
 // Retrying reports whether the state is an approved PR the pool keeps trying to merge.
 func (s State) Retrying() bool {
-	return s == CIPending || s == CIFailing || s == MergeFailed || s == MergeScheduled || s == MergeQueued || s == QuotaExceeded
+	return s == CIPending || s == CIFailing || s == MergeFailed || s == MergeScheduled || s == MergeQueued || s == QuotaExceeded ||
+		s == MergeRefused || s == OutOfDate || s == Updating || s == UpdateChecks
+}
+
+// HoldsUpdate reports whether the PR holds its base's one update: the
+// pool updated it, and it is on its way to the merge (the new head shows,
+// is reviewed again, or waits for its checks). One stuck on the way (a
+// request for changes, failing checks, a conflict, a block) lets the next
+// PR be updated.
+func (t Track) HoldsUpdate() bool {
+	if !t.Update.Made() {
+		return false
+	}
+	switch t.State {
+	case Updating, UpdateChecks, Unreviewed, CIPending, MergeQueued, OutOfDate:
+		return true
+	}
+	return false
 }
 
 // Track is the pool's memory of one PR. It is persisted, and everything in it
@@ -66,14 +87,39 @@ type Track struct {
 	// forge lists the PR open, refuses to merge it and refused to mark it
 	// merged: the PR waits for a person.
 	LandedIn string `json:"landed_in,omitempty"`
-	// QuotaRefusals counts the merges of this head the forge refused for
-	// its storage quota; no merge is tried before QuotaUntil unless the PR
-	// changes after QuotaSeen, its update time when first decided after
-	// the last refusal.
-	QuotaRefusals int       `json:"quota_refusals,omitempty"`
-	QuotaUntil    time.Time `json:"quota_until,omitzero"`
-	QuotaSeen     time.Time `json:"quota_seen,omitzero"`
+	// Refusals counts the merges of this head the forge refused for a rule
+	// (Refused names it: forgejo.RuleQuota, RuleOutdated, ...). No merge is
+	// tried before RefusedUntil unless what the rule depends on changed
+	// since the first decision after the last refusal: the PR (its update
+	// time after RefusedSeen: a comment, a label, a review) or RefusedOn
+	// (the base, the checks, the reviews, the protection). A new head
+	// starts over.
+	Refusals     int       `json:"refusals,omitempty"`
+	Refused      string    `json:"refused,omitempty"`
+	RefusedUntil time.Time `json:"refused_until,omitzero"`
+	RefusedSeen  time.Time `json:"refused_seen,omitzero"`
+	RefusedOn    string    `json:"refused_on,omitempty"`
+	// Update is the update of the head branch the pool made itself, kept
+	// for the head it made and the one after it (whose approval it judges).
+	Update HeadUpdate `json:"update,omitzero"`
 }
+
+// HeadUpdate is an update of a PR's head branch made by the pool: the base
+// brought into the approved head.
+type HeadUpdate struct {
+	From string `json:"from"` // the approved head the pool updated
+	Base string `json:"base"` // the base tip the pool saw
+	// OldMergeBase is the PR's merge base before the update: while the
+	// forge still shows it with the new head, it has not taken the update
+	// in (its diff and its behind-ness are the old ones).
+	OldMergeBase string    `json:"old_merge_base,omitempty"`
+	Style        string    `json:"style"`          // merge or rebase
+	Diff         string    `json:"diff,omitempty"` // hash of the PR's diff at From (rebase)
+	At           time.Time `json:"at"`
+}
+
+// Made reports whether an update is recorded.
+func (u HeadUpdate) Made() bool { return u.From != "" }
 
 // Observation is what the forge shows about a PR now, plus the claim verdict
 // and any hint from a just-finished reviewer session.
@@ -86,6 +132,15 @@ type Observation struct {
 	Skip      bool // carries the skip label
 	Mergeable bool
 	Behind    bool // the base has moved past the commit the head branched from
+	BaseSHA   string
+	MergeBase string // the commit the head branched from, as the forge last computed it
+	// MayUpdate: the pool may push to the head branch (it is in the
+	// repository, or its author lets maintainers edit).
+	MayUpdate bool
+	// HeadParents and DiffHash describe the head after an update the pool
+	// made (Track.Update): read only then.
+	HeadParents []string
+	DiffHash    string
 	// Fork says the head branch is in another repository than the base
 	// (or the forge did not say where): a fixer would push to a stranger's
 	// repository.
@@ -119,6 +174,7 @@ const (
 	Skip         Kind = "skip"      // a human owns it
 	NoteConflict Kind = "conflict"  // post the conflict comment once
 	NoteBlocked  Kind = "blocked"   // post, once, why the protection refuses the merge
+	Update       Kind = "update"    // bring the base into the head branch, in the merge queue
 	NoteNoReview Kind = "no-review" // post, once, that sessions leave no counted review
 )
 
@@ -139,10 +195,39 @@ type Policy struct {
 	// ChecksGrace is how long a head with no statuses, on a branch that
 	// requires none, waits for a CI to report before it merges.
 	ChecksGrace time.Duration
-	// RetryBase and RetryMax bound the wait after a session that left no review.
+	// RetryBase and RetryMax bound the wait after a session that left no
+	// review, and after a refused merge.
 	RetryBase, RetryMax time.Duration
 	// NoFixers: no fixer session is started for failing checks
 	// (fixers.enabled false). FixForks: fixers are started on PRs from
 	// forks too (fixers.forks).
 	NoFixers, FixForks bool
+	// Update says when an approved, green PR behind its base is updated
+	// before its merge; UpdateStyle how (merge or rebase).
+	Update      UpdateMode
+	UpdateStyle string
+}
+
+// UpdateMode says when the pool updates a PR behind its base.
+type UpdateMode string
+
+const (
+	UpdateAlways       UpdateMode = "always"        // before every merge of a PR behind its base
+	UpdateWhenRequired UpdateMode = "when_required" // when the protection blocks outdated branches
+	UpdateNever        UpdateMode = "never"
+)
+
+// UpdateStyles are the ways the forge updates a head branch.
+var UpdateStyles = []string{"merge", "rebase"}
+
+// updates reports whether a PR behind its base under prot is updated
+// before its merge.
+func (p Policy) updates(prot forgejo.Protection) bool {
+	switch p.Update {
+	case UpdateAlways:
+		return true
+	case UpdateNever:
+		return false
+	}
+	return prot.BlockOnOutdated
 }

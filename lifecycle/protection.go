@@ -14,8 +14,9 @@ import (
 // checks) and say why a merge would be refused, in words fit for the PR.
 
 // protectionRefuses returns why the protection refuses to merge the
-// observed, approved PR now, or "".
-func protectionRefuses(o Observation) string {
+// observed, approved PR now, or "". A branch behind its base is no refusal
+// when the policy updates it (mergeOrWait).
+func protectionRefuses(pol Policy, o Observation) string {
 	p := o.Protection
 	switch {
 	case !p.UserCanMerge:
@@ -26,7 +27,7 @@ func protectionRefuses(o Observation) string {
 		return "an official review requests changes, and the branch protection blocks on rejected reviews"
 	case p.BlockOnOfficialRequests && officialRequestPending(o.Reviews):
 		return "an official review was requested and is not given yet, and the branch protection waits for it"
-	case p.BlockOnOutdated && o.Behind:
+	case p.BlockOnOutdated && o.Behind && !pol.updates(p):
 		return "the branch is behind its base, and the branch protection blocks outdated branches: it needs an update"
 	}
 	return ""

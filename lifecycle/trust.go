@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"strings"
+	"time"
 
 	"pool/forgejo"
 )
@@ -60,6 +61,9 @@ type Verdict struct {
 	// Uncounted are the authors of approvals on the head that do not count
 	// (not official, not listed, or by the author): shown, never obeyed.
 	Uncounted []string
+	// Carried: the approval was given to the head the pool updated, and
+	// carries over to this one (Policy.Approval).
+	Carried bool
 }
 
 // HeadVerdict folds a PR's reviews into the verdict on its head: each
@@ -134,4 +138,67 @@ func appendOnce(list []string, account string) []string {
 		return list
 	}
 	return append(list, account)
+}
+
+// Approval is the verdict on the PR's head the pool acts on, under policy
+// p with the pool's memory t: the counted reviews on the head, or, when
+// there are none, the approval of the head the pool updated, carried over
+// (CarriesOver). The supervisor decides by it and reads a head's checks
+// when it approves.
+func (p Policy) Approval(t Track, o Observation) Verdict {
+	t = t.atHead(o.HeadSHA, o.Now)
+	v := p.Rule.HeadVerdict(o.Author, o.HeadSHA, o.Reviews)
+	if v.State != "" || !p.Rule.CarriesOver(t.Update, o) {
+		return v
+	}
+	carried := p.Rule.HeadVerdict(o.Author, t.Update.From, o.Reviews)
+	carried.Uncounted, carried.Carried = v.Uncounted, true
+	return carried
+}
+
+// NeedsUpdateFacts reports whether judging the head takes the facts of
+// the pool's update: the head's parents, and for a rebase the PR's diff.
+func NeedsUpdateFacts(t Track, head string) (parents, diff bool) {
+	u := t.atHead(head, time.Time{}).Update
+	if !u.Made() || head == u.From {
+		return false, false
+	}
+	return u.Style != "rebase", u.Style == "rebase"
+}
+
+// CarriesOver reports whether the approval of the head the pool updated
+// (u.From) counts for the head o shows now. All must hold:
+//   - the pool made the head: for a merge, its parents are the approved
+//     head and the base tip the pool saw; for a rebase, the PR's diff is
+//     byte for byte the approved one. A head with anything else in it (an
+//     author pushed during the update) is reviewed again;
+//   - the protection does not dismiss stale approvals (and the pool can
+//     read that it does not);
+//   - the forge itself still counts the approval: official, not dismissed,
+//     not stale, by an account the rule counts.
+//
+// It is safe because the only new content is the base, which was reviewed
+// and merged already, and the required checks test the combination before
+// the merge.
+func (r ReviewRule) CarriesOver(u HeadUpdate, o Observation) bool {
+	switch {
+	case !u.Made() || o.HeadSHA == u.From:
+		return false
+	case !o.Protection.Full || o.Protection.DismissStale:
+		return false
+	case !madeBy(u, o):
+		return false
+	}
+	official := ReviewRule{Reviewers: r.Reviewers} // unofficial approvals do not carry over
+	v := official.HeadVerdict(o.Author, u.From, o.Reviews)
+	return v.State == forgejo.ReviewApproved
+}
+
+// madeBy reports whether the observed head is what the pool's update of
+// u.From makes.
+func madeBy(u HeadUpdate, o Observation) bool {
+	if u.Style == "rebase" {
+		return u.Diff != "" && o.DiffHash == u.Diff
+	}
+	return len(o.HeadParents) == 2 && o.HeadParents[0] == u.From && o.HeadParents[1] == u.Base
 }

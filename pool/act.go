@@ -23,6 +23,12 @@ func (p *Pool) act(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a life
 			return nil
 		}
 		p.queue.add(pr.Number, pr.HeadSHA, p.now())
+	case lifecycle.Update:
+		if p.cfg.DryRun {
+			p.log.Info("dry run: would update", "pr", pr.Number, "head", pr.HeadSHA)
+			return nil
+		}
+		p.queue.add(pr.Number, pr.HeadSHA, p.now()) // the queue updates it when it is next
 	case lifecycle.Disarm:
 		if p.cfg.DryRun {
 			return nil
@@ -70,6 +76,9 @@ func (p *Pool) merge(ctx context.Context, pr forgejo.PR) (forgejo.MergeResult, e
 			res.Outcome = outcome
 			return res, err
 		}
+	}
+	if res.Rule != "" {
+		p.learn(res.Rule)
 	}
 	next, act := lifecycle.AfterMerge(p.policy, p.track(pr.Number), pr.HeadSHA, res, p.now())
 	p.setTrack(pr.Number, next)

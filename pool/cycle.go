@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"pool/claims"
@@ -180,7 +179,7 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (de
 		return decision{}, err
 	}
 	obs.Hint = hint
-	approved := p.policy.Rule.HeadVerdict(pr.Author, pr.HeadSHA, obs.Reviews).State == forgejo.ReviewApproved
+	approved := p.policy.Approval(p.track(pr.Number), obs).State == forgejo.ReviewApproved
 	if approved && !p.hasTrack(pr.Number) {
 		if err := p.recoverAttempts(ctx, pr); err != nil {
 			return decision{}, err
@@ -208,7 +207,8 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (de
 func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observation, error) {
 	obs := lifecycle.Observation{Open: pr.State == "open", Merged: pr.Merged, Updated: pr.Updated, HeadSHA: pr.HeadSHA, Author: pr.Author,
 		Skip: p.cfg.SkipLabel != "" && pr.HasLabel(p.cfg.SkipLabel), Mergeable: pr.Mergeable, Behind: pr.Behind(),
-		Fork:       !strings.EqualFold(pr.HeadRepo, p.cfg.Repo()),
+		BaseSHA: pr.BaseSHA, MergeBase: pr.MergeBase, MayUpdate: pr.SameRepo(p.cfg.Repo()) || pr.MaintainerCanEdit,
+		Fork:       !pr.SameRepo(p.cfg.Repo()),
 		Protection: p.currentProtection(), Now: p.now()}
 	if !obs.Open || obs.Merged {
 		return obs, nil
@@ -218,7 +218,10 @@ func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observatio
 		return obs, err
 	}
 	obs.Reviews = reviews
-	if p.policy.Rule.HeadVerdict(pr.Author, pr.HeadSHA, reviews).State != forgejo.ReviewApproved {
+	if err := p.observeUpdate(ctx, pr, &obs); err != nil {
+		return obs, err
+	}
+	if p.policy.Approval(p.track(pr.Number), obs).State != forgejo.ReviewApproved {
 		return obs, nil
 	}
 	history, err := p.forge.StatusHistory(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
@@ -236,6 +239,21 @@ func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observatio
 	// on are open.
 	obs.OpenDependencies, err = p.forge.OpenDependencies(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 	return obs, err
+}
+
+// observeUpdate reads, for the head after an update the pool made, what
+// judging its approval takes: its parents (a merge) or the PR's diff (a
+// rebase).
+func (p *Pool) observeUpdate(ctx context.Context, pr forgejo.PR, obs *lifecycle.Observation) error {
+	parents, diff := lifecycle.NeedsUpdateFacts(p.track(pr.Number), pr.HeadSHA)
+	var err error
+	if parents {
+		obs.HeadParents, err = p.forge.CommitParents(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
+	}
+	if diff {
+		obs.DiffHash, err = p.forge.DiffHash(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+	}
+	return err
 }
 
 // judgeClaims reads the PR's comments and says who holds it.

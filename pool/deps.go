@@ -27,6 +27,9 @@ type Forge interface {
 	Merge(ctx context.Context, owner, repo string, n int, opt forgejo.MergeOptions) (forgejo.MergeResult, error)
 	MarkMerged(ctx context.Context, owner, repo string, n int, commit string) (forgejo.MergeResult, error)
 	CancelAutoMerge(ctx context.Context, owner, repo string, n int) error
+	Update(ctx context.Context, owner, repo string, n int, style string) (forgejo.UpdateResult, error)
+	CommitParents(ctx context.Context, owner, repo, sha string) ([]string, error)
+	DiffHash(ctx context.Context, owner, repo string, n int) (string, error)
 }
 
 // Agent is what the pool asks of the agent server. dir is the directory a

@@ -60,6 +60,12 @@ func describeRaw(s standing) string {
 		return "checks failing; queued for a fixer" + ahead(s.ahead)
 	case s.queued:
 		return "queued for review" + ahead(s.ahead)
+	case s.act.Kind == lifecycle.Update, t.State == lifecycle.OutOfDate:
+		text := fmt.Sprintf("approved, checks green; behind %s: queued for updating", s.base)
+		if s.merging {
+			text += ahead(s.mergeAhead)
+		}
+		return text
 	case s.act.Kind == lifecycle.Merge, t.State == lifecycle.MergeQueued:
 		return mergeText(s)
 	case s.act.Kind == lifecycle.Disarm:
@@ -74,7 +80,14 @@ func describeRaw(s standing) string {
 	case lifecycle.DependenciesOpen:
 		return "approved; " + t.Blocked
 	case lifecycle.QuotaExceeded:
-		return "approved; merge refused for the storage quota; next try after " + clock(t.QuotaUntil)
+		return "approved; merge refused for the storage quota; next try after " + clock(t.RefusedUntil)
+	case lifecycle.MergeRefused:
+		return fmt.Sprintf("approved; the forge refused the merge (%s); next try after %s, or when the PR, %s, its checks or reviews change",
+			t.Refused, clock(t.RefusedUntil), s.base)
+	case lifecycle.Updating:
+		return fmt.Sprintf("updating: %s merged into the branch; waiting for the new head", s.base)
+	case lifecycle.UpdateChecks:
+		return "approved, carried over the update; waiting for checks after update: " + checkNames(s.waitingFor)
 	case lifecycle.Conflict:
 		return fmt.Sprintf("conflict with %s; rebase needed", s.base)
 	case lifecycle.ChangesRequested:

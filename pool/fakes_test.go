@@ -53,16 +53,33 @@ type fakeForge struct {
 	// ends first; started, if set, hears when one begins.
 	commentDelay time.Duration
 	started      chan string
+	// base is the base branch's tip; a merge moves it. outdated: the
+	// protection blocks a PR behind it (MergeBase != base), answering
+	// its merge 405 "behind the base branch".
+	base     string
+	outdated bool
+	parents  map[string][]string // each update's new head's parents
+	// authorPush, when set, pushes a commit of the author's on top of the
+	// update of these PRs (an author pushing during the update).
+	authorPush map[int]bool
+	// ciDelay: the CI takes this long on a head an update made; ciAt is
+	// when it passes each.
+	ciDelay time.Duration
+	ciAt    map[string]time.Time
+	// updateAnswer overrides the update's answer per PR.
+	updateAnswer map[int]forgejo.UpdateResult
 }
 
 func newFakeForge(prs ...int) *fakeForge {
 	f := &fakeForge{me: "pool-bot", prs: map[int]*forgejo.PR{}, comments: map[int][]forgejo.Comment{},
 		reviews: map[int][]forgejo.Review{}, statuses: map[string][]forgejo.Status{}, failOps: map[string]error{},
 		mergeAnswer: map[int]forgejo.MergeResult{}, lostRace: map[int]bool{}, now: time.Now, calls: map[string]int{},
-		protection: forgejo.Protection{UserCanMerge: true}, merged: map[int]time.Time{}}
+		protection: forgejo.Protection{UserCanMerge: true}, merged: map[int]time.Time{}, base: fakeSHA("base-0"),
+		parents: map[string][]string{}, authorPush: map[int]bool{}, ciAt: map[string]time.Time{},
+		updateAnswer: map[int]forgejo.UpdateResult{}}
 	for _, n := range prs {
 		f.prs[n] = &forgejo.PR{Number: n, State: "open", Mergeable: true, HeadSHA: fakeSHA(fmt.Sprintf("sha-%d-a", n)),
-			BaseRef: "main", HeadRef: fmt.Sprintf("feature-%d", n), HeadRepo: "o/r", Author: "author", Updated: time.Now()}
+			BaseRef: "main", Author: "author", Updated: time.Now(), HeadRepo: "o/r", HeadRef: fmt.Sprintf("feature-%d", n), MergeBase: f.base}
 	}
 	return f
 }
@@ -148,7 +165,47 @@ func (f *fakeForge) PR(_ context.Context, _, _ string, n int) (forgejo.PR, error
 	}
 	out := *pr
 	out.Mergeable = out.Mergeable && !f.checking()
+	out.BaseSHA = f.base
 	return out, f.fail("pr")
+}
+
+// Update merges the base into PR n's head, as the forge's update does.
+func (f *fakeForge) Update(_ context.Context, _, _ string, n int, style string) (forgejo.UpdateResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls["update"]++
+	f.record("#%d: update by %s", n, style)
+	if res, ok := f.updateAnswer[n]; ok {
+		return res, nil
+	}
+	pr := f.prs[n]
+	head := fakeSHA(fmt.Sprintf("update-%d-%s", n, f.base))
+	f.parents[head] = []string{pr.HeadSHA, f.base}
+	if f.authorPush[n] {
+		pushed := fakeSHA("author-" + head)
+		f.parents[pushed] = []string{head}
+		head = pushed
+	}
+	for _, st := range f.statuses[pr.HeadSHA] { // the CI passes the new head too
+		f.nextID++
+		st.ID = f.nextID
+		f.statuses[head] = append(f.statuses[head], st)
+	}
+	pr.HeadSHA, pr.MergeBase = head, f.base
+	f.ciAt[head] = f.now().Add(f.ciDelay)
+	f.touch(n)
+	return forgejo.UpdateResult{Outcome: forgejo.UpdateDone, Status: 200}, nil
+}
+
+func (f *fakeForge) CommitParents(_ context.Context, _, _, sha string) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls["parents"]++
+	return f.parents[sha], nil
+}
+
+func (f *fakeForge) DiffHash(_ context.Context, _, _ string, n int) (string, error) {
+	return "diff-" + fmt.Sprint(n), nil
 }
 
 // checking reports whether the forge is still testing PRs against a base
@@ -215,6 +272,9 @@ func (f *fakeForge) StatusHistory(_ context.Context, _, _, sha string) ([]forgej
 		if out[i].ID == 0 {
 			out[i].ID = int64(i + 1)
 		}
+		if f.now().Before(f.ciAt[sha]) {
+			out[i].State = "pending"
+		}
 	}
 	return out, f.fail("statuses")
 }
@@ -266,7 +326,13 @@ func (f *fakeForge) Merge(ctx context.Context, _, _ string, n int, opt forgejo.M
 	if opt.HeadSHA != f.prs[n].HeadSHA {
 		return forgejo.MergeResult{Outcome: forgejo.MergeHeadMoved, Status: 409}, nil
 	}
+	if f.outdated && f.prs[n].MergeBase != f.base {
+		msg := `{"message":"not ready to merge: The head branch is behind the base branch"}`
+		return forgejo.MergeResult{Outcome: forgejo.ClassifyMerge(405, msg), Status: 405, Message: msg,
+			Rule: forgejo.RefusalRule(405, msg)}, nil
+	}
 	f.setMerged(n)
+	f.base = fakeSHA(fmt.Sprintf("base-%d", len(f.merged)))
 	f.checkedAt = f.now().Add(f.recheck)
 	if f.lostRace[n] {
 		body := `{"ID":11,"IssueID":0,"HeadRepoID":3,"BaseRepoID":3,"HeadBranch":"feature-1","BaseBranch":"main"}`

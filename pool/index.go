@@ -182,7 +182,7 @@ func (p *Pool) quietUntil(t lifecycle.Track, act lifecycle.Action, now time.Time
 		}
 		return now.Add(p.cfg.ClaimTTL / 6)
 	case lifecycle.QuotaExceeded:
-		return t.QuotaUntil
+		return t.RefusedUntil
 	}
 	return time.Time{}
 }

@@ -94,6 +94,9 @@ type Pool struct {
 	protection     forgejo.Protection
 	protectionRead time.Time
 	rules          int
+	// learned are the rules of the protection the token cannot read that
+	// the forge's refusals named (lifecycle.Learn); under mu.
+	learned []string
 
 	index   index         // owned by the discovery loop goroutine
 	turn    ListTurn      // when the discovery loop lists every open PR
@@ -138,7 +141,9 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	}
 	p.policy = lifecycle.Policy{DiagnosticEvery: cfg.DiagnosticEvery, ChecksGrace: cfg.ChecksGrace,
 		Rule:      lifecycle.ReviewRule{Reviewers: cfg.Reviewers, AllowUnofficial: cfg.AllowUnofficial},
-		RetryBase: cfg.PollInterval, RetryMax: cfg.ClaimTTL, NoFixers: !cfg.Fixers.Enabled, FixForks: cfg.Fixers.Forks}
+		RetryBase: cfg.PollInterval, RetryMax: cfg.ClaimTTL,
+		Update: lifecycle.UpdateMode(cfg.MergeUpdate), UpdateStyle: cfg.UpdateStyle,
+		NoFixers: !cfg.Fixers.Enabled, FixForks: cfg.Fixers.Forks}
 	var err error
 	if p.me, err = p.forge.Me(ctx); err != nil {
 		return nil, fmt.Errorf("pool: check token: %w", err)
@@ -441,11 +446,28 @@ func (p *Pool) refreshProtection(ctx context.Context) {
 	}
 }
 
-// currentProtection is the last reading of the base branch's protection.
+// currentProtection is the last reading of the base branch's protection,
+// with what the forge's refusals taught of the parts the token cannot read.
 func (p *Pool) currentProtection() forgejo.Protection {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.protection
+	prot := p.protection
+	for _, rule := range p.learned {
+		prot, _ = lifecycle.Learn(prot, rule)
+	}
+	return prot
+}
+
+// learn takes in the rule a refused merge named, when the protection as
+// read did not show it.
+func (p *Pool) learn(rule string) {
+	if _, isNew := lifecycle.Learn(p.currentProtection(), rule); !isNew {
+		return
+	}
+	p.mu.Lock()
+	p.learned = append(p.learned, rule)
+	p.mu.Unlock()
+	p.log.Warn("learned from a refused merge a rule of the branch protection the token cannot read", "branch", p.base, "rule", rule)
 }
 
 func (p *Pool) logProtection() {
@@ -453,9 +475,10 @@ func (p *Pool) logProtection() {
 	p.log.Info("branch protection", "branch", p.base, "protected", pr.Protected, "rule", pr.Rule, "fully_read", pr.Full,
 		"pool_may_merge", pr.UserCanMerge, "required_approvals", pr.RequiredApprovals,
 		"required_contexts", lifecycle.RequiredContexts(pr))
-	if pr.Protected && !pr.Full {
-		p.log.Warn("the token cannot read the whole branch protection rule (it needs repository admin); " +
-			"decisions use the branch summary, and the forge enforces the rest")
+	if unseen := lifecycle.Unreadable(pr); len(unseen) > 0 {
+		p.log.Warn("the token cannot read the whole branch protection rule (it needs repository admin); "+
+			"decisions use the branch summary, and the forge enforces the rest; the pool learns block_on_outdated_branch "+
+			"from the forge's refusals, and carries no approval over an update", "unseen", strings.Join(unseen, ","))
 	}
 }
 

@@ -242,6 +242,10 @@ func (p *Pool) mergeQueued(ctx context.Context, pr forgejo.PR) {
 		p.queue.notReady(pr.Number, p.now())
 		return
 	}
+	if act.Kind == lifecycle.Update {
+		p.updateQueued(ctx, pr)
+		return
+	}
 	if act.Kind != lifecycle.Merge {
 		p.queue.remove(pr.Number)
 		p.wakeLoop() // the discovery loop takes the PR back

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"pool/internal/sandbox"
+)
+
+// standInCI reports success for the required context on every new head of
+// the given PRs, as a CI that tests each push would, until ctx ends. It
+// returns how many heads it reported on.
+func standInCI(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, prs []int) func() int {
+	t.Helper()
+	var mu sync.Mutex
+	reported := map[string]bool{}
+	go func() {
+		for ctx.Err() == nil {
+			for _, n := range prs {
+				var pr apiPR
+				if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/pulls/%d", sb.Owner, sb.Repo, n), nil, &pr); err != nil || pr.Merged {
+					continue
+				}
+				mu.Lock()
+				seen := reported[pr.Head.Sha]
+				mu.Unlock()
+				if seen || pr.Head.Sha == "" {
+					continue
+				}
+				if err := sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, pr.Head.Sha, sandbox.CIContext, "success", "", "passed"); err == nil {
+					mu.Lock()
+					reported[pr.Head.Sha] = true
+					mu.Unlock()
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(reported)
+	}
+}
+
+// protectOutdated protects main as a team whose CI must test what lands
+// would: a required context and block_on_outdated_branch, plus extra.
+func protectOutdated(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, extra map[string]any) {
+	t.Helper()
+	settings := map[string]any{"enable_status_check": true, "status_check_contexts": []string{sandbox.CIContext},
+		"block_on_outdated_branch": true}
+	for k, v := range extra {
+		settings[k] = v
+	}
+	if err := sb.Forge.ProtectBranch(ctx, sb.OwnerToken, sb.Owner, sb.Repo, "main", settings); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mergeRefusals counts, per PR, the merge calls the forge refused.
+func mergeRefusals(forge *requestLog, sb *sandbox.Sandbox, prs []int) map[int]int {
+	out := map[int]int{}
+	for _, n := range prs {
+		out[n] = forge.refusedCount(fmt.Sprintf("POST /api/v1/repos/%s/%s/pulls/%d/merge", sb.Owner, sb.Repo, n))
+	}
+	return out
+}
+
+// TestBehindRefusalIsLearned is issue 24's storm: a branch protection that
+// blocks outdated branches and requires a check, and a pool account that is
+// a write collaborator only (it cannot read the rule's settings). After the
+// first merge every other approved PR is behind. The forge's refusal names
+// the rule; the pool learns it, updates the PRs one at a time, and merges
+// them all, with at most one refused merge call per PR (per head and rule).
+func TestBehindRefusalIsLearned(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	sb := startSandbox(t, ctx, 4, nil)
+	protectOutdated(t, ctx, sb, nil)
+	if err := sb.Forge.AddCollaborator(ctx, sb.OwnerToken, sb.Owner, sb.Repo, sb.PoolUser, "write"); err != nil {
+		t.Fatal(err)
+	}
+	ciCtx, stopCI := context.WithCancel(ctx)
+	defer stopCI()
+	standInCI(t, ciCtx, sb, sb.PRs)
+	forge := countRequests(t, sb.Forge.URL)
+	bin := buildPool(t)
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_FORGEJO_URL="+forge.url, "POOL_IDLE_EXIT=0"), "--workers", "2")
+	allMerged := func() bool {
+		for _, n := range sb.PRs {
+			if !getPR(t, ctx, sb, n).Merged {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(4 * time.Minute)
+	for !allMerged() && time.Now().Before(deadline) && !pool.hasExited() {
+		time.Sleep(time.Second)
+	}
+	_ = pool.cmd.Process.Signal(sigterm)
+	pool.wait(t, ctx)
+	for _, n := range sb.PRs {
+		if !getPR(t, ctx, sb, n).Merged {
+			t.Errorf("PR #%d is not merged", n)
+		}
+	}
+	refused := mergeRefusals(forge, sb, sb.PRs)
+	total := 0
+	for n, c := range refused {
+		total += c
+		if c > 1 {
+			t.Errorf("the forge refused %d merge calls of PR #%d, want at most 1 (one per head and rule)", c, n)
+		}
+	}
+	if !strings.Contains(pool.stderr.String(), "block_on_outdated_branch") {
+		t.Errorf("the pool did not say at start that it cannot see block_on_outdated_branch")
+	}
+	t.Logf("figure: refused merge calls %d, merge calls %d, updates %d (4 PRs, rule unreadable)", total,
+		forge.countPOST("/merge"), forge.countPOST("/update?style=merge"))
+	logUpdatesAndMerges(t, pool)
+	if t.Failed() {
+		t.Logf("pool stderr:\n%s", tailOf(pool.stderr.String(), 30000))
+	}
+}
+
+// logUpdatesAndMerges logs the pool's update and merge answers, and what
+// it learned.
+func logUpdatesAndMerges(t *testing.T, pool *poolProc) {
+	t.Helper()
+	for _, line := range strings.Split(pool.stderr.String(), "\n") {
+		if strings.Contains(line, `msg="update answered"`) || strings.Contains(line, `msg="merge answered"`) ||
+			strings.Contains(line, "learned") || strings.Contains(line, "cannot read the whole") {
+			t.Log(line)
+		}
+	}
+}
+
+// countPOST is how many POST requests ended with suffix.
+func (l *requestLog) countPOST(suffix string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, r := range l.reqs {
+		if strings.HasPrefix(r, "POST ") && strings.HasSuffix(r, suffix) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestOutdatedBranchesUpdatedWithApprovalsCarried is issue 24's figure:
+// protection with block_on_outdated_branch and a required context (the
+// stand-in CI reports on every new head), 6 PRs, 2 workers. All merge,
+// with 6 reviewer sessions (the approvals carry over the pool's updates),
+// at most 5 updates, and no merge call the forge refused.
+func TestOutdatedBranchesUpdatedWithApprovalsCarried(t *testing.T) {
+	t.Parallel()
+	sessions, updates := runOutdated(t, nil, "merge")
+	if sessions != 6 {
+		t.Errorf("%d reviewer sessions, want 6: the approvals carry over the pool's updates", sessions)
+	}
+	if updates > 5 {
+		t.Errorf("%d updates, want at most 5", updates)
+	}
+}
+
+// TestOutdatedBranchesWithDismissStaleApprovals: the same with
+// dismiss_stale_approvals on: every updated PR is reviewed once more.
+func TestOutdatedBranchesWithDismissStaleApprovals(t *testing.T) {
+	t.Parallel()
+	sessions, updates := runOutdated(t, map[string]any{"dismiss_stale_approvals": true}, "merge")
+	if sessions != 6+updates {
+		t.Errorf("%d reviewer sessions for %d updates, want %d: one more per updated PR", sessions, updates, 6+updates)
+	}
+	if updates > 5 {
+		t.Errorf("%d updates, want at most 5", updates)
+	}
+}
+
+// TestOutdatedBranchesRebased: the same with merge.update_style rebase:
+// the PR's diff after the rebase is byte for byte the approved one, so the
+// approvals carry over.
+func TestOutdatedBranchesRebased(t *testing.T) {
+	t.Parallel()
+	sessions, updates := runOutdated(t, nil, "rebase")
+	if sessions != 6 {
+		t.Errorf("%d reviewer sessions, want 6: the approvals carry over the pool's rebases", sessions)
+	}
+	if updates > 5 {
+		t.Errorf("%d updates, want at most 5", updates)
+	}
+}
+
+// runOutdated runs the scenario with updates in style and returns the
+// reviewer sessions and the updates; it fails the test unless all 6 PRs
+// merge with no merge call refused.
+func runOutdated(t *testing.T, extra map[string]any, style string) (sessions, updates int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
+	defer cancel()
+	sb := startSandbox(t, ctx, 6, nil)
+	protectOutdated(t, ctx, sb, extra)
+	ciCtx, stopCI := context.WithCancel(ctx)
+	defer stopCI()
+	standInCI(t, ciCtx, sb, sb.PRs)
+	forge := countRequests(t, sb.Forge.URL)
+	bin := buildPool(t)
+	start := time.Now()
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_FORGEJO_URL="+forge.url, "POOL_IDLE_EXIT=5",
+		"POOL_MERGE_UPDATE_STYLE="+style), "--workers", "2")
+	pool.wait(t, ctx)
+	took := time.Since(start)
+	for _, n := range sb.PRs {
+		assertMerged(t, ctx, sb, n)
+	}
+	refused := 0
+	for n, c := range mergeRefusals(forge, sb, sb.PRs) {
+		refused += c
+		if c > 0 {
+			t.Errorf("the forge refused %d merge calls of PR #%d, want none", c, n)
+		}
+	}
+	sessions = len(sb.Model.Prompts())
+	updates = forge.countPOST("/update?style=" + style)
+	t.Logf("figure: 6 PRs, 2 workers, %s updates, %v: %d reviewer sessions, %d updates, %d merge calls (%d refused), %s (pool start to exit, %d idle cycles)",
+		style, extra, sessions, updates, forge.countPOST("/merge"), refused, took.Round(time.Second), 5)
+	logUpdatesAndMerges(t, pool)
+	for _, p := range sb.Model.Prompts() {
+		if n, _, head, ok := sandbox.PromptTarget(p); ok {
+			t.Logf("reviewer session: PR #%s at %s", n, head)
+		}
+	}
+	if t.Failed() {
+		t.Logf("pool stderr:\n%s", tailOf(pool.stderr.String(), 30000))
+	}
+	return sessions, updates
+}

@@ -1,0 +1,133 @@
+package lifecycle
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"pool/forgejo"
+	"pool/internal/backoff"
+)
+
+// A merge the forge refuses for a rule (the storage quota, a branch behind
+// its base, missing approvals, checks, ...) is learned from: the head waits
+// with one note, no attempt counted, and no merge call before the back-off
+// ends (it grows with each refusal) or something the rule depends on
+// changes: the head (a new head starts over), the base, the checks, the
+// reviews, the protection, or the PR itself (a comment, a label).
+
+// ruleUpdateRefused is the forge's refusal of the pool's update of a head
+// branch (not a rule of the protection).
+const ruleUpdateRefused = "update_refused"
+
+// refused records the forge's refusal of the merge (or update) of head.
+func refused(p Policy, t Track, head string, res forgejo.MergeResult, now time.Time) (Track, Action) {
+	rule := res.Rule
+	if rule == "" {
+		rule = forgejo.RefusalRule(res.Status, res.Message)
+	}
+	t.Refusals++
+	t.Refused = rule
+	t.RefusedUntil = now.Add(backoff.Policy{Base: p.RetryBase, Max: p.RetryMax}.Delay(t.Refusals, 0))
+	t.RefusedSeen, t.RefusedOn = time.Time{}, ""
+	t.LastStatus = fmt.Sprintf("%s (HTTP %d: %s)", res.Outcome, res.Status, res.Message)
+	return blockedAs(refusedState(rule), t, head, refusalReason(rule))
+}
+
+// holdRefused reports whether a refused head still waits: the back-off
+// runs and nothing the refusal depends on changed since the first decision
+// after it. A refusal for a branch behind its base that the pool will
+// update holds nothing: the update is its cure.
+func holdRefused(p Policy, t Track, o Observation) (Track, bool) {
+	if t.Refusals == 0 || (t.Refused == forgejo.RuleOutdated && o.Behind && o.MayUpdate && p.updates(o.Protection)) {
+		return t, false
+	}
+	on := dependsOn(o)
+	if t.RefusedOn == "" {
+		t.RefusedSeen, t.RefusedOn = o.Updated, on
+	}
+	return t, o.Now.Before(t.RefusedUntil) && !o.Updated.After(t.RefusedSeen) && on == t.RefusedOn
+}
+
+// dependsOn sums up what a refused merge depends on besides the head: the
+// base, the reviews, the checks and the protection.
+func dependsOn(o Observation) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "base %s;", o.BaseSHA)
+	for _, r := range o.Reviews {
+		fmt.Fprintf(&b, "review %d %s %s %v %v %v;", r.ID, r.State, r.CommitID, r.Stale, r.Dismissed, r.Official)
+	}
+	checks := make([]string, 0, len(o.Checks))
+	for _, c := range o.Checks {
+		checks = append(checks, fmt.Sprintf("check %d %s %s;", c.ID, c.Context, c.State))
+	}
+	sort.Strings(checks)
+	b.WriteString(strings.Join(checks, ""))
+	fmt.Fprintf(&b, "protection %+v", o.Protection)
+	return b.String()
+}
+
+func refusedState(rule string) State {
+	if rule == forgejo.RuleQuota {
+		return QuotaExceeded
+	}
+	return MergeRefused
+}
+
+// retryNote is what every refusal note ends with.
+const retryNote = "The pool tries again after a pause that grows with each refusal, and at once when the head, the base, " +
+	"the checks, the reviews, the protection or the PR change"
+
+// refusalReasons say, in the pool's words, why the forge refused a merge:
+// the forge's own words stay in the logs.
+var refusalReasons = map[string]string{
+	forgejo.RuleQuota: "the forge refused the merge (HTTP 413): the storage quota of the repository's owner is exceeded. " +
+		"The pool tries again after a pause that grows with each refusal, and at once when the PR changes; free space or raise the quota",
+	forgejo.RuleOutdated:        "the forge refused the merge: the branch is behind its base, and the branch protection blocks outdated branches",
+	forgejo.RuleStatusCheck:     "the forge refused the merge: not all required status checks are successful",
+	forgejo.RuleApprovals:       "the forge refused the merge: it does not have enough approvals",
+	forgejo.RuleRejected:        "the forge refused the merge: an official review requests changes",
+	forgejo.RuleOfficialRequest: "the forge refused the merge: an official review was requested and is not given yet",
+	forgejo.RuleProtectedFiles:  "the forge refused the merge: it changes protected files",
+	forgejo.RuleSigned:          "the forge refused the merge: the commits must be signed",
+	forgejo.RuleMergeWhitelist:  "the forge refused the merge: the pool's account may not merge into this branch",
+	forgejo.RuleWorkInProgress:  "the forge refused the merge: the PR is marked work in progress",
+	forgejo.RuleArchived:        "the forge refused the merge: the repository is archived",
+	ruleUpdateRefused: "the branch is behind its base and must be updated before it merges, but the forge refused the pool's " +
+		"update (the pool's account may not push to the branch, or the forge could not update it). Update it, or let the account push",
+}
+
+func refusalReason(rule string) string {
+	if rule == forgejo.RuleQuota {
+		return refusalReasons[rule]
+	}
+	if r, ok := refusalReasons[rule]; ok {
+		return r + ". " + retryNote
+	}
+	return "the forge refused the merge for a rule the pool does not know (its answer is in the pool's log). " + retryNote
+}
+
+// Learn adds to the protection the pool read what a refusal of the forge
+// taught about the rule it could not read (a token that does not
+// administer the repository reads only the branch summary), and reports
+// whether that was new. Only a rule the pool acts on is learned: a branch
+// behind its base is blocked (it is then updated before its merge).
+func Learn(prot forgejo.Protection, rule string) (forgejo.Protection, bool) {
+	if rule != forgejo.RuleOutdated || prot.BlockOnOutdated {
+		return prot, false
+	}
+	prot.BlockOnOutdated = true
+	return prot, true
+}
+
+// Unreadable lists the settings of the protection rule the token cannot
+// read (none when it reads the whole rule, or the branch is unprotected),
+// as the forge names them.
+func Unreadable(prot forgejo.Protection) []string {
+	if !prot.Protected || prot.Full {
+		return nil
+	}
+	return []string{forgejo.RuleOutdated, "dismiss_stale_approvals", "ignore_stale_approvals", forgejo.RuleRejected,
+		forgejo.RuleOfficialRequest, "approvals_whitelist", forgejo.RuleSigned, forgejo.RuleProtectedFiles}
+}

@@ -1,0 +1,311 @@
+package lifecycle
+
+import (
+	"testing"
+	"time"
+
+	"pool/forgejo"
+)
+
+// outdatedRule is a fully read protection that blocks outdated branches
+// and requires the check "ci".
+var outdatedRule = forgejo.Protection{Protected: true, Full: true, UserCanMerge: true, BlockOnOutdated: true,
+	StatusCheck: true, StatusContexts: []string{"ci"}}
+
+// behindGreen is h1, approved by bob, green, behind base b2 under the rule.
+func behindGreen() Observation {
+	o := approvedWith(status("ci", "success"))(open("h1"))
+	o.Protection, o.Behind, o.BaseSHA, o.MayUpdate = outdatedRule, true, "b2", true
+	return o
+}
+
+// updatedHead is the head h2 the pool's merge update of h1 with base b2
+// made, its checks pending, no longer behind.
+func updatedHead() Observation {
+	o := behindGreen()
+	o.HeadSHA, o.Behind = "h2", false
+	o.HeadParents = []string{"h1", "b2"}
+	o.MergeBase = "b2"
+	o.Checks = []Check{status("ci", "pending")}
+	return o
+}
+
+// updatedTrack is the track after the pool updated h1 onto b2.
+func updatedTrack(style, diff string) Track {
+	tr, _ := Decide(policy, Track{}, behindGreen())
+	return Updated(tr, "h1", "b2", "b1", style, diff, now)
+}
+
+// TestCarryOver: the approval of the head the pool updated carries over
+// to the new head only when the pool made that head, the protection does
+// not dismiss stale approvals (and the pool can read it), and the forge
+// still counts the approval; otherwise the new head is reviewed like any
+// new push.
+func TestCarryOver(t *testing.T) {
+	tests := []struct {
+		name  string
+		style string
+		diff  string
+		obs   func(Observation) Observation
+		want  bool
+	}{
+		{name: "merge update by the pool carries over", want: true},
+		{name: "the merge's parents are the approved head and the base tip seen", style: "merge", want: true},
+		{name: "an author pushed during the update: reviewed again", obs: func(o Observation) Observation {
+			o.HeadParents = []string{"h2-pool-merge"}
+			return o
+		}},
+		{name: "a merge with another base tip than the pool saw", obs: func(o Observation) Observation {
+			o.HeadParents = []string{"h1", "b3"}
+			return o
+		}},
+		{name: "parents in the other order", obs: func(o Observation) Observation {
+			o.HeadParents = []string{"b2", "h1"}
+			return o
+		}},
+		{name: "the protection dismisses stale approvals", obs: func(o Observation) Observation {
+			o.Protection.DismissStale = true
+			return o
+		}},
+		{name: "a protection the token cannot read whole", obs: func(o Observation) Observation {
+			o.Protection.Full = false
+			return o
+		}},
+		{name: "the forge dismissed the approval", obs: func(o Observation) Observation {
+			o.Reviews[0].Dismissed = true
+			return o
+		}},
+		{name: "the forge does not count the approval (not official)", obs: func(o Observation) Observation {
+			o.Reviews[0].Official = false
+			return o
+		}},
+		{name: "the approval went stale", obs: func(o Observation) Observation {
+			o.Reviews[0].Stale = true
+			return o
+		}},
+		{name: "rebase with the PR's diff byte for byte the approved one", style: "rebase", diff: "d1",
+			obs: func(o Observation) Observation { o.HeadParents, o.DiffHash = nil, "d1"; return o }, want: true},
+		{name: "rebase that changed the PR's diff", style: "rebase", diff: "d1",
+			obs: func(o Observation) Observation { o.HeadParents, o.DiffHash = nil, "d2"; return o }},
+		{name: "the head is still the approved one", obs: func(o Observation) Observation {
+			o.HeadSHA = "h1"
+			return o
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			style := tt.style
+			if style == "" {
+				style = "merge"
+			}
+			tr := updatedTrack(style, tt.diff)
+			o := updatedHead()
+			if tt.obs != nil {
+				o = tt.obs(o)
+			}
+			if got := policy.Rule.CarriesOver(tr.Update, o); got != tt.want {
+				t.Errorf("CarriesOver = %v, want %v", got, tt.want)
+			}
+			if o.HeadSHA == "h1" {
+				return // approved at its own head: nothing to carry
+			}
+			v := policy.Approval(tr, o)
+			if (v.State == forgejo.ReviewApproved) != tt.want || v.Carried != tt.want {
+				t.Errorf("Approval = %+v, want approved and carried: %v", v, tt.want)
+			}
+			_, act := Decide(policy, tr, o)
+			if tt.want && act.Kind == Review || !tt.want && act.Kind != Review {
+				t.Errorf("Decide: %s (%s), want a review: %v", act.Kind, act.Reason, !tt.want)
+			}
+		})
+	}
+}
+
+// TestCarryOverYieldsToAReviewOnTheNewHead: a counted review on the new
+// head decides; the carried approval does not hide a request for changes.
+func TestCarryOverYieldsToAReviewOnTheNewHead(t *testing.T) {
+	o := updatedHead()
+	o.Reviews = append(o.Reviews, forgejo.Review{ID: 2, Author: "carol", State: forgejo.ReviewRequestChanges, CommitID: "h2", Official: true})
+	if v := policy.Approval(updatedTrack("merge", ""), o); v.State != forgejo.ReviewRequestChanges || v.Carried {
+		t.Errorf("Approval = %+v, want the request for changes on the new head", v)
+	}
+}
+
+// TestBehindHeadIsUpdatedThenMerged walks one PR through the update: an
+// approved, green head behind its base is updated (not merged, not
+// blocked); until the new head shows it waits; the new head, its approval
+// carried over, waits for its checks after the update, then merges. The
+// next push forgets the update.
+func TestBehindHeadIsUpdatedThenMerged(t *testing.T) {
+	tr, act := Decide(policy, Track{}, behindGreen())
+	if act.Kind != Update || tr.State != OutOfDate {
+		t.Fatalf("behind and green: %s/%s, want an update", act.Kind, tr.State)
+	}
+	tr = Updated(tr, "h1", "b2", "b1", "merge", "", now)
+	if tr, act = Decide(policy, tr, behindGreen()); act.Kind != Wait || tr.State != Updating {
+		t.Fatalf("the old head still shows after the update: %s/%s, want a wait in %s", act.Kind, tr.State, Updating)
+	}
+	if tr, act = Decide(policy, tr, updatedHead()); act.Kind != Wait || tr.State != UpdateChecks || act.Reason != "waiting for checks after update" {
+		t.Fatalf("the new head, checks pending: %s/%s %q, want a wait in %s", act.Kind, tr.State, act.Reason, UpdateChecks)
+	}
+	if !tr.HoldsUpdate() {
+		t.Errorf("%s does not hold the base's update", tr.State)
+	}
+	green := updatedHead()
+	green.Checks = []Check{status("ci", "success")}
+	if tr, act = Decide(policy, tr, green); act.Kind != Merge || tr.State != MergeQueued {
+		t.Fatalf("the new head green: %s/%s, want merge", act.Kind, tr.State)
+	}
+	pushed := green
+	pushed.HeadSHA, pushed.HeadParents = "h3", []string{"h2"}
+	if tr, act = Decide(policy, tr, pushed); act.Kind != Review || tr.Update.Made() {
+		t.Errorf("a push after the update: %s, update remembered %v; want a review and the update forgotten", act.Kind, tr.Update.Made())
+	}
+}
+
+// TestWhatIsNotUpdated: nothing the pool would not merge next is updated.
+func TestWhatIsNotUpdated(t *testing.T) {
+	tests := []struct {
+		name     string
+		policy   func(Policy) Policy
+		obs      func(Observation) Observation
+		wantKind Kind
+	}{
+		{name: "not approved", obs: func(o Observation) Observation { o.Reviews = nil; return o }, wantKind: Review},
+		{name: "checks failing", obs: func(o Observation) Observation { o.Checks = []Check{status("ci", "failure")}; return o }, wantKind: Fix},
+		{name: "checks pending", obs: func(o Observation) Observation { o.Checks = []Check{status("ci", "pending")}; return o }, wantKind: Wait},
+		{name: "held for humans", obs: func(o Observation) Observation { o.Skip = true; return o }, wantKind: Skip},
+		{name: "a fork that does not let maintainers edit", obs: func(o Observation) Observation { o.MayUpdate = false; return o }, wantKind: NoteBlocked},
+		{name: "update never: blocked, one note", policy: func(p Policy) Policy { p.Update = UpdateNever; return p }, wantKind: NoteBlocked},
+		{name: "no block on outdated branches: merged as is", obs: func(o Observation) Observation {
+			o.Protection.BlockOnOutdated = false
+			return o
+		}, wantKind: Merge},
+		{name: "update always, even without the block", policy: func(p Policy) Policy { p.Update = UpdateAlways; return p },
+			obs: func(o Observation) Observation { o.Protection.BlockOnOutdated = false; return o }, wantKind: Update},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, o := policy, behindGreen()
+			if tt.policy != nil {
+				p = tt.policy(p)
+			}
+			if tt.obs != nil {
+				o = tt.obs(o)
+			}
+			if _, act := Decide(p, Track{}, o); act.Kind != tt.wantKind {
+				t.Errorf("%s (%s), want %s", act.Kind, act.Reason, tt.wantKind)
+			}
+		})
+	}
+}
+
+// TestRefusedMergeWaitsForAChange: a merge the forge refused for a rule is
+// not called again at once: the head waits, with one note and no attempt
+// counted, until the back-off ends or the base, the checks, the reviews or
+// the protection change.
+func TestRefusedMergeWaitsForAChange(t *testing.T) {
+	obs := approvedWith(status("ci", "success"))(open("h1"))
+	obs.BaseSHA, obs.Updated = "b1", now.Add(-time.Hour)
+	msg := "not ready to merge: Not all required status checks successful"
+	res := forgejo.MergeResult{Outcome: forgejo.MergeBlocked, Status: 405, Message: msg, Rule: forgejo.RefusalRule(405, msg)}
+	tr, _ := Decide(policy, Track{}, obs)
+	tr, act := AfterMerge(policy, tr, "h1", res, now)
+	if act.Kind != NoteBlocked || tr.State != MergeRefused || tr.Attempts != 0 || tr.Refused != forgejo.RuleStatusCheck {
+		t.Fatalf("refusal: %s/%s, %d attempts, rule %q; want one note, %s, no attempt, %s", act.Kind, tr.State, tr.Attempts, tr.Refused, MergeRefused, forgejo.RuleStatusCheck)
+	}
+	same := obs
+	same.Now = now.Add(time.Second)
+	if tr, act = Decide(policy, tr, same); act.Kind != Wait {
+		t.Fatalf("nothing changed: %s, want a wait", act.Kind)
+	}
+	for name, change := range map[string]func(Observation) Observation{
+		"the base moved": func(o Observation) Observation { o.BaseSHA = "b2"; return o },
+		"a check reported again": func(o Observation) Observation {
+			o.Checks = []Check{{ID: 2, Context: "ci", State: "success"}}
+			return o
+		},
+		"a new review": func(o Observation) Observation {
+			o.Reviews = append(o.Reviews, forgejo.Review{ID: 9, Author: "carol", State: forgejo.ReviewApproved, CommitID: "h1", Official: true})
+			return o
+		},
+		"the protection changed": func(o Observation) Observation { o.Protection.RequiredApprovals = 1; return o },
+		"the back-off ended":     func(o Observation) Observation { o.Now = tr.RefusedUntil; return o },
+	} {
+		if _, act := Decide(policy, tr, change(same)); act.Kind != Merge {
+			t.Errorf("%s: %s (%s), want merge", name, act.Kind, act.Reason)
+		}
+	}
+}
+
+// TestBehindRefusalLeadsToTheUpdate: a merge refused because the branch is
+// behind (a rule the pool could not read) is cured by the update: the
+// next decision, with the rule learned, updates it at once.
+func TestBehindRefusalLeadsToTheUpdate(t *testing.T) {
+	obs := behindGreen()
+	obs.Protection = forgejo.Protection{Protected: true, UserCanMerge: true, StatusCheck: true, StatusContexts: []string{"ci"}}
+	tr, act := Decide(policy, Track{}, obs)
+	if act.Kind != Merge {
+		t.Fatalf("rule unread: %s, want merge", act.Kind)
+	}
+	msg := `{"message":"not ready to merge: The head branch is behind the base branch"}`
+	res := forgejo.MergeResult{Outcome: forgejo.ClassifyMerge(405, msg), Status: 405, Message: msg, Rule: forgejo.RefusalRule(405, msg)}
+	tr, _ = AfterMerge(policy, tr, "h1", res, now)
+	learned, isNew := Learn(obs.Protection, res.Rule)
+	if !isNew || !learned.BlockOnOutdated {
+		t.Fatalf("Learn(%q) = %+v, %v; want block_on_outdated_branch learned", res.Rule, learned, isNew)
+	}
+	obs.Protection = learned
+	if _, act = Decide(policy, tr, obs); act.Kind != Update {
+		t.Errorf("after the refusal, rule learned: %s (%s), want an update", act.Kind, act.Reason)
+	}
+	never := policy
+	never.Update = UpdateNever
+	if _, act = Decide(never, tr, obs); act.Kind == Merge || act.Kind == Update {
+		t.Errorf("update never: %s, want a block", act.Kind)
+	}
+}
+
+// TestRefusedUpdateBacksOff: an update the forge refused (the pool may not
+// push to the branch) gets one note and no second update call at once.
+func TestRefusedUpdateBacksOff(t *testing.T) {
+	o := behindGreen()
+	o.Updated = now.Add(-time.Hour)
+	tr, _ := Decide(policy, Track{}, o)
+	tr, act := UpdateRefused(policy, tr, "h1", 403, now)
+	if act.Kind != NoteBlocked || tr.State != MergeRefused {
+		t.Fatalf("refused update: %s/%s, want one note and %s", act.Kind, tr.State, MergeRefused)
+	}
+	o.Now = now.Add(time.Second)
+	if tr, act = Decide(policy, tr, o); act.Kind != Wait {
+		t.Errorf("right after the refused update: %s, want a wait", act.Kind)
+	}
+	o.Now = tr.RefusedUntil
+	if _, act = Decide(policy, tr, o); act.Kind != Update {
+		t.Errorf("after the back-off: %s, want another update", act.Kind)
+	}
+}
+
+// TestTheNewHeadWaitsForTheForge: the forge shows the rebased head with
+// the merge base from before the update (it recomputes it after the
+// push), so its diff is stale: the head waits instead of being reviewed,
+// and is judged once the forge has caught up.
+func TestTheNewHeadWaitsForTheForge(t *testing.T) {
+	tr := updatedTrack("rebase", "d1")
+	o := updatedHead()
+	o.HeadParents, o.DiffHash, o.MergeBase = nil, "d-stale", "b1"
+	tr, act := Decide(policy, tr, o)
+	if act.Kind != Wait || tr.State != Updating {
+		t.Fatalf("new head, old merge base: %s/%s, want a wait in %s", act.Kind, tr.State, Updating)
+	}
+	o.DiffHash, o.MergeBase = "d1", "b2"
+	if tr, act = Decide(policy, tr, o); act.Kind != Wait || tr.State != UpdateChecks {
+		t.Errorf("the forge caught up: %s/%s, want the approval carried over and a wait for checks", act.Kind, tr.State)
+	}
+	stuck := updatedHead()
+	stuck.HeadParents, stuck.DiffHash, stuck.MergeBase = nil, "d-stale", "b1"
+	stuck.Now = now.Add(policy.RetryMax)
+	if _, act = Decide(policy, updatedTrack("rebase", "d1"), stuck); act.Kind != Review {
+		t.Errorf("the forge never caught up: %s, want a review after RetryMax", act.Kind)
+	}
+}

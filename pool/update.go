@@ -1,0 +1,91 @@
+package pool
+
+import (
+	"context"
+
+	"pool/forgejo"
+	"pool/lifecycle"
+)
+
+// updateQueued updates a PR the merge queue reached that is approved,
+// green and only behind its base, unless another PR of the base is being
+// updated (one at a time: updating every PR after each merge would start
+// CI runs that all go stale at the next merge). The update is recorded
+// after the forge answered that it made it; the PR leaves the queue, and
+// the discovery loop takes its new head (whose approval carries over, or
+// which is reviewed again) through its checks back to the queue.
+func (p *Pool) updateQueued(ctx context.Context, pr forgejo.PR) {
+	if other := p.updatingOther(pr.Number); other != 0 {
+		p.log.Debug("merge queue: another PR of the base is being updated; waiting", "pr", pr.Number, "updating", other)
+		p.queue.notReady(pr.Number, p.now())
+		return
+	}
+	style := p.updateStyle()
+	diff, err := p.approvedDiff(ctx, pr, style)
+	if err != nil {
+		p.log.Warn("merge queue: reading the PR's diff before its update failed; waiting", "pr", pr.Number, "err", err)
+		p.queue.backOff(pr.Number, p.now(), err)
+		return
+	}
+	res, err := p.forge.Update(ctx, p.cfg.Owner, p.cfg.Name, pr.Number, style)
+	if err != nil {
+		p.log.Warn("merge queue: the update call failed; waiting", "pr", pr.Number, "err", err)
+		p.queue.backOff(pr.Number, p.now(), err)
+		return
+	}
+	p.log.Info("update answered", "pr", pr.Number, "outcome", res.Outcome, "status", res.Status, "style", style, "base", pr.BaseSHA)
+	p.queue.remove(pr.Number)
+	p.afterUpdate(ctx, pr, res, style, diff)
+	p.wakeLoop()
+}
+
+// afterUpdate folds the forge's answer to an update into the track.
+func (p *Pool) afterUpdate(ctx context.Context, pr forgejo.PR, res forgejo.UpdateResult, style, diff string) {
+	var next lifecycle.Track
+	var act lifecycle.Action
+	switch res.Outcome {
+	case forgejo.UpdateDone:
+		p.setTrack(pr.Number, lifecycle.Updated(p.track(pr.Number), pr.HeadSHA, pr.BaseSHA, pr.MergeBase, style, diff, p.now()))
+		return
+	case forgejo.UpdateConflict:
+		next, act = lifecycle.UpdateConflicted(p.track(pr.Number), pr.HeadSHA)
+	case forgejo.UpdateClosed:
+		return // closed or merged meanwhile: the discovery loop decides again
+	default: // refused, or an answer the pool does not know: backs off, never a call every cycle
+		next, act = lifecycle.UpdateRefused(p.policy, p.track(pr.Number), pr.HeadSHA, res.Status, p.now())
+	}
+	p.setTrack(pr.Number, next)
+	p.logDecision(pr.Number, next, act)
+	if err := p.act(ctx, pr, next, act); err != nil {
+		p.log.Warn("merge queue: posting the note after the update failed; the next cycle will", "pr", pr.Number, "err", err)
+	}
+}
+
+// approvedDiff is the hash of the PR's diff at the approved head, which a
+// rebase must keep byte for byte for the approval to carry over.
+func (p *Pool) approvedDiff(ctx context.Context, pr forgejo.PR, style string) (string, error) {
+	if style != "rebase" {
+		return "", nil
+	}
+	return p.forge.DiffHash(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+}
+
+func (p *Pool) updateStyle() string {
+	if p.cfg.UpdateStyle == "" {
+		return "merge"
+	}
+	return p.cfg.UpdateStyle
+}
+
+// updatingOther returns another PR of the base whose update is in flight
+// (updated, waiting for its new head or its checks), or 0.
+func (p *Pool) updatingOther(n int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for m, t := range p.tracks {
+		if m != n && t.HoldsUpdate() {
+			return m
+		}
+	}
+	return 0
+}

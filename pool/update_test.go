@@ -1,0 +1,151 @@
+package pool
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"pool/forgejo"
+)
+
+// outdatedForge is a forge whose protection blocks PRs behind their base
+// and requires the check "ci", which passes on every head of the PRs.
+func outdatedForge(readable bool, prs ...int) *fakeForge {
+	f := newFakeForge(prs...)
+	f.outdated = true
+	f.protection = forgejo.Protection{Protected: true, Rule: "main", Full: readable, UserCanMerge: true,
+		StatusCheck: true, StatusContexts: []string{"ci"}, BlockOnOutdated: readable}
+	for _, n := range prs {
+		f.statuses[f.prs[n].HeadSHA] = []forgejo.Status{{ID: int64(n), Context: "ci", State: "success"}}
+	}
+	return f
+}
+
+// updatesAndMerges lists the update and merge calls, in order.
+func updatesAndMerges(f *fakeForge) []string {
+	var out []string
+	for _, e := range f.Effects() {
+		if strings.Contains(e, ": update by ") || strings.Contains(e, ": merge at ") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestBehindPRsAreUpdatedOneAtATime: three approved PRs on a branch that
+// blocks outdated branches. After the first merge the others are behind;
+// the pool updates one, waits for its checks, merges it, then the next:
+// every merge call succeeds, at most two updates, never two updates
+// without a merge between them, and the approvals carry over (one
+// session per PR).
+func TestBehindPRsAreUpdatedOneAtATime(t *testing.T) {
+	f := outdatedForge(true, 1, 2, 3)
+	a := newFakeAgent(approver(f, time.Millisecond))
+	cfg := testConfig(2)
+	cfg.IdleExit = 0
+	f.ciDelay = 10 * cfg.PollInterval
+	runUntil(t, cfg, f, a, func(context.Context, *Pool) {}, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+	calls := updatesAndMerges(f)
+	updates, merges := 0, 0
+	for i, c := range calls {
+		if strings.Contains(c, "update") {
+			updates++
+			if i > 0 && strings.Contains(calls[i-1], "update") {
+				t.Errorf("two updates without a merge between them: %v", calls)
+			}
+		} else {
+			merges++
+		}
+	}
+	if merges != 3 || updates > 2 {
+		t.Errorf("%d merge calls and %d updates, want 3 merges (none refused) and at most 2 updates: %v", merges, updates, calls)
+	}
+	if _, prompts, _ := a.count(); prompts != 3 {
+		t.Errorf("%d reviewer sessions, want 3: the approvals carry over the pool's updates", prompts)
+	}
+}
+
+// TestAnAuthorPushDuringTheUpdateIsReviewed: the head after the update of
+// PR 2 holds a commit of the author's besides the pool's merge: its
+// approval does not carry over, and it is reviewed again.
+func TestAnAuthorPushDuringTheUpdateIsReviewed(t *testing.T) {
+	f := outdatedForge(true, 1, 2)
+	f.authorPush[2] = true
+	a := newFakeAgent(approver(f, time.Millisecond))
+	cfg := testConfig(1)
+	cfg.IdleExit = 0
+	runUntil(t, cfg, f, a, func(context.Context, *Pool) {}, func() bool { return f.isMerged(1) && f.isMerged(2) })
+	if _, prompts, _ := a.count(); prompts != 3 {
+		t.Errorf("%d reviewer sessions, want 3: the head with the author's push is reviewed again", prompts)
+	}
+}
+
+// TestUnreadableOutdatedRuleIsLearnedOnce: the token cannot read the rule;
+// the forge's first refusal names it, the pool learns it and updates the
+// PRs behind: at most one refused merge call in all. The approvals do not
+// carry over (the pool cannot read whether stale approvals are
+// dismissed): the updated heads are reviewed again.
+func TestUnreadableOutdatedRuleIsLearnedOnce(t *testing.T) {
+	f := outdatedForge(false, 1, 2, 3)
+	a := newFakeAgent(approver(f, time.Millisecond))
+	cfg := testConfig(2)
+	cfg.IdleExit = 0
+	runUntil(t, cfg, f, a, func(context.Context, *Pool) {}, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+	merges := 0
+	for _, c := range updatesAndMerges(f) {
+		if strings.Contains(c, "merge at") {
+			merges++
+		}
+	}
+	if merges > 4 {
+		t.Errorf("%d merge calls for 3 PRs, want at most one refused: %v", merges, updatesAndMerges(f))
+	}
+}
+
+// TestAConflictFoundByTheUpdateIsAConflict: the forge answers the update
+// of PR 2 409 (the base does not merge cleanly): one conflict note, no
+// second update call, no merge call.
+func TestAConflictFoundByTheUpdateIsAConflict(t *testing.T) {
+	f := outdatedForge(true, 1, 2)
+	f.updateAnswer[2] = forgejo.UpdateResult{Outcome: forgejo.UpdateConflict, Status: 409, Message: "merge failed because of conflict"}
+	a := newFakeAgent(approver(f, time.Millisecond))
+	cfg := testConfig(1)
+	cfg.IdleExit = 0
+	runUntil(t, cfg, f, a, func(ctx context.Context, p *Pool) {
+		waitFor(ctx, func() bool { return len(effectsWith(f, "#2: update by")) > 0 })
+		time.Sleep(20 * cfg.PollInterval)
+	}, func() bool { return true })
+	if n := len(effectsWith(f, "#2: update by")); n != 1 {
+		t.Errorf("%d update calls for the conflicting PR, want 1: %v", n, f.Effects())
+	}
+	if n := len(effectsWith(f, "#2: merge at")); n != 0 {
+		t.Errorf("%d merge calls for the conflicting PR, want 0", n)
+	}
+	if n := len(effectsWith(f, "#2: comment Merge conflict detected")); n != 1 {
+		t.Errorf("%d conflict notes, want 1: %v", n, f.Effects())
+	}
+}
+
+// TestARefusedUpdateIsNoLoop: an update answered 403, or 400, gets one
+// note and backs off: a handful of calls, not one a cycle.
+func TestARefusedUpdateIsNoLoop(t *testing.T) {
+	for _, status := range []int{403, 400} {
+		f := outdatedForge(true, 1, 2)
+		f.updateAnswer[2] = forgejo.UpdateResult{Outcome: forgejo.ClassifyUpdate(status), Status: status}
+		a := newFakeAgent(approver(f, time.Millisecond))
+		cfg := testConfig(1)
+		cfg.IdleExit = 0
+		runUntil(t, cfg, f, a, func(ctx context.Context, p *Pool) {
+			waitFor(ctx, func() bool { return len(effectsWith(f, "#2: update by")) > 0 })
+			time.Sleep(40 * cfg.PollInterval)
+		}, func() bool { return true })
+		// back-offs of 1, 2, 4, 8, 16 poll intervals fit five calls in 40
+		if n := len(effectsWith(f, "#2: update by")); n > 6 {
+			t.Errorf("HTTP %d: %d update calls in 40 poll intervals, want a back-off", status, n)
+		}
+		if n := len(effectsWith(f, "#2: comment Merging is on hold")); n != 1 {
+			t.Errorf("HTTP %d: %d hold notes, want 1: %v", status, n, f.Effects())
+		}
+	}
+}
