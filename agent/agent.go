@@ -281,6 +281,30 @@ func (c *Client) Agents(ctx context.Context, dir string) ([]string, error) {
 	return names, nil
 }
 
+// OpenToAnyone reports whether the server answers a request that carries
+// no password: then any process that can reach it may run commands as the
+// server's user. A server that asks for credentials answers 401.
+func (c *Client) OpenToAnyone(ctx context.Context) (bool, error) {
+	const op = "check the server asks for a password"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/agent", nil)
+	if err != nil {
+		return false, &Error{Op: op, Err: err}
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return false, transportError(ctx, op, err)
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		return false, nil
+	case resp.StatusCode >= 200 && resp.StatusCode <= 299:
+		return true, nil
+	}
+	return false, statusError(op, resp.StatusCode, nil)
+}
+
 // Dispose frees the server's instance for dir, once no session works there
 // any more. Its sessions stay listed.
 func (c *Client) Dispose(ctx context.Context, dir string) error {

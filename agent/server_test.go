@@ -80,6 +80,9 @@ func TestRealServerSession(t *testing.T) {
 	c, model := startServer(t, helloScript, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	if open, err := c.OpenToAnyone(ctx); err != nil || open {
+		t.Errorf("OpenToAnyone = %v, %v on a server with a password; want false", open, err)
+	}
 
 	for i, pr := range []string{"1", "2"} {
 		dir, head := gitRepo(t)

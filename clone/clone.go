@@ -15,17 +15,21 @@
 // URL, the environment or a command line. go-git v5 can open linked work
 // trees but cannot add them, so the git CLI (a declared requirement) adds and
 // removes them: local operations that need no credentials. Every operation
-// has a deadline.
+// has a deadline. Code in a work tree can write into the clone, so git runs
+// with no hooks and none of the pool's environment, and the pool scrubs the
+// clone's hooks and config before each use (harden.go).
 package clone
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +54,7 @@ type Options struct {
 	Branch   string // the default branch
 	GitName  string
 	GitEmail string
+	Log      *slog.Logger // where a scrubbed hook or config is reported; nil: nowhere
 }
 
 // Clone is the pool's clone. Its methods are safe for concurrent use.
@@ -64,6 +69,8 @@ type Clone struct {
 	url    string
 	auth   *githttp.BasicAuth
 	branch string
+	config []byte // the clone's config as configure wrote it
+	log    *slog.Logger
 }
 
 // Open makes the clone in opt.Dir. A clone left there by a pool that was
@@ -71,7 +78,10 @@ type Clone struct {
 // the relaunch adopts run in them) until PruneTrees; anything else there is
 // removed and the repository cloned afresh. On error nothing is left behind.
 func Open(ctx context.Context, opt Options) (*Clone, error) {
-	c := &Clone{Dir: opt.Dir, url: opt.URL, branch: opt.Branch, auth: &githttp.BasicAuth{Username: "pool", Password: opt.Token}}
+	c := &Clone{Dir: opt.Dir, url: opt.URL, branch: opt.Branch, auth: &githttp.BasicAuth{Username: "pool", Password: opt.Token}, log: opt.Log}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
 	if c.reuse(ctx, opt) == nil {
 		c.Reused = true
 		return c, nil
@@ -129,23 +139,34 @@ func (c *Clone) fresh(ctx context.Context, opt Options) error {
 	return c.fetch(ctx, c.baseSpec())
 }
 
-// configure points origin at opt.URL (the clone may be a killed pool's, made
-// before a change of forge URL) and sets the commit identity.
+// configure writes the clone's config whole: origin at opt.URL (the clone
+// may be a killed pool's, made before a change of forge URL), the commit
+// identity, and nothing else, whatever was there; scrub puts it back if it
+// changes.
 func (c *Clone) configure(opt Options) error {
-	cfg, err := c.repo.Config()
-	if err != nil {
-		return fmt.Errorf("clone: read config: %w", err)
-	}
-	origin, ok := cfg.Remotes["origin"]
-	if !ok {
-		return errors.New("clone: no remote origin")
-	}
-	origin.URLs = []string{opt.URL}
+	cfg := gitconfig.NewConfig()
+	cfg.Core.IsBare = true
+	cfg.Remotes["origin"] = &gitconfig.RemoteConfig{Name: "origin", URLs: []string{opt.URL}, Fetch: []gitconfig.RefSpec{c.baseSpec()}}
 	cfg.User.Name, cfg.User.Email = opt.GitName, opt.GitEmail
-	if err := c.repo.SetConfig(cfg); err != nil {
+	data, err := cfg.Marshal()
+	if err != nil {
 		return fmt.Errorf("clone: write config: %w", err)
 	}
+	if err := writeFile(filepath.Join(c.repoDir(), "config"), data); err != nil {
+		return fmt.Errorf("clone: write config: %w", err)
+	}
+	c.config = data
 	return nil
+}
+
+// check scrubs the clone before the pool runs git on it, and says what it
+// found: code in a work tree wrote it.
+func (c *Clone) check() error {
+	removed, err := c.scrub()
+	if len(removed) > 0 {
+		c.log.Warn("removed what was planted in the clone", "dir", c.repoDir(), "removed", removed)
+	}
+	return err
 }
 
 func (c *Clone) baseSpec() gitconfig.RefSpec {
@@ -180,6 +201,9 @@ func (c *Clone) AddTree(ctx context.Context, pr int, head string) (string, error
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.check(); err != nil {
+		return "", err
+	}
 	if err := c.fetch(ctx, c.baseSpec(), prSpec(pr)); err != nil {
 		return "", err
 	}
@@ -205,6 +229,9 @@ func (c *Clone) OnBase(ctx context.Context, pr int, head string) (commit string,
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.check(); err != nil {
+		return "", false, err
+	}
 	if err := c.fetch(ctx, c.baseSpec(), prSpec(pr)); err != nil {
 		return "", false, err
 	}
@@ -234,6 +261,9 @@ func (c *Clone) RemoveTree(ctx context.Context, dir string) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.check(); err != nil {
+		return err
+	}
 	return c.removeTree(ctx, dir)
 }
 
@@ -261,6 +291,9 @@ func (c *Clone) removeTree(ctx context.Context, dir string) error {
 func (c *Clone) PruneTrees(ctx context.Context, keep []string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.check(); err != nil {
+		return err
+	}
 	entries, err := os.ReadDir(c.treesDir())
 	if err != nil {
 		return fmt.Errorf("clone: list work trees: %w", err)
@@ -291,8 +324,8 @@ func (c *Clone) git(ctx context.Context, args ...string) error {
 func (c *Clone) gitOut(ctx context.Context, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, deadlines.tree)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", c.repoDir()}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	cmd := exec.CommandContext(ctx, "git", slices.Concat(gitSafeArgs, []string{"-C", c.repoDir()}, args)...)
+	cmd.Env = gitEnv()
 	cmd.WaitDelay = 5 * time.Second
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -50,6 +50,9 @@ type Config struct {
 	AgentURL      string
 	AgentName     string
 	AgentPassword string
+	// AgentAllowNoPassword lets the pool use an agent server off loopback
+	// that answers without a password.
+	AgentAllowNoPassword bool
 
 	Workers         int
 	InstanceID      string
@@ -76,6 +79,9 @@ type Config struct {
 	// TrustedClaimers are accounts, besides the token's own, whose claim
 	// comments are honoured.
 	TrustedClaimers []string
+	// Fixers says when the pool starts a fixer session on an approved PR
+	// whose checks fail.
+	Fixers Fixers
 
 	SessionTimeout  time.Duration
 	ShutdownTimeout time.Duration
@@ -119,6 +125,15 @@ type Config struct {
 
 	DryRun bool
 	Once   bool
+}
+
+// Fixers is the fixers section.
+type Fixers struct {
+	// Enabled starts fixers at all (default true).
+	Enabled bool
+	// Forks starts them on PRs whose head is in another repository too: the
+	// fixer then pushes to a stranger's repository (default false).
+	Forks bool
 }
 
 // Repo is "owner/name".
@@ -188,6 +203,7 @@ var settings = []setting{
 	{"agent.url", "agent-url", []string{"POOL_AGENT_URL"}, "http://localhost:4096", "agent (OpenCode) server `URL`"},
 	{"agent.name", "agent", []string{"POOL_AGENT_NAME"}, "ca-pr-self-reviewer", "`agent` that reviews a PR"},
 	{"agent.password", "", []string{"POOL_AGENT_PASSWORD", "OPENCODE_SERVER_PASSWORD"}, "", ""},
+	{"agent.allow_no_password", "agent-allow-no-password", []string{"POOL_AGENT_ALLOW_NO_PASSWORD"}, "false", "use an agent server off loopback that answers without a password (a `bool`; anyone who reaches it runs commands as its user)"},
 	{"workers", "workers", []string{"POOL_WORKERS", "CA_MAX_PARALLEL_WORKERS"}, "4", "`N` concurrent reviewer sessions"},
 	{"instance_id", "instance-id", []string{"POOL_INSTANCE_ID"}, "", "`identity` of this pool (default: kept in the state dir)"},
 	{"poll_interval", "poll-interval", []string{"POOL_POLL_INTERVAL"}, "30s", "time between discovery cycles (a `duration`)"},
@@ -203,6 +219,8 @@ var settings = []setting{
 	{"reviewers.accounts", "reviewers", []string{"POOL_REVIEWERS"}, "", "comma-separated reviewer `accounts` whose reviews count (default: any account the forge marks official, but the author)"},
 	{"reviewers.allow_unofficial", "allow-unofficial-reviewers", []string{"POOL_REVIEWERS_ALLOW_UNOFFICIAL"}, "false", "count the listed reviewers' reviews even without write access (a `bool`)"},
 	{"checks_grace", "checks-grace", []string{"POOL_CHECKS_GRACE"}, "2m", "an approved head with no statuses waits this `duration` for a CI before it merges"},
+	{"fixers.enabled", "fixers", []string{"POOL_FIXERS_ENABLED"}, "true", "start a fixer session on an approved PR whose checks fail (a `bool`)"},
+	{"fixers.forks", "fixers-forks", []string{"POOL_FIXERS_FORKS"}, "false", "start fixers on PRs from forks too; they push to the fork's branch (a `bool`)"},
 	{"claims.trusted", "trusted-claimers", []string{"POOL_CLAIMS_TRUSTED"}, "", "comma-separated `accounts` whose claims are honoured"},
 	{"session_timeout", "session-timeout", []string{"POOL_SESSION_TIMEOUT"}, "60m", "abort a session busy longer than this `duration`"},
 	{"shutdown_timeout", "shutdown-timeout", []string{"POOL_SHUTDOWN_TIMEOUT"}, "30s", "time allowed for a clean exit (a `duration`)"},
@@ -473,38 +491,41 @@ func parseError(err error) string {
 func decode(v *viper.Viper) (Config, error) {
 	d := decoder{v: v}
 	cfg := Config{
-		ForgejoURL:      strings.TrimRight(d.str("forgejo.url"), "/"),
-		AgentURL:        strings.TrimRight(d.str("agent.url"), "/"),
-		AgentName:       d.str("agent.name"),
-		AgentPassword:   d.str("agent.password"),
-		Workers:         d.integer("workers"),
-		InstanceID:      d.str("instance_id"),
-		PollInterval:    d.duration("poll_interval"),
-		StatusInterval:  d.duration("status_interval"),
-		ClaimTTL:        d.duration("claim_ttl"),
-		IdleExit:        d.integer("idle_exit"),
-		DiagnosticEvery: d.integer("diagnostic_every"),
-		SkipLabel:       d.str("skip_label"),
-		StateDir:        d.str("state_dir"),
-		SpecFile:        d.str("spec_file"),
-		GitName:         d.str("git.name"),
-		GitEmail:        d.str("git.email"),
-		ChecksGrace:     d.duration("checks_grace"),
-		TrustedClaimers: d.list("claims.trusted"),
-		SessionTimeout:  d.duration("session_timeout"),
-		ShutdownTimeout: d.duration("shutdown_timeout"),
-		AbortOnExit:     d.boolean("abort_on_exit"),
-		MergeStyle:      d.str("merge.style"),
-		MergeUpdate:     d.str("merge.update"),
-		UpdateStyle:     d.str("merge.update_style"),
-		AutoMerge:       d.boolean("merge.auto"),
-		Listen:          d.str("webhook.listen"),
-		HookURL:         d.str("webhook.url"),
-		OpsListen:       loopbackDefault(d.str("ops.listen")),
-		OpsURL:          strings.TrimRight(d.str("ops.url"), "/"),
-		StatusContext:   d.str("commit_status.context"),
-		LogFormat:       strings.ToLower(d.str("log_format")),
-		MaxBody:         d.size("limits.max_body"),
+		ForgejoURL:    strings.TrimRight(d.str("forgejo.url"), "/"),
+		AgentURL:      strings.TrimRight(d.str("agent.url"), "/"),
+		AgentName:     d.str("agent.name"),
+		AgentPassword: d.str("agent.password"),
+
+		AgentAllowNoPassword: d.boolean("agent.allow_no_password"),
+		Workers:              d.integer("workers"),
+		InstanceID:           d.str("instance_id"),
+		PollInterval:         d.duration("poll_interval"),
+		StatusInterval:       d.duration("status_interval"),
+		ClaimTTL:             d.duration("claim_ttl"),
+		IdleExit:             d.integer("idle_exit"),
+		DiagnosticEvery:      d.integer("diagnostic_every"),
+		SkipLabel:            d.str("skip_label"),
+		StateDir:             d.str("state_dir"),
+		SpecFile:             d.str("spec_file"),
+		GitName:              d.str("git.name"),
+		GitEmail:             d.str("git.email"),
+		ChecksGrace:          d.duration("checks_grace"),
+		TrustedClaimers:      d.list("claims.trusted"),
+		Fixers:               Fixers{Enabled: d.boolean("fixers.enabled"), Forks: d.boolean("fixers.forks")},
+		SessionTimeout:       d.duration("session_timeout"),
+		ShutdownTimeout:      d.duration("shutdown_timeout"),
+		AbortOnExit:          d.boolean("abort_on_exit"),
+		MergeStyle:           d.str("merge.style"),
+		MergeUpdate:          d.str("merge.update"),
+		UpdateStyle:          d.str("merge.update_style"),
+		AutoMerge:            d.boolean("merge.auto"),
+		Listen:               d.str("webhook.listen"),
+		HookURL:              d.str("webhook.url"),
+		OpsListen:            loopbackDefault(d.str("ops.listen")),
+		OpsURL:               strings.TrimRight(d.str("ops.url"), "/"),
+		StatusContext:        d.str("commit_status.context"),
+		LogFormat:            strings.ToLower(d.str("log_format")),
+		MaxBody:              d.size("limits.max_body"),
 
 		AllowInsecureHTTP: d.boolean("allow_insecure_http"),
 	}
@@ -687,6 +708,15 @@ func loadSecret(key, value, file string) (string, error) {
 	}
 	if file == "" {
 		return value, nil
+	}
+	fi, err := os.Stat(file)
+	if err != nil {
+		return "", &Error{Key: key + "_file", Reason: fmt.Sprintf("cannot read: %v", err)}
+	}
+	if fi.Mode().Perm()&0o004 != 0 {
+		// The agent server runs what strangers wrote; its user must not
+		// read the pool's secrets.
+		return "", &Error{Key: key + "_file", Reason: fmt.Sprintf("%s is readable by every user: chmod o-r it", file)}
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {

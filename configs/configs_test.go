@@ -132,6 +132,16 @@ func TestLoadTokenFile(t *testing.T) {
 	if cfg.Token != "abc123" {
 		t.Errorf("token = %q", cfg.Token)
 	}
+	// A file every user may read is refused: the agent server's user, which
+	// runs what strangers wrote, is one of them.
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load([]string{"--forgejo-url", "https://f.test", "--repo", "a/b", "--forgejo-token-file", file})
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Key != "forgejo.token_file" || !strings.Contains(ce.Reason, "readable by every user") {
+		t.Errorf("a token file readable by every user: %v, want a config error on forgejo.token_file", err)
+	}
 }
 
 func TestLoadErrorsNameTheKey(t *testing.T) {
@@ -217,5 +227,40 @@ func TestReviewersInAFile(t *testing.T) {
 		if strings.Join(cfg.Reviewers, ",") != strings.Join(tt.want, ",") || cfg.AllowUnofficial != tt.unofficed {
 			t.Errorf("%q: reviewers %v allow_unofficial %v", tt.body, cfg.Reviewers, cfg.AllowUnofficial)
 		}
+	}
+}
+
+// TestIsolationSettings: the agent server's password rule, the fixers'
+// switches and their defaults, read from flags and the environment; a
+// value that is not a bool names its key.
+func TestIsolationSettings(t *testing.T) {
+	base := []string{"--forgejo-url", "https://f.test", "--repo", "a/b"}
+	clearEnv(t)
+	t.Setenv("POOL_FORGEJO_TOKEN", "t")
+	cfg, err := Load(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.AgentAllowNoPassword || !cfg.Fixers.Enabled || cfg.Fixers.Forks {
+		t.Errorf("defaults: allow_no_password %v, fixers %+v; want false, enabled, no forks", cfg.AgentAllowNoPassword, cfg.Fixers)
+	}
+	if !cfg.AgentOnLoopback() {
+		t.Errorf("the default agent URL %s is not on loopback", cfg.AgentURL)
+	}
+	cfg, err = Load(append(base, "--agent-allow-no-password", "--fixers=false", "--fixers-forks", "--agent-url", "https://agents.example:4096"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.AgentAllowNoPassword || cfg.Fixers.Enabled || !cfg.Fixers.Forks || cfg.AgentOnLoopback() {
+		t.Errorf("flags not read: allow_no_password %v, fixers %+v, loopback %v", cfg.AgentAllowNoPassword, cfg.Fixers, cfg.AgentOnLoopback())
+	}
+	for key, env := range map[string]string{"agent.allow_no_password": "POOL_AGENT_ALLOW_NO_PASSWORD", "fixers.enabled": "POOL_FIXERS_ENABLED"} {
+		t.Setenv(env, "maybe")
+		_, err := Load(base)
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Key != key {
+			t.Errorf("%s=maybe: %v, want a config error naming %s", env, err, key)
+		}
+		t.Setenv(env, "")
 	}
 }

@@ -104,6 +104,13 @@ func checkURL(key, s string) *Error {
 	return nil
 }
 
+// AgentOnLoopback reports whether the agent server's URL names this
+// machine.
+func (c Config) AgentOnLoopback() bool {
+	u, err := url.Parse(c.AgentURL)
+	return err == nil && isLoopback(u.Hostname())
+}
+
 // isLoopback reports whether host names this machine: localhost or a
 // loopback address.
 func isLoopback(host string) bool {

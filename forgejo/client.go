@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -233,6 +234,23 @@ func (c *Client) Me(ctx context.Context) (string, error) {
 	return u.UserName, nil
 }
 
+// Permission returns an account's permission on the repository (none,
+// read, write, admin or owner). The forge answers only an admin of the
+// repository or the account itself; others get a 403 error.
+func (c *Client) Permission(ctx context.Context, owner, repo, account string) (string, error) {
+	op := fmt.Sprintf("read the permission of %s on %s/%s", account, owner, repo)
+	var p struct {
+		Permission string `json:"permission"`
+	}
+	if err := c.getJSON(ctx, op, fmt.Sprintf("%s/collaborators/%s/permission", repoPath(owner, repo), url.PathEscape(account)), &p); err != nil {
+		return "", err
+	}
+	if p.Permission == "" {
+		return "", malformed(op, errors.New("no permission"))
+	}
+	return p.Permission, nil
+}
+
 // DefaultBranch returns the repository's default branch.
 func (c *Client) DefaultBranch(ctx context.Context, owner, repo string) (string, error) {
 	op := "get repo " + owner + "/" + repo
@@ -274,12 +292,18 @@ func (c *Client) PR(ctx context.Context, owner, repo string, n int) (PR, error) 
 	return d.PR, err
 }
 
-// Comments lists the comments of an issue or PR (the forge does not page
-// them).
+// Comments lists the comments of an issue or PR. The forge answers the
+// list in one piece (it does not page it); when that answer is over the
+// body cap (outsiders wrote a lot), the comments are read in pages from the
+// timeline instead, keeping the newest that fit (timelineComments).
 func (c *Client) Comments(ctx context.Context, owner, repo string, n int) ([]Comment, error) {
 	op := fmt.Sprintf("list comments of %s/%s#%d", owner, repo, n)
 	var batch []*apiComment
-	if err := c.getJSON(ctx, op, fmt.Sprintf("%s/issues/%d/comments", repoPath(owner, repo), n), &batch); err != nil {
+	err := c.getJSON(ctx, op, fmt.Sprintf("%s/issues/%d/comments", repoPath(owner, repo), n), &batch)
+	if IsTooLarge(err) {
+		return c.timelineComments(ctx, owner, repo, n)
+	}
+	if err != nil {
 		return nil, err
 	}
 	out := make([]Comment, 0, len(batch))

@@ -42,6 +42,11 @@ type listing struct {
 	// are paged in the database: a short page is the last, and a quiet
 	// list costs one request.
 	filtered bool
+	// skipHuge skips an entry over the body cap alone rather than failing
+	// the listing: for lists anyone may write to (comments), where a
+	// stranger's one huge entry must not stop the pool reading the rest.
+	skipHuge bool
+	skipped  *int // counts the entries skipHuge skipped; nil: not counted
 }
 
 // eachPage reads l page by page and hands each page's body to read, which
@@ -57,6 +62,14 @@ func (c *Client) eachPage(ctx context.Context, l listing, read func(page int, bo
 	for page := 1; ; {
 		a, err := c.send(ctx, l.op, http.MethodGet, pagePath(l.path, pos/size+1, size), nil)
 		if IsTooLarge(err) {
+			if size == 1 && l.skipHuge {
+				pos++
+				size = alignedPage(pos, c.pageSize)
+				if l.skipped != nil {
+					*l.skipped++
+				}
+				continue
+			}
 			if size == 1 {
 				return &Error{Op: l.op, Err: fmt.Errorf("entry %d alone: %w", pos+1, errors.Unwrap(err))}
 			}

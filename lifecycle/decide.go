@@ -60,7 +60,7 @@ func (t Track) atHead(head string, now time.Time) Track {
 	if head != t.HeadSHA {
 		t.Attempts, t.Failures = 0, 0
 		t.NotBefore = time.Time{}
-		t.FixerSHA, t.LastStatus, t.Blocked, t.UncountedSHA, t.LandedIn = "", "", "", "", ""
+		t.FixerSHA, t.LastStatus, t.Blocked, t.LandedIn = "", "", "", ""
 		t.Refusals, t.Refused, t.RefusedUntil, t.RefusedSeen, t.RefusedOn = 0, "", time.Time{}, time.Time{}, ""
 		t.WaitedForChecks = false
 		if t.HeadSHA != t.Update.From {
@@ -75,9 +75,6 @@ func unreviewed(p Policy, t Track, o Observation) (Track, Action) {
 	t.State = Unreviewed
 	if reason := reviewerCannotCount(p, o.Protection); reason != "" {
 		return blocked(t, o.HeadSHA, reason)
-	}
-	if t.UncountedSHA == o.HeadSHA && t.Blocked != "" {
-		return blocked(t, o.HeadSHA, t.Blocked)
 	}
 	t.Blocked = ""
 	switch {
@@ -116,6 +113,8 @@ func approved(p Policy, t Track, o Observation) (Track, Action) {
 		t, diag := t.retry(p, CIFailing, string(ChecksFailing))
 		switch {
 		case t.FixerSHA == o.HeadSHA:
+		case noFixer(p, o) != "":
+			return t, Action{Kind: Wait, Reason: "checks failing; " + noFixer(p, o), Diagnostic: diag}
 		case o.Claim == claims.Taken:
 			return t, Action{Kind: Wait, Reason: "checks failing; another pool holds the PR", Diagnostic: diag}
 		case o.Now.Before(t.NotBefore):
@@ -176,6 +175,17 @@ func mergeOrWait(p Policy, t Track, o Observation, reason string) (Track, Action
 	}
 	t.State = MergeQueued
 	return t, Action{Kind: Merge, Reason: reason}
+}
+
+// noFixer says why no fixer may be started for the PR, or "".
+func noFixer(p Policy, o Observation) string {
+	switch {
+	case p.NoFixers:
+		return "fixers are off (fixers.enabled); waiting for a push"
+	case o.Fork && !p.FixForks:
+		return "the head is in another repository, and fixers push only to this one's branches (fixers.forks); waiting for a push"
+	}
+	return ""
 }
 
 // update asks for the update of an approved, green head behind its base,
@@ -304,24 +314,31 @@ func landedReason(commit string) string {
 		"repository's settings, or mark the PR merged or close it by hand", commit)
 }
 
-// SessionLeftNoReview records a reviewer session that ended without a review
-// on the head, and backs off before the next one.
-func SessionLeftNoReview(p Policy, t Track, now time.Time) Track {
+// NoReviewNoteAfter is the number of sessions at one head that left no
+// counted review after which the pool says so on the PR, once.
+const NoReviewNoteAfter = 3
+
+// SessionLeftNoReview records a reviewer session that ended without a
+// counted review on the head, and backs off before the next one. It is
+// never a hold: what is on the forge besides (an outsider's approval, which
+// a session may have taken for a review) does not stop the PR's review.
+// After NoReviewNoteAfter such sessions it asks for one note, naming the
+// approvals on the head that do not count (uncounted), which may be the
+// pool's own reviewer's when its account lacks write access or a place on
+// the branch's approvals whitelist.
+func SessionLeftNoReview(p Policy, t Track, now time.Time, uncounted []string) (Track, Action) {
 	t.Failures++
 	// No jitter: the decision stays a pure function of its inputs.
 	t.NotBefore = now.Add(backoff.Policy{Base: p.RetryBase, Max: p.RetryMax}.Delay(t.Failures, 0))
-	return t
-}
-
-// SessionLeftUncountedApproval records a session after which the head
-// carries approvals that the rule does not count (the reviewer account
-// lacks write access or a place on the approvals whitelist): another session
-// would do the same, so the PR waits for a person, with one note.
-func SessionLeftUncountedApproval(t Track, accounts []string) (Track, Action) {
-	t.UncountedSHA = t.HeadSHA
-	return blocked(t, t.HeadSHA, fmt.Sprintf(
-		"the approval by %s does not count: the forge does not mark it official (the account needs write access, or a place on the branch's approvals whitelist)",
-		joinAccounts(accounts)))
+	if t.Failures != NoReviewNoteAfter {
+		return t, Action{Kind: Wait, Reason: "backing off after a session that left no review"}
+	}
+	reason := fmt.Sprintf("%d reviewer sessions left no review that counts on this head", t.Failures)
+	if len(uncounted) > 0 {
+		reason += fmt.Sprintf("; the approval by %s does not count: the forge does not mark it official "+
+			"(the account needs write access, or a place on the branch's approvals whitelist)", joinAccounts(uncounted))
+	}
+	return t, Action{Kind: NoteNoReview, Reason: reason}
 }
 
 // FixerStarted records that a fixer session was created and prompted for

@@ -69,6 +69,11 @@ func TestDecide(t *testing.T) {
 		{name: "an auto-merge left armed is cancelled", track: Track{HeadSHA: "h1", ArmedSHA: "h1"},
 			obs: approvedWith(status("ci", "pending")), wantKind: Disarm},
 		{name: "failing checks ask for a fixer", obs: approvedWith(status("ci", "failure")), wantKind: Fix, wantState: CIFailing},
+		{name: "no fixer when fixers are off", policy: withFixers(true, false),
+			obs: approvedWith(status("ci", "failure")), wantKind: Wait, wantState: CIFailing},
+		{name: "no fixer for a PR from a fork", obs: fromFork(approvedWith(status("ci", "failure"))), wantKind: Wait, wantState: CIFailing},
+		{name: "a fixer for a PR from a fork when fixers.forks", policy: withFixers(false, true),
+			obs: fromFork(approvedWith(status("ci", "failure"))), wantKind: Fix, wantState: CIFailing},
 		{name: "a fixer that could not start backs off", track: Track{HeadSHA: "h1", HeadSeen: now, NotBefore: now.Add(time.Minute)},
 			obs: approvedWith(status("ci", "failure")), wantKind: Wait, wantState: CIFailing},
 		{name: "another pool's fixer is not doubled", obs: func(o Observation) Observation {
@@ -76,11 +81,8 @@ func TestDecide(t *testing.T) {
 			o.Claim = claims.Taken
 			return o
 		}, wantKind: Wait, wantState: CIFailing},
-		{name: "no more sessions for a head whose session left an uncounted approval",
-			track:    Track{HeadSHA: "h1", HeadSeen: now, UncountedSHA: "h1", Blocked: "approval by r does not count", NotedBlock: "h1 approval by r does not count"},
-			wantKind: Wait, wantState: AwaitingHuman},
-		{name: "a new head after an uncounted approval is reviewed",
-			track:    Track{HeadSHA: "h0", HeadSeen: now, UncountedSHA: "h0", Blocked: "x", NotedBlock: "h0 x"},
+		{name: "sessions that left no review are retried once the back-off ends",
+			track:    Track{HeadSHA: "h1", HeadSeen: now, Failures: 5, NotBefore: now.Add(-time.Second)},
 			wantKind: Review, wantState: Unreviewed},
 		{name: "no second fixer for a head", track: Track{HeadSHA: "h1", FixerSHA: "h1"},
 			obs: approvedWith(status("ci", "failure")), wantKind: Wait, wantState: CIFailing},
@@ -176,6 +178,12 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+func withFixers(off, forks bool) Policy {
+	p := policy
+	p.NoFixers, p.FixForks = off, forks
+	return p
+}
+
 func withGrace(d time.Duration) Policy {
 	p := policy
 	p.ChecksGrace = d
@@ -189,6 +197,10 @@ func approvedWith(checks ...Check) func(Observation) Observation {
 		o.Checks = checks
 		return o
 	}
+}
+
+func fromFork(f func(Observation) Observation) func(Observation) Observation {
+	return func(o Observation) Observation { o = f(o); o.Fork = true; return o }
 }
 
 // protected approves h1 with a green check under the protection p.
@@ -252,10 +264,39 @@ func TestSessionLeftNoReviewBacksOff(t *testing.T) {
 		want     time.Duration
 	}{{0, time.Minute}, {1, 2 * time.Minute}, {2, 4 * time.Minute}, {9, time.Hour}}
 	for _, tt := range tests {
-		got := SessionLeftNoReview(p, Track{Failures: tt.failures}, now)
+		got, _ := SessionLeftNoReview(p, Track{Failures: tt.failures}, now, nil)
 		if got.Failures != tt.failures+1 || got.NotBefore.Sub(now) != tt.want {
 			t.Errorf("after %d failures: failures %d, wait %s; want %d, %s", tt.failures, got.Failures, got.NotBefore.Sub(now), tt.failures+1, tt.want)
 		}
+	}
+}
+
+// TestSessionLeftNoReviewNotesOnceAndNeverHolds: the third session at a
+// head that left no counted review asks for one note, naming the approvals
+// that do not count; no session ever holds the PR.
+func TestSessionLeftNoReviewNotesOnceAndNeverHolds(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	p := Policy{RetryBase: time.Minute, RetryMax: time.Hour}
+	tr := Track{HeadSHA: "h1", State: Unreviewed}
+	var notes []string
+	for i := 0; i < 6; i++ {
+		var act Action
+		tr, act = SessionLeftNoReview(p, tr, now, []string{"mallory"})
+		if act.Kind == NoteNoReview {
+			notes = append(notes, act.Reason)
+		} else if act.Kind != Wait {
+			t.Errorf("session %d: action %s", i+1, act.Kind)
+		}
+		if tr.Blocked != "" || tr.State == AwaitingHuman {
+			t.Errorf("session %d left the PR held: %+v", i+1, tr)
+		}
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "3 reviewer sessions") || !strings.Contains(notes[0], "mallory") {
+		t.Errorf("notes = %q, want one after the third session naming mallory", notes)
+	}
+	next, act := Decide(p, tr, Observation{Open: true, HeadSHA: "h1", Now: tr.NotBefore})
+	if act.Kind != Review || next.State != Unreviewed {
+		t.Errorf("after the back-off: %s %s, want a review", act.Kind, next.State)
 	}
 }
 

@@ -80,9 +80,6 @@ type Track struct {
 	Blocked string `json:"blocked"`
 	// NotedBlock is the head and reason the blocked note was posted for.
 	NotedBlock string `json:"noted_block"`
-	// UncountedSHA is the head at which a session of the pool's left an
-	// approval the rule does not count: no more sessions for that head.
-	UncountedSHA string `json:"uncounted_sha"`
 	// WaitedForChecks: the approved head waited for pending checks; its
 	// merge is announced on the issues the PR closes.
 	WaitedForChecks bool `json:"waited_for_checks"`
@@ -144,6 +141,10 @@ type Observation struct {
 	// made (Track.Update): read only then.
 	HeadParents []string
 	DiffHash    string
+	// Fork says the head branch is in another repository than the base
+	// (or the forge did not say where): a fixer would push to a stranger's
+	// repository.
+	Fork bool
 	// Reviews are all the PR's reviews; Policy.Rule says which count.
 	Reviews []forgejo.Review
 	// Checks are the head's checks, read when the head is approved.
@@ -164,16 +165,17 @@ type Observation struct {
 type Kind string
 
 const (
-	Wait         Kind = "wait"     // nothing now
-	Review       Kind = "review"   // start a reviewer session
-	Fix          Kind = "fix"      // start a fixer session for failing checks
-	Merge        Kind = "merge"    // queue the merge, pinned to the head
-	Disarm       Kind = "disarm"   // cancel an auto-merge an older pool armed
-	Drop         Kind = "drop"     // stop tracking (merged or closed)
-	Skip         Kind = "skip"     // a human owns it
-	NoteConflict Kind = "conflict" // post the conflict comment once
-	NoteBlocked  Kind = "blocked"  // post, once, why the protection refuses the merge
-	Update       Kind = "update"   // bring the base into the head branch, in the merge queue
+	Wait         Kind = "wait"      // nothing now
+	Review       Kind = "review"    // start a reviewer session
+	Fix          Kind = "fix"       // start a fixer session for failing checks
+	Merge        Kind = "merge"     // queue the merge, pinned to the head
+	Disarm       Kind = "disarm"    // cancel an auto-merge an older pool armed
+	Drop         Kind = "drop"      // stop tracking (merged or closed)
+	Skip         Kind = "skip"      // a human owns it
+	NoteConflict Kind = "conflict"  // post the conflict comment once
+	NoteBlocked  Kind = "blocked"   // post, once, why the protection refuses the merge
+	Update       Kind = "update"    // bring the base into the head branch, in the merge queue
+	NoteNoReview Kind = "no-review" // post, once, that sessions leave no counted review
 )
 
 // Action is one decision. Diagnostic asks for the retry comment alongside.
@@ -196,6 +198,10 @@ type Policy struct {
 	// RetryBase and RetryMax bound the wait after a session that left no
 	// review, and after a refused merge.
 	RetryBase, RetryMax time.Duration
+	// NoFixers: no fixer session is started for failing checks
+	// (fixers.enabled false). FixForks: fixers are started on PRs from
+	// forks too (fixers.forks).
+	NoFixers, FixForks bool
 	// Update says when an approved, green PR behind its base is updated
 	// before its merge; UpdateStyle how (merge or rebase).
 	Update      UpdateMode

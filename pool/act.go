@@ -43,6 +43,10 @@ func (p *Pool) act(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a life
 			p.setTrack(pr.Number, lifecycle.NoteNotPosted(p.track(pr.Number)))
 			return err
 		}
+	case lifecycle.NoteNoReview:
+		p.log.Warn("sessions leave no counted review; still retrying", "pr", pr.Number, "reason", a.Reason)
+		_, err := p.comment(ctx, pr.Number, noReviewBody(pr.HeadSHA, a.Reason))
+		return err
 	case lifecycle.Skip:
 		p.count(pr.Number, &p.stats.skipped)
 	case lifecycle.Drop:

@@ -208,6 +208,7 @@ func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observatio
 	obs := lifecycle.Observation{Open: pr.State == "open", Merged: pr.Merged, Updated: pr.Updated, HeadSHA: pr.HeadSHA, Author: pr.Author,
 		Skip: p.cfg.SkipLabel != "" && pr.HasLabel(p.cfg.SkipLabel), Mergeable: pr.Mergeable, Behind: pr.Behind(),
 		BaseSHA: pr.BaseSHA, MergeBase: pr.MergeBase, MayUpdate: pr.SameRepo(p.cfg.Repo()) || pr.MaintainerCanEdit,
+		Fork:       !pr.SameRepo(p.cfg.Repo()),
 		Protection: p.currentProtection(), Now: p.now()}
 	if !obs.Open || obs.Merged {
 		return obs, nil

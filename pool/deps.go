@@ -23,6 +23,7 @@ type Forge interface {
 	StatusHistory(ctx context.Context, owner, repo, sha string) ([]forgejo.Status, error)
 	OpenDependencies(ctx context.Context, owner, repo string, n int) ([]string, error)
 	Protection(ctx context.Context, owner, repo, branch string) (forgejo.Protection, error)
+	Permission(ctx context.Context, owner, repo, account string) (string, error)
 	Merge(ctx context.Context, owner, repo string, n int, opt forgejo.MergeOptions) (forgejo.MergeResult, error)
 	MarkMerged(ctx context.Context, owner, repo string, n int, commit string) (forgejo.MergeResult, error)
 	CancelAutoMerge(ctx context.Context, owner, repo string, n int) error
@@ -36,6 +37,7 @@ type Forge interface {
 // agents per directory.
 type Agent interface {
 	Agents(ctx context.Context, dir string) ([]string, error)
+	OpenToAnyone(ctx context.Context) (bool, error)
 	CreateSession(ctx context.Context, title, dir string) (agent.Session, error)
 	PromptAsync(ctx context.Context, sessionID, agentName, text string) error
 	Statuses(ctx context.Context, dir string) (map[string]agent.Status, error)

@@ -33,9 +33,10 @@ type fakeForge struct {
 	manualMerges bool
 	// lostRace: the merge of these PRs merges them but answers 409, as
 	// Forgejo does when another merge of the PR won the race.
-	lostRace   map[int]bool
-	protection forgejo.Protection
-	merged     map[int]time.Time // when each PR merged
+	lostRace    map[int]bool
+	permissions map[string]string // account: permission; absent answers 403
+	protection  forgejo.Protection
+	merged      map[int]time.Time // when each PR merged
 	// recheck, when set, is how long the forge takes to test the other open
 	// PRs against the base after a merge: they read not mergeable, and a
 	// merge call answers 405 "try again later", until then.
@@ -78,7 +79,7 @@ func newFakeForge(prs ...int) *fakeForge {
 		updateAnswer: map[int]forgejo.UpdateResult{}}
 	for _, n := range prs {
 		f.prs[n] = &forgejo.PR{Number: n, State: "open", Mergeable: true, HeadSHA: fakeSHA(fmt.Sprintf("sha-%d-a", n)),
-			BaseRef: "main", Author: "author", Updated: time.Now(), HeadRepo: "o/r", MergeBase: f.base}
+			BaseRef: "main", Author: "author", Updated: time.Now(), HeadRepo: "o/r", HeadRef: fmt.Sprintf("feature-%d", n), MergeBase: f.base}
 	}
 	return f
 }
@@ -363,6 +364,15 @@ func (f *fakeForge) setMerged(n int) {
 	f.merged[n] = f.now()
 }
 
+func (f *fakeForge) Permission(_ context.Context, _, _ string, account string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p, ok := f.permissions[account]; ok {
+		return p, nil
+	}
+	return "", &forgejo.Error{Op: "permission", Status: 403, Err: errors.New("forbidden")}
+}
+
 func (f *fakeForge) CancelAutoMerge(_ context.Context, _, _ string, n int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -415,6 +425,7 @@ type fakeAgent struct {
 	asks         []agent.Permission
 	aborted      []string
 	agents       []string // the agents it knows
+	open         bool     // answers without a password
 	disposed     []string // directories whose instance was disposed
 	// down makes the named calls ("create", "prompt", "delete", "sessions")
 	// fail as an unreachable server's do, while it holds. "create" still
@@ -445,6 +456,12 @@ func (a *fakeAgent) setDown(op string, down bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.down[op] = down
+}
+
+func (a *fakeAgent) OpenToAnyone(context.Context) (bool, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.open, nil
 }
 
 func (a *fakeAgent) Agents(context.Context, string) ([]string, error) {

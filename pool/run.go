@@ -104,7 +104,7 @@ func openRepo(ctx context.Context, cfg configs.Config, d Deps) (*Pool, *clone.Cl
 	}
 	var cl *clone.Clone
 	err = retryStart(ctx, log, "clone", startFirstWait, cloneRetryable, func() (err error) {
-		cl, err = clone.Open(ctx, clone.Options{Dir: filepath.Join(store.Dir(), "clone"),
+		cl, err = clone.Open(ctx, clone.Options{Dir: filepath.Join(store.Dir(), "clone"), Log: log.With("component", "clone"),
 			URL:   fmt.Sprintf("%s/%s/%s.git", cfg.ForgejoURL, cfg.Owner, cfg.Name),
 			Token: cfg.Token, Branch: p.base, GitName: cfg.GitName, GitEmail: cfg.GitEmail})
 		return err

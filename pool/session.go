@@ -54,7 +54,8 @@ func (p *Pool) runSlot(ctx, work context.Context, c candidate) {
 	s, err := p.dispatch(work, pr, c.kind)
 	if err != nil {
 		log.Warn("starting a session failed; backing off", "err", err)
-		p.setTrack(pr.Number, lifecycle.SessionLeftNoReview(p.policy, p.track(pr.Number), p.now()))
+		t, _ := lifecycle.SessionLeftNoReview(p.policy, p.track(pr.Number), p.now(), nil)
+		p.setTrack(pr.Number, t)
 		return
 	}
 	p.follow(ctx, work, s)
@@ -121,7 +122,8 @@ func (p *Pool) deleteLosers(ctx context.Context, v claims.View) error {
 // deleted, now or, if the agent server does not answer, later.
 func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind) (*session, error) {
 	in := promptInput{PR: pr.Number, Repo: p.cfg.Repo(), Head: pr.HeadSHA, Spec: p.spec, Tag: report.NewTag(),
-		Reviewed: p.track(pr.Number).ReviewedSHA != "", Fix: kind == lifecycle.Fix, Base: p.base,
+		Reviewed: p.track(pr.Number).ReviewedSHA != "", Fix: kind == lifecycle.Fix, Base: p.base, Rule: p.policy.Rule,
+		PushRepo: pr.HeadRepo, PushBranch: pr.HeadRef,
 		Data: report.Data{Target: fmt.Sprintf("%s#%d", p.cfg.Repo(), pr.Number)}}
 	if in.Fix {
 		history, err := p.forge.StatusHistory(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
@@ -262,40 +264,30 @@ func (p *Pool) collect(ctx context.Context, s *session) {
 }
 
 // noReviewLeft handles a session after which the head still has no counted
-// review. When the session left an approval that does not count (its
-// account lacks write access or a place on the approvals whitelist),
-// another session would do the same: the PR waits for a person, with one
-// note. Otherwise the PR is retried after a back-off.
+// review: the PR is retried after a back-off, whatever else is on the head.
+// An approval that does not count is never taken for the session's outcome:
+// an outsider can make one at any time. After a few such sessions the pool
+// says so once, naming the approvals that do not count (the pool's own
+// reviewer's, when its account lacks write access or a place on the
+// approvals whitelist).
 func (p *Pool) noReviewLeft(ctx context.Context, s *session, pr forgejo.PR) {
 	log := p.log.With("pr", s.pr, "session", s.id)
-	if accounts := p.uncountedSince(ctx, pr, s.started.Add(-time.Minute)); len(accounts) > 0 {
-		t, act := lifecycle.SessionLeftUncountedApproval(p.track(s.pr), accounts)
-		p.setTrack(s.pr, t)
-		log.Warn("the session's approval does not count; waiting for a person", "accounts", accounts)
-		if err := p.act(ctx, pr, t, act); err != nil {
-			log.Warn("posting the hold note failed; next cycle will", "err", err)
-		}
-		return
+	t, act := lifecycle.SessionLeftNoReview(p.policy, p.track(s.pr), p.now(), p.uncounted(ctx, pr))
+	p.setTrack(s.pr, t)
+	log.Warn("session left no counted review on the head; backing off", "failures", t.Failures)
+	if err := p.act(ctx, pr, t, act); err != nil {
+		log.Warn("posting the note that sessions leave no review failed", "err", err)
 	}
-	p.setTrack(s.pr, lifecycle.SessionLeftNoReview(p.policy, p.track(s.pr), p.now()))
-	log.Warn("session left no review on the head; backing off", "failures", p.track(s.pr).Failures)
 }
 
-// uncountedSince lists the authors of approvals on the head, submitted
-// since the moment given (forge clock, hence the caller's margin), that the
-// review rule does not count.
-func (p *Pool) uncountedSince(ctx context.Context, pr forgejo.PR, since time.Time) []string {
+// uncounted lists the authors of approvals on the head that the review
+// rule does not count.
+func (p *Pool) uncounted(ctx context.Context, pr forgejo.PR) []string {
 	reviews, err := p.forge.Reviews(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 	if err != nil {
 		return nil
 	}
-	var recent []forgejo.Review
-	for _, r := range reviews {
-		if !r.Submitted.Before(since) {
-			recent = append(recent, r)
-		}
-	}
-	return p.policy.Rule.HeadVerdict(pr.Author, pr.HeadSHA, recent).Uncounted
+	return p.policy.Rule.HeadVerdict(pr.Author, pr.HeadSHA, reviews).Uncounted
 }
 
 // result reads the session's final assistant text and parses it.

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -92,6 +93,49 @@ func TestUnknownAgentStopsTheStart(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Key != "agent.name" || !strings.Contains(ce.Reason, `"ca-pr-self-reviewer"`) ||
 		!strings.Contains(ce.Reason, "build, plan") {
 		t.Fatalf("New = %v; want a config error on agent.name naming the agent and listing build, plan", err)
+	}
+}
+
+// TestAgentServerWithoutPassword: an agent server that answers without a
+// password stops the start off loopback (a config error naming
+// agent.password), unless agent.allow_no_password; on loopback the pool
+// starts and warns.
+func TestAgentServerWithoutPassword(t *testing.T) {
+	tests := []struct {
+		name     string
+		url      string
+		allow    bool
+		wantErr  bool
+		wantWarn bool
+	}{
+		{"off loopback", "http://agent.test", false, true, false},
+		{"off loopback, allowed", "http://agent.test", true, false, true},
+		{"loopback", "http://127.0.0.1:4096", false, false, true},
+		{"localhost", "http://localhost:4096", false, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeForge(1)
+			a := newFakeAgent(approver(f, time.Millisecond))
+			a.open = true
+			cfg := testConfig(1)
+			cfg.AgentURL, cfg.AgentAllowNoPassword = tt.url, tt.allow
+			var logs strings.Builder
+			_, err := New(context.Background(), cfg, Deps{Forge: f, Agent: a, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+			var ce *configs.Error
+			if got := errors.As(err, &ce) && ce.Key == "agent.password"; got != tt.wantErr {
+				t.Errorf("New = %v; want a config error on agent.password: %v", err, tt.wantErr)
+			}
+			if got := strings.Contains(logs.String(), "answers without a password"); got != tt.wantWarn {
+				t.Errorf("warned = %v, want %v:\n%s", got, tt.wantWarn, logs.String())
+			}
+		})
+	}
+	a := newFakeAgent(approver(newFakeForge(1), time.Millisecond)) // asks for a password
+	var logs strings.Builder
+	if _, err := New(context.Background(), testConfig(1), Deps{Forge: newFakeForge(1), Agent: a, Log: slog.New(slog.NewTextHandler(&logs, nil))}); err != nil ||
+		strings.Contains(logs.String(), "password") {
+		t.Errorf("a server that asks for a password: New = %v, log:\n%s", err, logs.String())
 	}
 }
 
@@ -344,5 +388,28 @@ func TestMergeInFlightGetsTheShutdownTimeout(t *testing.T) {
 			}
 			goleak.VerifyNone(t)
 		})
+	}
+}
+
+// TestReviewerThatCouldMergeIsWarned: a configured reviewer account with
+// write access is warned about at start; one with read access is not, nor
+// one whose permission the forge will not tell.
+func TestReviewerThatCouldMergeIsWarned(t *testing.T) {
+	f := newFakeForge(1)
+	f.permissions = map[string]string{"mighty": "write", "humble": "read"}
+	cfg := testConfig(1)
+	cfg.Reviewers = []string{"mighty", "humble", "secret"}
+	var logs strings.Builder
+	if _, err := New(context.Background(), cfg, Deps{Forge: f, Agent: newFakeAgent(approver(f, 0)), Log: slog.New(slog.NewTextHandler(&logs, nil))}); err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "the reviewer account could merge") {
+			warned = append(warned, line)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "account=mighty") || !strings.Contains(warned[0], "permission=write") {
+		t.Errorf("warnings = %q, want one about mighty's write access", warned)
 	}
 }

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,20 +132,49 @@ func TestUnofficialReviewDoesNotKeepAClaimAlive(t *testing.T) {
 	}
 }
 
-// TestReviewerWithoutWriteAccessIsNotedNotRetried: the pool's own reviewer
-// approves, but its account's review is not official: the pool says so once
-// and starts no second session.
-func TestReviewerWithoutWriteAccessIsNotedNotRetried(t *testing.T) {
+// TestReviewerWithoutWriteAccessIsNotedAndRetried: the pool's own reviewer
+// approves, but its account's review is not official: the pool retries with
+// a back-off, says so once after the third session, and merges nothing.
+func TestReviewerWithoutWriteAccessIsNotedAndRetried(t *testing.T) {
 	f := newFakeForge(1)
 	a := newFakeAgent(func(pr int) (time.Duration, func(), string) {
 		return time.Millisecond, func() { f.outsiderReview(pr, "reviewer", forgejo.ReviewApproved) }, approvedReply
 	})
-	runPool(t, testConfig(1), f, a)
-	if _, prompts, _ := a.count(); prompts != 1 {
-		t.Errorf("sessions = %d, want 1", prompts)
+	cfg := testConfig(1)
+	cfg.IdleExit = 0
+	runUntil(t, cfg, f, a, func(context.Context, *Pool) {}, func() bool { _, prompts, _ := a.count(); return prompts >= 5 })
+	if n := effectsWith(f, "#1: comment Reviews keep failing: 3 reviewer sessions left no review that counts on this head; the approval by reviewer does not count"); len(n) != 1 {
+		t.Errorf("want one note after the third session; effects %v", f.Effects())
 	}
-	if n := effectsWith(f, "#1: comment Merging is on hold: the approval by reviewer does not count"); len(n) != 1 || f.prs[1].Merged {
-		t.Errorf("want one hold note and no merge; effects %v", f.Effects())
+	if n := effectsWith(f, "#1: comment Merging is on hold"); len(n) != 0 || f.prs[1].Merged {
+		t.Errorf("want no hold and no merge; effects %v", f.Effects())
+	}
+}
+
+// TestOutsiderApprovalDuringTheSessionParksNothing: an outsider approves
+// the head while the first session runs, and that session stops without a
+// review (as a reviewer told to stop on another's review would). The pool
+// does not take the outsider's approval for the session's outcome: the next
+// session reviews, and the PR merges, with no hold note.
+func TestOutsiderApprovalDuringTheSessionParksNothing(t *testing.T) {
+	f := newFakeForge(1)
+	var sessions atomic.Int32
+	a := newFakeAgent(func(pr int) (time.Duration, func(), string) {
+		if sessions.Add(1) == 1 {
+			return time.Millisecond, func() { f.outsiderReview(pr, "mallory", forgejo.ReviewApproved) },
+				"Already reviewed by mallory.\nREVIEW-RESULT: {\"decision\": \"commented\", \"merge_status\": \"none\"}"
+		}
+		return approver(f, time.Millisecond)(pr)
+	})
+	runPool(t, testConfig(1), f, a)
+	if !f.prs[1].Merged {
+		t.Errorf("not merged: %v", f.Effects())
+	}
+	if n := effectsWith(f, "#1: comment Merging is on hold"); len(n) != 0 {
+		t.Errorf("an outsider's approval held the PR: %v", n)
+	}
+	if n := sessions.Load(); n != 2 {
+		t.Errorf("sessions = %d, want 2", n)
 	}
 }
 

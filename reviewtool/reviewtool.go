@@ -38,6 +38,10 @@ import (
 const (
 	EnvForgeURL  = "POOL_REVIEW_FORGE_URL"
 	EnvTokenFile = "POOL_REVIEW_TOKEN_FILE"
+	// EnvPushTokenFile names the file with the fixer account's token, which
+	// push uses when it is set: the reviewer's account then needs no right
+	// to push (read access and a place on the approvals whitelist).
+	EnvPushTokenFile = "POOL_REVIEW_PUSH_TOKEN_FILE"
 )
 
 // Signature ends everything the tool posts; it is the pool's own
@@ -116,9 +120,10 @@ var commands = map[string]func(context.Context, *tool, []string, io.Writer, io.W
 
 // tool is one run's connection to the forge.
 type tool struct {
-	url   string
-	token string
-	forge *forgejo.Client
+	url       string
+	token     string
+	pushToken string // the fixer account's; "": push uses token
+	forge     *forgejo.Client
 }
 
 func newTool(getenv func(string) string) (*tool, error) {
@@ -130,7 +135,13 @@ func newTool(getenv func(string) string) (*tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tool{url: forge, token: token}, nil
+	t := &tool{url: forge, token: token, pushToken: token}
+	if path := getenv(EnvPushTokenFile); path != "" {
+		if t.pushToken, err = readToken(path); err != nil {
+			return nil, fmt.Errorf("%s: %w", EnvPushTokenFile, err)
+		}
+	}
+	return t, nil
 }
 
 // checkForgeURL wants https, or http to this machine: the token travels
@@ -201,7 +212,9 @@ func (t *tool) connect(ctx context.Context) (*forgejo.Client, error) {
 }
 
 // scrub wraps w so that the token never reaches it, whatever prints.
-func (t *tool) scrub(w io.Writer) io.Writer { return &scrubber{w: w, secret: []byte(t.token)} }
+func (t *tool) scrub(w io.Writer) io.Writer {
+	return &scrubber{w: &scrubber{w: w, secret: []byte(t.pushToken)}, secret: []byte(t.token)}
+}
 
 type scrubber struct {
 	w      io.Writer
@@ -434,7 +447,7 @@ func (t *tool) checkText(text string) error {
 		return errors.New("--body - (standard input) is not read: give the text itself")
 	case len(text) > maxBody:
 		return fmt.Errorf("the body is over %d bytes", maxBody)
-	case strings.Contains(text, t.token):
+	case strings.Contains(text, t.token) || strings.Contains(text, t.pushToken):
 		return errors.New("the text holds the reviewer's token: refused")
 	}
 	return nil
@@ -544,8 +557,10 @@ func runPush(ctx context.Context, t *tool, args []string, stdout, stderr io.Writ
 	}
 	ctx, cancel := context.WithTimeout(ctx, pushTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", "push", "--porcelain", t.url+"/"+repo+".git", "HEAD:refs/heads/"+pr.HeadRef)
-	cmd.Env = gitEnv(os.Environ(), t.token)
+	// No hook runs: code in the work tree may have planted one, and the
+	// push's environment holds the token.
+	cmd := exec.CommandContext(ctx, "git", "-c", "core.hooksPath=/dev/null", "push", "--porcelain", t.url+"/"+repo+".git", "HEAD:refs/heads/"+pr.HeadRef)
+	cmd.Env = gitEnv(os.Environ(), t.pushToken)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()

@@ -356,6 +356,12 @@ func TestPushFastForwardsThePRBranch(t *testing.T) {
 	git("add", "fix.txt")
 	git("commit", "-qm", "fix")
 	fixed := git("rev-parse", "HEAD")
+	// Code in the work tree can plant a hook that would see the push's
+	// environment, token and all.
+	leak := filepath.Join(t.TempDir(), "pre-push-ran")
+	if err := os.WriteFile(filepath.Join(dir, ".git", "hooks", "pre-push"), []byte("#!/bin/sh\nenv > '"+leak+"'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	t.Chdir(dir)
 	code, stdout, stderr := run(ctx, fx.env, "push", fx.target())
 	if code != 0 {
@@ -363,6 +369,9 @@ func TestPushFastForwardsThePRBranch(t *testing.T) {
 	}
 	if strings.Contains(stdout+stderr, fx.reviewerToken) {
 		t.Errorf("push printed the token")
+	}
+	if _, err := os.Stat(leak); err == nil {
+		t.Errorf("push ran the pre-push hook planted in the work tree")
 	}
 	if cfg, _ := os.ReadFile(filepath.Join(dir, ".git", "config")); bytes.Contains(cfg, []byte(fx.reviewerToken)) {
 		t.Errorf("the token is in the work tree's git config")
@@ -377,5 +386,58 @@ func TestPushFastForwardsThePRBranch(t *testing.T) {
 	}
 	if pr.Head.SHA != fixed {
 		t.Errorf("the PR's head is %s, want the pushed fix %s", pr.Head.SHA, fixed)
+	}
+}
+
+// TestPushUsesTheFixerToken: the reviewer's account may only read the
+// repository (its approvals count through the approvals whitelist), so its
+// token cannot push; with the fixer account's token file named, push
+// fast-forwards the PR's branch as the fixer, and neither token is printed.
+func TestPushUsesTheFixerToken(t *testing.T) {
+	fx := newForgeFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := fx.forge.AddCollaborator(ctx, fx.authorToken, fx.author, fx.repo, fx.reviewer, "read"); err != nil {
+		t.Fatal(err)
+	}
+	fixer := "f-" + fx.reviewer[2:]
+	if _, err := fx.forge.CreateUser(ctx, fixer); err != nil {
+		t.Fatal(err)
+	}
+	fixerToken, err := fx.forge.ScopedToken(ctx, fixer, ReviewerScopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fx.forge.AddCollaborator(ctx, fx.authorToken, fx.author, fx.repo, fixer, "write"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir, "-c", "user.name=fixer", "-c", "user.email=f@example.com"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("clone", "-q", fmt.Sprintf("%s/%s/%s.git", fx.forge.URL, fx.author, fx.repo), ".")
+	git("checkout", "-q", "--detach", fx.head)
+	if err := os.WriteFile(filepath.Join(dir, "fix.txt"), []byte("fix\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("add", "fix.txt")
+	git("commit", "-qm", "fix")
+	t.Chdir(dir)
+	if code, stdout, stderr := run(ctx, fx.env, "push", fx.target()); code == 0 {
+		t.Fatalf("the read-only reviewer's token pushed:\n%s\n%s", stdout, stderr)
+	}
+	env := map[string]string{EnvForgeURL: fx.env[EnvForgeURL], EnvTokenFile: fx.env[EnvTokenFile], EnvPushTokenFile: tokenFile(t, fixerToken)}
+	code, stdout, stderr := run(ctx, env, "push", fx.target())
+	if code != 0 {
+		t.Fatalf("push with the fixer's token: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if strings.Contains(stdout+stderr, fixerToken) || strings.Contains(stdout+stderr, fx.reviewerToken) {
+		t.Errorf("push printed a token")
 	}
 }

@@ -76,3 +76,84 @@ func TestFailingCheckGetsOneFixer(t *testing.T) {
 		t.Errorf("report:\n%s", pool.stdout.String())
 	}
 }
+
+// noFixerFor runs the pool with the shipped fixer agent (and args) on PR n,
+// whose check fails, until its reviewer has approved and a few cycles more
+// have passed, and reports the fixer sessions the pool started (its log's
+// "session started" lines, and prompts the model saw).
+func noFixerFor(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, n int, head string, args ...string) []string {
+	t.Helper()
+	if err := sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, head, "ci / test", "failure", "http://ci.invalid/run/1", "2 tests failed"); err != nil {
+		t.Fatal(err)
+	}
+	sb.Model.SetScript(sandbox.Fixer(sandbox.Reviewer(sandbox.Approve)))
+	bin := buildPool(t)
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_IDLE_EXIT=0"),
+		append([]string{"--workers", "1", "--agent", deploy.Fixer}, args...)...)
+	eventually(t, ctx, "the reviewer's approval", func() bool { return approvedAt(t, ctx, sb, n, head) }, pool)
+	time.Sleep(8 * time.Second) // eight poll intervals: a fixer would have started by now
+	if err := pool.cmd.Process.Signal(sigterm); err != nil {
+		t.Fatal(err)
+	}
+	pool.wait(t, ctx)
+	var fixers []string
+	for _, line := range strings.Split(pool.stderr.String(), "\n") {
+		if strings.Contains(line, `msg="session started"`) && strings.Contains(line, "kind=fix") {
+			fixers = append(fixers, line)
+		}
+	}
+	for _, p := range sb.Model.Prompts() {
+		if strings.Contains(p, sandbox.FixerCue) {
+			fixers = append(fixers, p)
+		}
+	}
+	if getPR(t, ctx, sb, n).Merged {
+		t.Error("merged with a failing check")
+	}
+	return fixers
+}
+
+// TestForkPRGetsNoFixer: on the real forge, an outsider forks the
+// repository and opens a PR from the fork; the reviewer approves, its check
+// fails. The pool starts no fixer: it would push to a stranger's repository
+// (fixers.forks is off by default).
+func TestForkPRGetsNoFixer(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sb := startSandbox(t, ctx, 0, nil)
+	outsider := "forker-" + sb.Owner
+	token, err := sb.Forge.CreateUser(ctx, outsider)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sb.Forge.Do(ctx, token, "POST", fmt.Sprintf("/repos/%s/%s/forks", sb.Owner, sb.Repo), map[string]any{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Forge.CreateBranchWithFile(ctx, token, outsider, sb.Repo, "from-fork", "fork.txt", "from a fork\n"); err != nil {
+		t.Fatal(err)
+	}
+	n, head, err := sb.Forge.CreatePR(ctx, token, sb.Owner, sb.Repo, outsider+":from-fork", "main", "Change from a fork", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fixers := noFixerFor(t, ctx, sb, n, head); len(fixers) != 0 {
+		t.Errorf("%d fixer sessions on a PR from a fork, want none:\n%s", len(fixers), fixers[0])
+	}
+}
+
+// TestFixersOffStartNone: with fixers.enabled false, an approved PR of the
+// repository itself whose check fails gets no fixer.
+func TestFixersOffStartNone(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sb := startSandbox(t, ctx, 0, nil)
+	n, head, err := sb.AddPRWithoutCI(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fixers := noFixerFor(t, ctx, sb, n, head, "--fixers=false"); len(fixers) != 0 {
+		t.Errorf("%d fixer sessions with fixers off, want none", len(fixers))
+	}
+}

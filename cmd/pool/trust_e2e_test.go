@@ -2,7 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,4 +117,123 @@ func TestProtectionIsTheFloor(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool.wait(t, ctx)
+}
+
+// stopClauseRE reads the prompt's rule that tells the reviewer when to stop
+// because the head is already reviewed.
+var stopClauseRE = regexp.MustCompile(`If the head commit [0-9a-f]+ already carries (.*?), stop`)
+
+// literalReviewer is a reviewer that obeys the prompt's stop rule to the
+// letter: its first command reads the PR with pool-review, and it stops,
+// reporting "commented", if a review by another account on the head is one
+// the rule names (one the forge marks official if the rule says so, any
+// review by another account if it does not). Otherwise it reviews as
+// review does. before runs once, at its first turn (the claim is posted).
+func literalReviewer(before func(), review sandbox.Script) sandbox.Script {
+	var once sync.Once
+	return func(prompt string, outputs []string) sandbox.Turn {
+		pr, repo, head, ok := sandbox.PromptTarget(prompt)
+		if !ok {
+			return sandbox.Turn{Text: "I cannot tell which PR to review."}
+		}
+		if len(outputs) == 0 {
+			once.Do(before)
+			return sandbox.Turn{Bash: fmt.Sprintf("pool-review pr %s#%s", repo, pr)}
+		}
+		if len(outputs) == 1 {
+			m := stopClauseRE.FindStringSubmatch(prompt)
+			if m == nil {
+				return sandbox.Turn{Text: "The prompt has no stop rule."}
+			}
+			officialOnly := strings.Contains(m[1], "official")
+			var seen struct {
+				Reviews []struct {
+					Author, State string
+					Commit        string `json:"commit_id"`
+					Official      bool
+				}
+			}
+			if err := json.Unmarshal([]byte(outputs[0]), &seen); err != nil {
+				return sandbox.Turn{Text: "pool-review pr gave no JSON: " + err.Error()}
+			}
+			for _, r := range seen.Reviews {
+				if r.Commit == head && r.Author != "reviewer" && (r.Official || !officialOnly) {
+					return sandbox.Turn{Text: fmt.Sprintf("The head already carries a review by %s; stopping as told.\n"+
+						`REVIEW-RESULT: {"decision": "commented", "merge_status": "none"}`, r.Author)}
+				}
+			}
+		}
+		return review(prompt, outputs[1:])
+	}
+}
+
+// TestOutsiderApprovalAfterTheClaimParksNothing: on the real servers, an
+// account with no access to the repository approves the head right after
+// the pool claims the PR, before its reviewer looks. The reviewer obeys the
+// prompt's stop rule literally; the rule speaks only of reviews that count,
+// so it reviews, and the PR merges. Had it stopped, the pool would still
+// not take the outsider's approval for the session's outcome. No hold note.
+func TestOutsiderApprovalAfterTheClaimParksNothing(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sb := startSandbox(t, ctx, 1, nil)
+	n := sb.PRs[0]
+	outsider := "outsider-" + sb.Owner
+	token, err := sb.Forge.CreateUser(ctx, outsider)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var official atomic.Bool
+	approve := func() {
+		claimed := false
+		for _, c := range prComments(t, ctx, sb, n) {
+			claimed = claimed || strings.Contains(c.Body, "Review claimed by")
+		}
+		if !claimed {
+			t.Errorf("the reviewer ran before the claim was posted")
+		}
+		ok, err := sb.Forge.Review(ctx, token, sb.Owner, sb.Repo, n, getPR(t, ctx, sb, n).Head.Sha, "APPROVED", "LGTM, ship it")
+		if err != nil {
+			t.Errorf("the outsider's approval: %v", err)
+		}
+		official.Store(ok)
+	}
+	sb.Model.SetScript(literalReviewer(approve, sandbox.Reviewer(sandbox.Approve)))
+	bin := buildPool(t)
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir()), "--workers", "1")
+	pool.wait(t, ctx)
+
+	if official.Load() {
+		t.Fatal("the forge marked an outsider's approval official; the test's premise does not hold")
+	}
+	if len(sb.Model.Prompts()) == 0 {
+		t.Fatal("no reviewer session ran")
+	}
+	if !getPR(t, ctx, sb, n).Merged {
+		t.Errorf("not merged after an outsider's approval\nstderr:\n%s", pool.stderr.String())
+	}
+	for _, c := range prComments(t, ctx, sb, n) {
+		if strings.HasPrefix(c.Body, "Merging is on hold") {
+			t.Errorf("hold note: %s", c.Body)
+		}
+	}
+	var reviews []struct {
+		State string `json:"state"`
+		User  struct {
+			Login string `json:"login"`
+		} `json:"user"`
+	}
+	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/pulls/%d/reviews", sb.Owner, sb.Repo, n), nil, &reviews); err != nil {
+		t.Fatal(err)
+	}
+	approvals := 0
+	for _, r := range reviews {
+		if r.State == "APPROVED" && r.User.Login == sb.ReviewerUser {
+			approvals++
+		}
+	}
+	if approvals != 1 {
+		t.Errorf("approvals by the pool's reviewer = %d, want 1", approvals)
+	}
 }
