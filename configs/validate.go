@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"pool/internal/bounded"
+	"pool/internal/loopback"
 	"pool/internal/redact"
 )
 
@@ -84,7 +85,7 @@ func (c Config) checkServerURL(key, s string) *Error {
 		return err
 	}
 	u, _ := url.Parse(s)
-	if u.Scheme == "http" && !isLoopback(u.Hostname()) && !c.AllowInsecureHTTP {
+	if u.Scheme == "http" && !loopback.Host(u.Hostname()) && !c.AllowInsecureHTTP {
 		return &Error{Key: key, Reason: fmt.Sprintf("http:// to %s would send credentials in clear; use https, or set allow_insecure_http (--allow-insecure-http)", u.Hostname())}
 	}
 	return nil
@@ -108,17 +109,7 @@ func checkURL(key, s string) *Error {
 // machine.
 func (c Config) AgentOnLoopback() bool {
 	u, err := url.Parse(c.AgentURL)
-	return err == nil && isLoopback(u.Hostname())
-}
-
-// isLoopback reports whether host names this machine: localhost or a
-// loopback address.
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return err == nil && loopback.Host(u.Hostname())
 }
 
 // The forge's rules for names (Gitea 1.26, modules/validation/helpers.go and

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -30,6 +29,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"pool/forgejo"
+	"pool/internal/loopback"
 	"pool/internal/redact"
 	"pool/report"
 )
@@ -154,18 +154,10 @@ func checkForgeURL(s string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		return fmt.Errorf("%s: want an http(s) URL without credentials, got %q", EnvForgeURL, redact.URL(s))
 	}
-	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+	if u.Scheme == "http" && !loopback.Host(u.Hostname()) {
 		return fmt.Errorf("%s: %s is plain http to another machine; the token would travel in clear: use https", EnvForgeURL, redact.URL(s))
 	}
 	return nil
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // readToken reads the reviewer's token: the file's first line. A file that
