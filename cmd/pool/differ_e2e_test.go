@@ -90,7 +90,7 @@ func TestTeamRequestWarningAndDependency(t *testing.T) {
 				t.Errorf("%s: not within %s", what, d)
 				return false
 			}
-			time.Sleep(200 * time.Millisecond)
+			time.Sleep(500 * time.Millisecond)
 		}
 		return true
 	}

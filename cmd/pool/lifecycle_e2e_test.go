@@ -82,7 +82,9 @@ func (p *poolProc) hasExited() bool {
 	}
 }
 
-// eventually polls cond every 200 ms until it holds, failing the test at the deadline.
+// eventually polls cond every half second until it holds, failing the test
+// at the deadline. Most conditions read the forge: the end-to-end tests run
+// side by side on one forge, and faster polling costs them all CPU.
 func eventually(t *testing.T, ctx context.Context, what string, cond func() bool, logs ...*poolProc) {
 	t.Helper()
 	for !cond() {
@@ -97,7 +99,7 @@ func eventually(t *testing.T, ctx context.Context, what string, cond func() bool
 				t.Logf("pool stderr:\n%s", p.stderr.String())
 			}
 			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(500 * time.Millisecond):
 		}
 	}
 }
