@@ -28,7 +28,7 @@ func mergeCalls(log string) (perPR map[int]int, outcomes map[string]int) {
 // merge queue waits for that instead of asking, one merge at a time. All
 // merge, with about one merge call each.
 func TestBacklogMergesAboutOneCallPerPR(t *testing.T) {
-	t.Parallel()
+	parallelLong(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 12, nil)

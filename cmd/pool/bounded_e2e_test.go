@@ -14,7 +14,7 @@ import (
 // may hold. The pool still reads the PR's comments (in pages, keeping the
 // newest), reviews it once and merges it.
 func TestOutsiderCommentsOverTheAnswerCap(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 1, nil)

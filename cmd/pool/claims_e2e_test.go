@@ -17,7 +17,7 @@ import (
 // at the same moment on twelve PRs, share one forge and one agent server.
 // Every PR gets exactly one reviewer session for its head, and all merge.
 func TestThreePoolsShareOneForge(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 12, nil)
@@ -67,7 +67,7 @@ func lineAfter(s, prefix string) string {
 // TestUntrustedClaimDoesNotBlock: the claim sentence and marker typed by an
 // account the pool does not trust never delay a review.
 func TestUntrustedClaimDoesNotBlock(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 1, nil)
@@ -91,7 +91,7 @@ func TestUntrustedClaimDoesNotBlock(t *testing.T) {
 // account, another instance) blocks the PR until it goes stale, then the
 // pool takes it over and says so in its own claim's marker.
 func TestStaleClaimIsTakenOver(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 1, nil)

@@ -24,7 +24,7 @@ import (
 // No merge call is refused by the forge, and no PR gets more than one hold
 // note. Every name the test makes on the forge is its own.
 func TestTeamRequestWarningAndDependency(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 0, nil)

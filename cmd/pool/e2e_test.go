@@ -26,16 +26,18 @@ import (
 // model route, state directory), and in parallel with the others.
 
 // e2eParallel is how many end-to-end tests run at once unless -parallel is
-// given: they spend most of their time waiting on the pool's polls and
-// sessions, not on the two cores.
-const e2eParallel = 10
+// given: they spend much of their time waiting on the pool's polls and
+// sessions. They are admitted by e2eAdmission, the long ones first.
+const e2eParallel = 8
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	explicit := false
-	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
-	if !explicit {
-		_ = flag.Set("test.parallel", strconv.Itoa(e2eParallel))
+	if f := flag.Lookup("test.parallel"); f != nil {
+		if n, err := strconv.Atoi(f.Value.String()); err == nil && isSet("test.parallel") {
+			e2eAdmission.limit = max(n, 1)
+		}
+		// The admission, not the testing package, limits the tests that run.
+		_ = flag.Set("test.parallel", "1000")
 	}
 	// Settings of the environment the tests run in must not reach the pools
 	// they run in-process (loadConfig): cleared once, as parallel tests may
@@ -51,6 +53,13 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(built.dir)
 	}
 	os.Exit(code)
+}
+
+// isSet reports whether the flag was given on the command line.
+func isSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // built is the pool binary, compiled once per test binary.
@@ -130,7 +139,7 @@ func poolEnv(t *testing.T, sb *sandbox.Sandbox, tmp string, extra ...string) []s
 // PR merged, one signed claim per PR, nothing left behind, exit 0 and the
 // report on stdout.
 func TestSixPRsTwoWorkers(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 6, nil)

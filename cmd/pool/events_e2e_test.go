@@ -26,7 +26,7 @@ func freeAddr(t *testing.T) string {
 // PR, and only the agent server's event stream can tell it the session
 // ended. The PR still gets reviewed and merged.
 func TestWebhookAndAgentEventsDriveThePool(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 0, nil)

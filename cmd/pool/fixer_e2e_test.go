@@ -17,7 +17,7 @@ import (
 // new head is reviewed again, its check passes, and the pool merges it:
 // three sessions in all.
 func TestFailingCheckGetsOneFixer(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 0, nil)
@@ -118,7 +118,7 @@ func noFixerFor(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, n int, h
 // fails. The pool starts no fixer: it would push to a stranger's repository
 // (fixers.forks is off by default).
 func TestForkPRGetsNoFixer(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 0, nil)
@@ -145,7 +145,7 @@ func TestForkPRGetsNoFixer(t *testing.T) {
 // TestFixersOffStartNone: with fixers.enabled false, an approved PR of the
 // repository itself whose check fails gets no fixer.
 func TestFixersOffStartNone(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 0, nil)

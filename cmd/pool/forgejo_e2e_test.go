@@ -26,7 +26,7 @@ func forgejoStoryReviewer(pr string) sandbox.Verdict {
 // commit-status events. Every PR still merges, each head gets one reviewer session, and no
 // PR gets a conflict comment.
 func TestSixPRsTwoWorkersOnForgejo(t *testing.T) {
-	t.Parallel()
+	parallelLong(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 6, sandbox.Reviewer(forgejoStoryReviewer))

@@ -73,7 +73,7 @@ cat %q %q 2>&1 | head -c 4096`, environ, token, db, filepath.Dir(hook), hook, ho
 // none of the output. What is left of issue 19 part 7: the agent server
 // itself running as that user, with the work trees shared with it.
 func TestAnotherUserCannotReachThePoolsSecrets(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	uid, gid := otherUser(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -163,7 +163,7 @@ func approveOnly(report string) sandbox.Script {
 // adopts them, resumes its own claims at once, and every PR merges with one
 // reviewer session per head.
 func TestKillNineThenRelaunch(t *testing.T) {
-	t.Parallel()
+	parallelLong(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 6, nil)
@@ -220,7 +220,7 @@ func instanceOf(logs string) string {
 // pass. The pool does not believe the reviewer, keeps the PR, and
 // merges it itself once green: one agent session in all.
 func TestPendingChecksLyingReviewerOneSession(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 1, approveOnly(`REVIEW-RESULT: {"decision": "approved", "merge_status": "merged"}`))
@@ -263,7 +263,7 @@ func TestPendingChecksLyingReviewerOneSession(t *testing.T) {
 // TestHeadPushedAfterApprovalIsReReviewed: approval on one head, then a
 // push: the old head is never merged; the new head is reviewed and merged.
 func TestHeadPushedAfterApprovalIsReReviewed(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 1, approveOnly(""))
@@ -298,7 +298,7 @@ func TestHeadPushedAfterApprovalIsReReviewed(t *testing.T) {
 // running and every PR still merges. The servers are the test's own: it
 // freezes one and restarts the other.
 func TestForgeOutageAndAgentRestart(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	sb := startPrivateSandbox(t, ctx, 4, nil)
@@ -335,7 +335,7 @@ func TestForgeOutageAndAgentRestart(t *testing.T) {
 // they pass (the forge's scheduled merge is never armed), and the merge is
 // announced on the issue the PR closes.
 func TestMergeAfterPendingChecksIsAnnounced(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 0, approveOnly(""))

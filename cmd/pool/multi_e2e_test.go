@@ -45,7 +45,7 @@ const gateWait = 5 * time.Minute
 // each adopts its own session, neither adopts or deletes the other's, and
 // both PRs merge after one reviewer session each.
 func TestTwoRepositoriesOneAgentServerKillNine(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	gate := filepath.Join(t.TempDir(), "gate")
@@ -165,7 +165,7 @@ func adoptedSessions(logs string) []string {
 // reviewer session per head, and each small repository's PR is among the
 // first four sessions.
 func TestThreeRepositoriesOneProcess(t *testing.T) {
-	t.Parallel()
+	parallelLong(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 8, nil)

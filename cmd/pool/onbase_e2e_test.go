@@ -15,7 +15,7 @@ import (
 // mergeable, every merge answered "try again later") is found on the base in
 // the pool's clone and marked merged, with no reviewer session.
 func TestAPRMergedBehindTheForgesBackIsMarkedMerged(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 1, nil)

@@ -76,7 +76,7 @@ func tryStatus(ctx context.Context, base string) (ops.Status, bool) {
 // /readyz and `pool status` agree; and /metrics, parsed with the Prometheus
 // text parser, counts the slots and sessions the run had.
 func TestStatusPageAndMetrics(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	browser := chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -383,7 +383,7 @@ func descriptions(ss []statusOf) string {
 // never failure, written only when its text changes, and links to the PR's
 // row on the status page. A PR whose only status is the pool's merges.
 func TestCommitStatusStates(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	g := newGate(1)

@@ -16,7 +16,7 @@ import (
 // and served once it has its branch; an archived one's pool stops. Every
 // PR merges after one reviewer session, and the exit is clean.
 func TestOrganisationServedAndRelisted(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 0, nil)

@@ -20,7 +20,7 @@ import (
 // merges the PR; its own merge call, made with its token the moment it has
 // approved, is refused by the forge.
 func TestReviewerWithReadAccessOnTheWhitelist(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 0, nil)

@@ -15,7 +15,7 @@ import (
 // note naming the quota, backs off longer after each refusal (no
 // diagnostic comments), and merges once the forge takes the merge.
 func TestQuotaRefusalIsABlockOnForgejo(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 1, nil)

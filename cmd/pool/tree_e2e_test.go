@@ -38,7 +38,7 @@ func (w *whereabouts) watch(script sandbox.Script) sandbox.Script {
 // tree of the pool's clone at its PR's head, named in its prompt; the trees
 // and the clone are gone when the pool exits.
 func TestSessionsWorkInTheirOwnWorkTrees(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	w := &whereabouts{where: map[string][2]string{}}
@@ -84,7 +84,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // TestUnknownAgentExitsTwo: a mistyped agent.name stops the start with exit
 // code 2, naming the key and the agents the server has; nothing is claimed.
 func TestUnknownAgentExitsTwo(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 1, nil)

@@ -19,7 +19,7 @@ import (
 // account do that on a public repository, and marks it unofficial). The pool
 // starts its own reviewer, who requests changes, and nothing is merged.
 func TestOutsiderApprovalIsNotAReview(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 1, sandbox.Reviewer(func(string) sandbox.Verdict {
@@ -61,7 +61,7 @@ func TestOutsiderApprovalIsNotAReview(t *testing.T) {
 // context nobody has reported: the pool waits. When the context reports
 // success, it merges.
 func TestProtectionIsTheFloor(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 0, nil)
@@ -174,7 +174,7 @@ func literalReviewer(before func(), review sandbox.Script) sandbox.Script {
 // so it reviews, and the PR merges. Had it stopped, the pool would still
 // not take the outsider's approval for the session's outcome. No hold note.
 func TestOutsiderApprovalAfterTheClaimParksNothing(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 1, nil)

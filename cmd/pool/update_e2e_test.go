@@ -89,7 +89,7 @@ func mergeRefusals(forge *requestLog, sb *sandbox.Sandbox, prs []int) map[int]in
 // the rule; the pool learns it, updates the PRs one at a time, and merges
 // them all, with at most one refused merge call per PR (per head and rule).
 func TestBehindRefusalIsLearned(t *testing.T) {
-	t.Parallel()
+	parallelLong(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 4, nil)
@@ -174,7 +174,7 @@ func (l *requestLog) countPOST(suffix string) int {
 // with 6 reviewer sessions (the approvals carry over the pool's updates),
 // at most 5 updates, and no merge call the forge refused.
 func TestOutdatedBranchesUpdatedWithApprovalsCarried(t *testing.T) {
-	t.Parallel()
+	parallelLong(t)
 	sessions, updates := runOutdated(t, nil, "merge")
 	if sessions != 6 {
 		t.Errorf("%d reviewer sessions, want 6: the approvals carry over the pool's updates", sessions)
@@ -187,7 +187,7 @@ func TestOutdatedBranchesUpdatedWithApprovalsCarried(t *testing.T) {
 // TestOutdatedBranchesWithDismissStaleApprovals: the same with
 // dismiss_stale_approvals on: every updated PR is reviewed once more.
 func TestOutdatedBranchesWithDismissStaleApprovals(t *testing.T) {
-	t.Parallel()
+	parallelLong(t)
 	sessions, updates := runOutdated(t, map[string]any{"dismiss_stale_approvals": true}, "merge")
 	if sessions != 6+updates {
 		t.Errorf("%d reviewer sessions for %d updates, want %d: one more per updated PR", sessions, updates, 6+updates)
@@ -201,7 +201,7 @@ func TestOutdatedBranchesWithDismissStaleApprovals(t *testing.T) {
 // the PR's diff after the rebase is byte for byte the approved one, so the
 // approvals carry over.
 func TestOutdatedBranchesRebased(t *testing.T) {
-	t.Parallel()
+	parallelLong(t)
 	sessions, updates := runOutdated(t, nil, "rebase")
 	if sessions != 6 {
 		t.Errorf("%d reviewer sessions, want 6: the approvals carry over the pool's rebases", sessions)
