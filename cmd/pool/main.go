@@ -161,7 +161,8 @@ func supervise(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 // exitCode maps how a supervisor run ended: 2 for a configuration error,
 // 1 for a run-time failure or a panic in any goroutine the pool started
-// (whatever else ended the run), 0 for an idle exit or a signal.
+// (whatever else ended the run), 0 for an idle exit or a signal, even one
+// that cut its start short.
 func exitCode(ctx context.Context, err error, stderr io.Writer, log *slog.Logger) int {
 	if p := guard.Panicked(ctx); p != nil {
 		err = p
@@ -171,6 +172,11 @@ func exitCode(ctx context.Context, err error, stderr io.Writer, log *slog.Logger
 		return 0
 	case configs.IsConfigError(err):
 		return configFailure(err, stderr)
+	case ctx.Err() != nil:
+		// A signal stopped the pool while it was starting (a clone or a
+		// forge call cut short): a stop that was asked for, not a failure.
+		log.Info("pool stopped by a signal before it was up", "err", err)
+		return 0
 	}
 	log.Error("pool stopped", "err", err)
 	return 1

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"pool/configs"
 	"pool/internal/guard"
@@ -201,5 +202,26 @@ func TestHelpAndVersion(t *testing.T) {
 		if got := stdout.String(); !strings.HasPrefix(got, "pool ") || !strings.Contains(got, ", go1.") {
 			t.Errorf("%q printed %q, want the version, commit and Go version", args, got)
 		}
+	}
+}
+
+// TestSignalDuringStartIsExit0: a signal that arrives while the pool is
+// still starting (here, waiting on a forge that does not answer) stops it
+// with exit 0, as a signal at any other time does, not 1.
+func TestSignalDuringStartIsExit0(t *testing.T) {
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer hang.Close()
+	t.Chdir(t.TempDir())
+	for _, k := range []string{"POOL_FORGEJO_URL", "POOL_REPO", "POOL_CONFIG", "POOL_FORGEJO_TOKEN_FILE"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	t.Setenv("POOL_FORGEJO_TOKEN", "t")
+	t.Setenv("POOL_STATE_DIR", filepath.Join(t.TempDir(), "state"))
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel) // the signal
+	var stdout, stderr bytes.Buffer
+	if code := run(ctx, []string{"--forgejo-url", hang.URL, "--repo", "a/b"}, &stdout, &stderr); code != 0 {
+		t.Errorf("exit %d after a signal during start, want 0; stderr:\n%s", code, stderr.String())
 	}
 }
