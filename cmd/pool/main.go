@@ -164,15 +164,16 @@ func supervise(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // (whatever else ended the run), 0 for an idle exit or a signal, even one
 // that cut its start short.
 func exitCode(ctx context.Context, err error, stderr io.Writer, log *slog.Logger) int {
-	if p := guard.Panicked(ctx); p != nil {
-		err = p
+	panicked := guard.Panicked(ctx)
+	if panicked != nil {
+		err = panicked
 	}
 	switch {
 	case err == nil:
 		return 0
 	case configs.IsConfigError(err):
 		return configFailure(err, stderr)
-	case ctx.Err() != nil:
+	case panicked == nil && ctx.Err() != nil:
 		// A signal stopped the pool while it was starting (a clone or a
 		// forge call cut short): a stop that was asked for, not a failure.
 		log.Info("pool stopped by a signal before it was up", "err", err)
