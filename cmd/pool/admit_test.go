@@ -20,7 +20,7 @@ type admission struct {
 	waiting []*applicant
 }
 
-type applicant struct{ long bool }
+type applicant struct{ weight int }
 
 // settle is how long admission waits after the first test arrives, so that
 // every test released with it has arrived and the long ones go first.
@@ -32,17 +32,18 @@ func newAdmission(limit int) *admission {
 	return a
 }
 
-// enter blocks until the applicant may start; leave must follow.
-func (a *admission) enter(long bool) {
+// enter blocks until the applicant may start, the heaviest first; leave
+// must follow.
+func (a *admission) enter(weight int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.first.IsZero() {
 		a.first = time.Now()
 		time.AfterFunc(settle, func() { a.mu.Lock(); a.cond.Broadcast(); a.mu.Unlock() })
 	}
-	me := &applicant{long: long}
+	me := &applicant{weight: weight}
 	a.waiting = append(a.waiting, me)
-	sort.SliceStable(a.waiting, func(i, j int) bool { return a.waiting[i].long && !a.waiting[j].long })
+	sort.SliceStable(a.waiting, func(i, j int) bool { return a.waiting[i].weight > a.waiting[j].weight })
 	for time.Since(a.first) < settle || a.running >= a.limit || a.waiting[0] != me {
 		a.cond.Wait()
 	}
@@ -63,19 +64,24 @@ var e2eAdmission = newAdmission(e2eParallel)
 
 // parallel marks an end-to-end test parallel and waits for its turn. Call
 // it first, before the test's deadline starts counting.
-func parallel(t *testing.T) { admit(t, false) }
+func parallel(t *testing.T) { admit(t, 0) }
 
 // parallelLong is parallel for a test that runs for minutes: it starts
 // before the short ones.
-func parallelLong(t *testing.T) { admit(t, true) }
+func parallelLong(t *testing.T) { admit(t, 1) }
 
-func admit(t *testing.T, long bool) {
+// parallelLongest is parallel for the test that sets the length of the
+// whole run (the fault run: five minutes on an idle machine): it starts
+// first of all.
+func parallelLongest(t *testing.T) { admit(t, 2) }
+
+func admit(t *testing.T, weight int) {
 	t.Helper()
 	t.Parallel()
 	if testing.Short() {
 		return // it skips at once
 	}
-	e2eAdmission.enter(long)
+	e2eAdmission.enter(weight)
 	t.Cleanup(e2eAdmission.leave)
 }
 
@@ -92,7 +98,11 @@ func TestAdmissionStartsLongTestsFirst(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a.enter(long)
+			weight := 0
+			if long {
+				weight = 1
+			}
+			a.enter(weight)
 			mu.Lock()
 			running++
 			peak = max(peak, running)

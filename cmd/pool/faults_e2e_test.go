@@ -107,7 +107,7 @@ func loadConfig(t *testing.T, sb *sandbox.Sandbox, forgeURL, agentURL string, ar
 // can the test see its goroutines after it returns. The scripted reviewer's
 // own pool-review calls go straight to the forge: the pool is what is under test.
 func TestTwentyPercentFaults(t *testing.T) {
-	parallelLong(t)
+	parallelLongest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	sb := startSandbox(t, ctx, 12, nil)
