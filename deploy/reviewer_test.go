@@ -156,23 +156,7 @@ func TestShippedReviewerRefusesWhatItMayNotDo(t *testing.T) {
 	}
 	turns := append(append([]sandbox.Turn(nil), refused...), allowed...)
 	rec := &recorder{turns: turns}
-	m, err := sandbox.StartModel(rec.script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	srv, err := sandbox.StartAgentServer(ctx, t.TempDir(), sandbox.AgentOptions{
-		ModelURL: m.URL, AgentName: deploy.Reviewer, Shipped: true, Env: setup.Env, Log: sandbox.TestLog(t),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("opencode log tail:\n%s", srv.LogTail())
-		}
-		_ = srv.Stop()
-	})
+	srv := startShipped(ctx, t, rec, setup)
 	c := agent.New(srv.URL, "", agent.Options{})
 	dir := gitRepo(t)
 	runSession(ctx, t, c, deploy.Reviewer, dir, "Review PR #1. Repo: owner/demo.")
@@ -255,23 +239,7 @@ func TestShippedReviewerFilesItsReviewThroughTheTool(t *testing.T) {
 		}
 	}
 	rec := &recorder{}
-	m, err := sandbox.StartModel(rec.script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	srv, err := sandbox.StartAgentServer(ctx, t.TempDir(), sandbox.AgentOptions{
-		ModelURL: m.URL, AgentName: deploy.Reviewer, Shipped: true, Env: setup.Env, Log: sandbox.TestLog(t),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("opencode log tail:\n%s", srv.LogTail())
-		}
-		_ = srv.Stop()
-	})
+	srv := startShipped(ctx, t, rec, setup)
 
 	dir, head := clonePRHead(ctx, t, f, author, repo, ch.PR)
 	if head != ch.Head {
@@ -339,4 +307,29 @@ func TestShippedReviewerFilesItsReviewThroughTheTool(t *testing.T) {
 			t.Errorf("the token shows in the session's outputs or the agent server's log")
 		}
 	}
+}
+
+// startShipped starts an agent server with the shipped reviewer, whose
+// model answers as rec says, and stops it when the test ends, showing the
+// end of its log if the test failed.
+func startShipped(ctx context.Context, t *testing.T, rec *recorder, setup sandbox.ReviewerSetup) *sandbox.AgentServer {
+	t.Helper()
+	m, err := sandbox.StartModel(rec.script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	srv, err := sandbox.StartAgentServer(ctx, t.TempDir(), sandbox.AgentOptions{
+		ModelURL: m.URL, AgentName: deploy.Reviewer, Shipped: true, Env: setup.Env, Log: sandbox.TestLog(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("opencode log tail:\n%s", srv.LogTail())
+		}
+		_ = srv.Stop()
+	})
+	return srv
 }

@@ -338,23 +338,7 @@ func TestPushFastForwardsThePRBranch(t *testing.T) {
 	fx := newForgeFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir, "-c", "user.name=fixer", "-c", "user.email=f@example.com"}, args...)...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	git("clone", "-q", fmt.Sprintf("%s/%s/%s.git", fx.forge.URL, fx.author, fx.repo), ".")
-	git("checkout", "-q", "--detach", fx.head)
-	if err := os.WriteFile(filepath.Join(dir, "fix.txt"), []byte("fix\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	git("add", "fix.txt")
-	git("commit", "-qm", "fix")
+	dir, git := fx.fixCommit(ctx, t)
 	fixed := git("rev-parse", "HEAD")
 	// Code in the work tree can plant a hook that would see the push's
 	// environment, token and all.
@@ -411,6 +395,26 @@ func TestPushUsesTheFixerToken(t *testing.T) {
 	if err := fx.forge.AddCollaborator(ctx, fx.authorToken, fx.author, fx.repo, fixer, "write"); err != nil {
 		t.Fatal(err)
 	}
+	dir, _ := fx.fixCommit(ctx, t)
+	t.Chdir(dir)
+	if code, stdout, stderr := run(ctx, fx.env, "push", fx.target()); code == 0 {
+		t.Fatalf("the read-only reviewer's token pushed:\n%s\n%s", stdout, stderr)
+	}
+	env := map[string]string{EnvForgeURL: fx.env[EnvForgeURL], EnvTokenFile: fx.env[EnvTokenFile], EnvPushTokenFile: tokenFile(t, fixerToken)}
+	code, stdout, stderr := run(ctx, env, "push", fx.target())
+	if code != 0 {
+		t.Fatalf("push with the fixer's token: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if strings.Contains(stdout+stderr, fixerToken) || strings.Contains(stdout+stderr, fx.reviewerToken) {
+		t.Errorf("push printed a token")
+	}
+}
+
+// fixCommit clones the PR's repository into a new directory, checks out its
+// head and commits a fix there, as a fixer would; it returns the directory
+// and a git runner in it.
+func (fx *forgeFixture) fixCommit(ctx context.Context, t *testing.T) (string, func(args ...string) string) {
+	t.Helper()
 	dir := t.TempDir()
 	git := func(args ...string) string {
 		t.Helper()
@@ -428,16 +432,5 @@ func TestPushUsesTheFixerToken(t *testing.T) {
 	}
 	git("add", "fix.txt")
 	git("commit", "-qm", "fix")
-	t.Chdir(dir)
-	if code, stdout, stderr := run(ctx, fx.env, "push", fx.target()); code == 0 {
-		t.Fatalf("the read-only reviewer's token pushed:\n%s\n%s", stdout, stderr)
-	}
-	env := map[string]string{EnvForgeURL: fx.env[EnvForgeURL], EnvTokenFile: fx.env[EnvTokenFile], EnvPushTokenFile: tokenFile(t, fixerToken)}
-	code, stdout, stderr := run(ctx, env, "push", fx.target())
-	if code != 0 {
-		t.Fatalf("push with the fixer's token: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	if strings.Contains(stdout+stderr, fixerToken) || strings.Contains(stdout+stderr, fx.reviewerToken) {
-		t.Errorf("push printed a token")
-	}
+	return dir, git
 }
