@@ -300,21 +300,19 @@ func (w *statusWriter) Flush() {
 func (l *requestLog) refusedCount(prefix string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := 0
-	for _, r := range l.refused {
-		if strings.HasPrefix(r, prefix) {
-			n++
-		}
-	}
-	return n
+	return countPrefixed(l.refused, prefix)
 }
 
 // count is how many requests began with prefix.
 func (l *requestLog) count(prefix string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return countPrefixed(l.reqs, prefix)
+}
+
+func countPrefixed(list []string, prefix string) int {
 	n := 0
-	for _, r := range l.reqs {
+	for _, r := range list {
 		if strings.HasPrefix(r, prefix) {
 			n++
 		}
