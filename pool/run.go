@@ -102,11 +102,16 @@ func openRepo(ctx context.Context, cfg configs.Config, d Deps) (*Pool, *clone.Cl
 		store.Close()
 		return nil, nil, nil, err
 	}
+	if err := shareTheWay(cfg, store); err != nil {
+		p.slots.leave(cfg.Repo())
+		store.Close()
+		return nil, nil, nil, err
+	}
 	var cl *clone.Clone
 	err = retryStart(ctx, log, "clone", startFirstWait, cloneRetryable, func() (err error) {
 		cl, err = clone.Open(ctx, clone.Options{Dir: filepath.Join(store.Dir(), "clone"), Log: log.With("component", "clone"),
 			URL:   fmt.Sprintf("%s/%s/%s.git", cfg.ForgejoURL, cfg.Owner, cfg.Name),
-			Token: cfg.Token, Branch: p.base, GitName: cfg.GitName, GitEmail: cfg.GitEmail})
+			Token: cfg.Token, Branch: p.base, GitName: cfg.GitName, GitEmail: cfg.GitEmail, TreeGroup: cfg.AgentTreeGroup})
 		return err
 	})
 	if err != nil {
@@ -117,6 +122,20 @@ func openRepo(ctx context.Context, cfg configs.Config, d Deps) (*Pool, *clone.Cl
 	log.Info("clone ready", "dir", cl.Dir, "reused", cl.Reused)
 	p.trees, p.history = cl, cl
 	return p, cl, store, nil
+}
+
+// shareTheWay lets the agent server's user (cfg.AgentTreeGroup) pass
+// through the state directory and the repository's, down to the work
+// trees; it may list neither, and the files in them stay the pool's.
+func shareTheWay(cfg configs.Config, store *Store) error {
+	gid, err := clone.LookupGroup(cfg.AgentTreeGroup)
+	if err != nil {
+		return &configs.Error{Key: "agent.tree_group", Reason: "names no group of this machine"}
+	}
+	if err := clone.AllowTraverse(gid, store.Dir(), filepath.Dir(store.Dir())); err != nil {
+		return fmt.Errorf("pool: %w", err)
+	}
+	return nil
 }
 
 // runRepo runs a repository's pool, keeping its commit statuses unless
