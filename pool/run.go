@@ -94,16 +94,15 @@ func openRepo(ctx context.Context, cfg configs.Config, d Deps) (*Pool, *clone.Cl
 		return nil, nil, nil, err
 	}
 	d.Store, d.WorkDir = store, store.Dir()
+	if err := shareTheWay(cfg, store); err != nil {
+		store.Close()
+		return nil, nil, nil, err
+	}
 	var p *Pool
 	if err := retryStart(ctx, log, "read the token's account and the repository", startFirstWait, forgeRetryable, func() (err error) {
 		p, err = New(ctx, cfg, d)
 		return err
 	}); err != nil {
-		store.Close()
-		return nil, nil, nil, err
-	}
-	if err := shareTheWay(cfg, store); err != nil {
-		p.slots.leave(cfg.Repo())
 		store.Close()
 		return nil, nil, nil, err
 	}

@@ -27,6 +27,10 @@ type Options struct {
 	// why not and uses the servers' agent server. Sandbox.AgentUser says
 	// which happened.
 	SeparateAgent bool
+	// AllowEverything makes that agent server's reviewer a stand-in that
+	// may use every tool on every path, as if hostile text had talked the
+	// shipped one past its permissions: what is left to stop it is the OS.
+	AllowEverything bool
 }
 
 // Sandbox is a seeded repository on a test forge, and an agent server
@@ -185,7 +189,7 @@ func (s *Servers) Join(ctx context.Context, opts Options) (*Sandbox, error) {
 		}
 	}
 	if opts.SeparateAgent {
-		if err := sb.startSeparateAgent(ctx, s, opts.Log); err != nil {
+		if err := sb.startSeparateAgent(ctx, s, opts); err != nil {
 			return nil, err
 		}
 	}

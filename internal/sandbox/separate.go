@@ -9,9 +9,11 @@ import (
 
 // startSeparateAgent starts an agent server of the sandbox's own, running
 // the shipped agents as SeparateUser with a reviewer setup of its own (the
-// servers' token file is this process's user's alone), when this machine
+// servers' token file is this process's user's alone; opts.AllowEverything:
+// a stand-in reviewer instead of the shipped one), when this machine
 // allows it; otherwise it says why not on log and keeps the servers'.
-func (sb *Sandbox) startSeparateAgent(ctx context.Context, s *Servers, log io.Writer) error {
+func (sb *Sandbox) startSeparateAgent(ctx context.Context, s *Servers, opts Options) error {
+	log := opts.Log
 	if log == nil {
 		log = io.Discard
 	}
@@ -31,7 +33,7 @@ func (sb *Sandbox) startSeparateAgent(ctx context.Context, s *Servers, log io.Wr
 		return err
 	}
 	agent, err := StartAgentServer(ctx, filepath.Join(sb.Dir, "agent"), AgentOptions{
-		ModelURL: s.Model.URL, AgentName: s.Agent.opts.AgentName, Log: log, Shipped: true, Env: rev.Env, RunAs: &u,
+		ModelURL: s.Model.URL, AgentName: s.Agent.opts.AgentName, Log: log, Shipped: !opts.AllowEverything, Env: rev.Env, RunAs: &u,
 	})
 	if err != nil {
 		return err
