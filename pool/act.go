@@ -8,9 +8,18 @@ import (
 	"pool/lifecycle"
 )
 
-// act performs a decision. Review and Fix are left to the caller, which
-// owns the slot. It changes the track only through lifecycle functions.
+// act performs a decision and, once it succeeded, records its marks: a
+// note or a cancel that failed is asked for again by the next decision.
+// Review and Fix are left to the caller, which owns the slot.
 func (p *Pool) act(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a lifecycle.Action) error {
+	if err := p.perform(ctx, pr, t, a); err != nil {
+		return err
+	}
+	p.marked(pr.Number, a.Marks)
+	return nil
+}
+
+func (p *Pool) perform(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a lifecycle.Action) error {
 	if a.Diagnostic {
 		if _, err := p.comment(ctx, pr.Number, diagnosticBody(t.Attempts, t.LastStatus)); err != nil {
 			return err
@@ -39,10 +48,7 @@ func (p *Pool) act(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a life
 		_, err := p.comment(ctx, pr.Number, conflictBody(p.base))
 		return err
 	case lifecycle.NoteBlocked:
-		if err := p.noteBlocked(ctx, pr, a.Reason); err != nil {
-			p.setTrack(pr.Number, lifecycle.NoteNotPosted(p.track(pr.Number)))
-			return err
-		}
+		return p.noteBlocked(ctx, pr, a.Reason)
 	case lifecycle.NoteNoReview:
 		p.log.Warn("sessions leave no counted review; still retrying", "pr", pr.Number, "reason", a.Reason)
 		_, err := p.comment(ctx, pr.Number, noReviewBody(pr.HeadSHA, a.Reason))
@@ -80,8 +86,7 @@ func (p *Pool) merge(ctx context.Context, pr forgejo.PR) (forgejo.MergeResult, e
 	if res.Rule != "" {
 		p.learn(res.Rule)
 	}
-	next, act := lifecycle.AfterMerge(p.policy, p.track(pr.Number), pr.HeadSHA, res, p.now())
-	p.setTrack(pr.Number, next)
+	next, act := p.mergeAnswered(pr.Number, pr.HeadSHA, res)
 	return res, p.act(ctx, pr, next, act)
 }
 
@@ -138,7 +143,7 @@ func (p *Pool) drop(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a lif
 			}
 		}
 	}
-	p.dropTrack(pr.Number)
+	p.forget(pr.Number)
 }
 
 // recoverAttempts rebuilds an approved PR's retry count from the pool's own
@@ -157,6 +162,6 @@ func (p *Pool) recoverAttempts(ctx context.Context, pr forgejo.PR) error {
 	if attempts > 0 {
 		p.log.Info("recovered the retry count from the forge", "pr", pr.Number, "attempts", attempts)
 	}
-	p.setTrack(pr.Number, lifecycle.Recovered(pr.HeadSHA, attempts))
+	p.recovered(pr.Number, pr.HeadSHA, attempts)
 	return nil
 }
