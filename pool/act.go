@@ -26,22 +26,13 @@ func (p *Pool) perform(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a 
 		}
 	}
 	switch a.Kind {
-	case lifecycle.Merge:
-		if p.cfg.DryRun {
-			p.log.Info("dry run: would merge", "pr", pr.Number, "head", pr.HeadSHA)
+	case lifecycle.Merge, lifecycle.Update:
+		if p.cfg.DryRun { // a dry run hands nothing on: no merge queue, no slot (cycle)
+			p.log.Info("dry run: would queue", "pr", pr.Number, "head", pr.HeadSHA, "action", a.Kind)
 			return nil
 		}
-		p.queue.add(pr.Number, pr.HeadSHA, p.now())
-	case lifecycle.Update:
-		if p.cfg.DryRun {
-			p.log.Info("dry run: would update", "pr", pr.Number, "head", pr.HeadSHA)
-			return nil
-		}
-		p.queue.add(pr.Number, pr.HeadSHA, p.now()) // the queue updates it when it is next
+		p.queue.add(pr.Number, pr.HeadSHA, p.now()) // the queue merges (or updates) it when it is next
 	case lifecycle.Disarm:
-		if p.cfg.DryRun {
-			return nil
-		}
 		return p.forge.CancelAutoMerge(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 	case lifecycle.NoteConflict:
 		p.count(pr.Number, &p.stats.conflicts)

@@ -128,6 +128,11 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	if p.now == nil {
 		p.now = time.Now
 	}
+	if cfg.DryRun {
+		// A dry run decides on what the forge shows and keeps nothing:
+		// its forge writes nothing, its memory ends with the process.
+		p.forge, p.store = dryForge{Forge: p.forge, log: p.log}, NewMemoryStore()
+	}
 	p.slots, p.shared = d.Slots, d.Slots != nil
 	p.turn = d.FullList
 	if p.turn.Every <= 0 {
@@ -479,12 +484,8 @@ func (p *Pool) logProtection() {
 	}
 }
 
-// comment posts a signed comment unless this is a dry run.
+// comment posts a signed comment.
 func (p *Pool) comment(ctx context.Context, n int, body string) (forgejo.Comment, error) {
-	if p.cfg.DryRun {
-		p.log.Info("dry run: would comment", "pr", n, "body", firstLine(body))
-		return forgejo.Comment{}, nil
-	}
 	return p.forge.PostComment(ctx, p.cfg.Owner, p.cfg.Name, n, sign(body))
 }
 
