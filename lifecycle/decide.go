@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"pool/claims"
-	"pool/forgejo"
+	"pool/forge"
 	"pool/internal/backoff"
 )
 
@@ -41,13 +41,13 @@ func Decide(p Policy, t Track, o Observation) (Track, Action) {
 		return t, Action{Kind: Wait, Reason: "updating: waiting for the forge to take in the new head"}
 	}
 	switch v := p.Approval(t, o); v.State {
-	case forgejo.ReviewApproved:
+	case forge.ReviewApproved:
 		t.ReviewedSHA = o.HeadSHA
 		return approved(p, t, o)
-	case forgejo.ReviewRequestChanges:
+	case forge.ReviewRequestChanges:
 		t.ReviewedSHA, t.State, t.Blocked = o.HeadSHA, ChangesRequested, ""
 		return t, Action{Kind: Wait, Reason: "changes requested; waiting for a new head"}
-	case forgejo.ReviewComment:
+	case forge.ReviewComment:
 		t.ReviewedSHA, t.State, t.Blocked = o.HeadSHA, Commented, ""
 		return t, Action{Kind: Wait, Reason: "reviewed without a verdict; waiting for a new head"}
 	}
@@ -239,7 +239,7 @@ func conflict(t Track, head, reason string) (Track, Action) {
 // update): a refusal like a merge's, with
 // one note and a back-off, not an update call every cycle.
 func UpdateRefused(p Policy, t Track, head string, status int, now time.Time) (Track, Action) {
-	return refused(p, t, head, forgejo.MergeResult{Outcome: "update_refused", Status: status, Rule: ruleUpdateRefused}, now)
+	return refused(p, t, head, forge.MergeResult{Outcome: "update_refused", Status: status, Rule: ruleUpdateRefused}, now)
 }
 
 // blocked waits for the PR or the rule to change, and asks for the note
@@ -274,22 +274,22 @@ func (t Track) retry(p Policy, s State, status string) (Track, bool) {
 // the forge reports done is confirmed by re-reading the PR and deciding
 // again, not here. "Try again later" is the forge still checking the PR
 // against its base: a wait, not a failed attempt.
-func AfterMerge(p Policy, t Track, head string, res forgejo.MergeResult, now time.Time) (Track, Action) {
+func AfterMerge(p Policy, t Track, head string, res forge.MergeResult, now time.Time) (Track, Action) {
 	switch res.Outcome {
-	case forgejo.MergeDone, forgejo.MergeAlready, forgejo.MergeClosed:
+	case forge.MergeDone, forge.MergeAlready, forge.MergeClosed:
 		return t, Action{Kind: Wait, Reason: "re-read the PR to confirm"}
-	case forgejo.MergeNotReady:
+	case forge.MergeNotReady:
 		t.State, t.LastStatus = MergeQueued, fmt.Sprintf("%s (HTTP %d: %s)", res.Outcome, res.Status, res.Message)
 		return t, Action{Kind: Wait, Reason: "the forge is still checking the PR; waiting for it"}
-	case forgejo.MergeScheduled:
+	case forge.MergeScheduled:
 		// Only an older pool asks the forge to schedule; cancel it.
 		t.State, t.ArmedSHA = MergeScheduled, head
 		return t, Action{Kind: Wait, Reason: "auto-merge scheduled"}
-	case forgejo.MergeHeadMoved:
+	case forge.MergeHeadMoved:
 		return t, Action{Kind: Wait, Reason: "head moved; the new head needs a review"}
-	case forgejo.MergeConflict:
+	case forge.MergeConflict:
 		return conflict(t, head, "merge conflict")
-	case forgejo.MergeQuota, forgejo.MergeBlocked:
+	case forge.MergeQuota, forge.MergeBlocked:
 		return refused(p, t, head, res, now)
 	}
 	status := fmt.Sprintf("%s (HTTP %d: %s)", res.Outcome, res.Status, res.Message)
@@ -302,7 +302,7 @@ func AfterMerge(p Policy, t Track, head string, res forgejo.MergeResult, now tim
 // answers every merge "try again later" (a merge cut off mid-call pushed it
 // there), and that the forge refused to mark it merged with res. Nothing
 // the pool can do changes that: the PR waits for a person, with one note.
-func HeadOnBase(t Track, commit string, res forgejo.MergeResult) (Track, Action) {
+func HeadOnBase(t Track, commit string, res forge.MergeResult) (Track, Action) {
 	t.LandedIn = commit
 	t.LastStatus = fmt.Sprintf("mark merged: %s (HTTP %d: %s)", res.Outcome, res.Status, res.Message)
 	return blocked(t, t.HeadSHA, landedReason(commit))

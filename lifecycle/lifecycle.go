@@ -5,13 +5,17 @@
 // separate step in package pool performs the action. The forge is the record:
 // a reviewer's report is only a hint, and "merged" counts only when the forge
 // says merged.
+//
+// It is pure: it links nothing but package forge (the forge's plain data),
+// claims and internal/backoff, never the forge's SDK or an HTTP client
+// (TestLinksOnlyTheLeaf keeps it so).
 package lifecycle
 
 import (
 	"time"
 
 	"pool/claims"
-	"pool/forgejo"
+	"pool/forge"
 )
 
 // State is where a PR stands in the merge lifecycle.
@@ -89,7 +93,7 @@ type Track struct {
 	// merged: the PR waits for a person.
 	LandedIn string `json:"landed_in,omitempty"`
 	// Refusals counts the merges of this head the forge refused for a rule
-	// (Refused names it: forgejo.RuleQuota, RuleOutdated, ...). No merge is
+	// (Refused names it: forge.RuleQuota, RuleOutdated, ...). No merge is
 	// tried before RefusedUntil unless what the rule depends on changed
 	// since the first decision after the last refusal: the PR (its update
 	// time after RefusedSeen: a comment, a label, a review) or RefusedOn
@@ -147,11 +151,11 @@ type Observation struct {
 	// repository.
 	Fork bool
 	// Reviews are all the PR's reviews; Policy.Rule says which count.
-	Reviews []forgejo.Review
+	Reviews []forge.Review
 	// Checks are the head's checks, read when the head is approved.
 	Checks []Check
 	// Protection is the base branch's protection, the floor of every merge.
-	Protection forgejo.Protection
+	Protection forge.Protection
 	// OpenDependencies are the open issues the PR depends on ("#12",
 	// "owner/repo#3"), read when its head is approved and green: the forge
 	// refuses to merge it (HTTP 500, no message) while any is open.
@@ -250,7 +254,7 @@ var UpdateStyles = []string{"merge", "rebase"}
 
 // updates reports whether a PR behind its base under prot is updated
 // before its merge.
-func (p Policy) updates(prot forgejo.Protection) bool {
+func (p Policy) updates(prot forge.Protection) bool {
 	switch p.Update {
 	case UpdateAlways:
 		return true
