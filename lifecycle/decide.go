@@ -27,9 +27,10 @@ func Decide(p Policy, t Track, o Observation) (Track, Action) {
 	}
 	if t.ArmedSHA != "" {
 		// The forge's scheduled merge is not pinned to a head: never leave
-		// one armed, whoever armed it for which head.
-		t.ArmedSHA = ""
-		return t, Action{Kind: Disarm, Reason: "an auto-merge is scheduled; the pool merges itself, pinned to the reviewed head"}
+		// one armed, whoever armed it for which head. It counts as gone
+		// once the cancel succeeded (Marks).
+		return t, Action{Kind: Disarm, Reason: "an auto-merge is scheduled; the pool merges itself, pinned to the reviewed head",
+			Marks: Marks{Disarmed: t.ArmedSHA}}
 	}
 	if o.Skip {
 		t.State = AwaitingHuman
@@ -60,7 +61,7 @@ func (t Track) atHead(head string, now time.Time) Track {
 	if head != t.HeadSHA {
 		t.Attempts, t.Failures = 0, 0
 		t.NotBefore = time.Time{}
-		t.FixerSHA, t.LastStatus, t.Blocked, t.LandedIn = "", "", "", ""
+		t.FixerSHA, t.LastStatus, t.Blocked, t.LandedIn, t.ConflictAt = "", "", "", "", ""
 		t.Refusals, t.Refused, t.RefusedUntil, t.RefusedSeen, t.RefusedOn = 0, "", time.Time{}, time.Time{}, ""
 		t.WaitedForChecks = false
 		if t.HeadSHA != t.Update.From {
@@ -93,9 +94,11 @@ func approved(p Policy, t Track, o Observation) (Track, Action) {
 		t.State = Conflict
 		return t, Action{Kind: Wait, Reason: "conflict; waiting for a rebase"}
 	}
+	if t.ConflictAt == o.HeadSHA {
+		return conflict(t, o.HeadSHA, "a conflict was found at this head and its note is not posted yet")
+	}
 	if o.Hint == string(Conflict) && !o.Mergeable {
-		t.State, t.ConflictSHA = Conflict, o.HeadSHA
-		return t, Action{Kind: NoteConflict, Reason: "reviewer reported a conflict and the forge cannot merge"}
+		return conflict(t, o.HeadSHA, "reviewer reported a conflict and the forge cannot merge")
 	}
 	if t.LandedIn != "" {
 		return blocked(t, o.HeadSHA, landedReason(t.LandedIn))
@@ -221,8 +224,14 @@ func Updated(t Track, from, base, mergeBase, style, diff string, now time.Time) 
 // UpdateConflicted records that the forge could not update the head: the
 // base does not merge into it cleanly. That is a conflict, noted once.
 func UpdateConflicted(t Track, head string) (Track, Action) {
-	t.State, t.ConflictSHA = Conflict, head
-	return t, Action{Kind: NoteConflict, Reason: "the update found a conflict with the base"}
+	return conflict(t, head, "the update found a conflict with the base")
+}
+
+// conflict records a conflict found at head and asks for its note, once:
+// until the note is posted (Marks), every decision at head asks again.
+func conflict(t Track, head, reason string) (Track, Action) {
+	t.State, t.ConflictAt = Conflict, head
+	return t, Action{Kind: NoteConflict, Reason: reason, Marks: Marks{ConflictNoted: head}}
 }
 
 // UpdateRefused records that the forge refused the pool's update of the
@@ -242,8 +251,7 @@ func blocked(t Track, head, reason string) (Track, Action) {
 	if t.NotedBlock == key {
 		return t, Action{Kind: Wait, Reason: "blocked: " + reason}
 	}
-	t.NotedBlock = key
-	return t, Action{Kind: NoteBlocked, Reason: reason}
+	return t, Action{Kind: NoteBlocked, Reason: reason, Marks: Marks{BlockNoted: key}}
 }
 
 // blockedAs is blocked in a state of its own: a wait that ends without a
@@ -253,13 +261,6 @@ func blockedAs(s State, t Track, head, reason string) (Track, Action) {
 	t, act := blocked(t, head, reason)
 	t.State = s
 	return t, act
-}
-
-// NoteNotPosted forgets that the note of why the PR is blocked was asked
-// for: posting it failed, and the next decision asks again.
-func NoteNotPosted(t Track) Track {
-	t.NotedBlock = ""
-	return t
 }
 
 // retry counts one more merge attempt and says whether it is a diagnostic one.
@@ -287,8 +288,7 @@ func AfterMerge(p Policy, t Track, head string, res forge.MergeResult, now time.
 	case forge.MergeHeadMoved:
 		return t, Action{Kind: Wait, Reason: "head moved; the new head needs a review"}
 	case forge.MergeConflict:
-		t.State, t.ConflictSHA = Conflict, head
-		return t, Action{Kind: NoteConflict, Reason: "merge conflict"}
+		return conflict(t, head, "merge conflict")
 	case forge.MergeQuota, forge.MergeBlocked:
 		return refused(p, t, head, res, now)
 	}

@@ -340,6 +340,7 @@ func TestHeadOnBaseWaitsForAPerson(t *testing.T) {
 	if act.Kind != NoteBlocked || tr.State != AwaitingHuman || tr.LandedIn != "c1" {
 		t.Fatalf("HeadOnBase = %s, %+v; want one note and awaiting_human", act.Kind, tr)
 	}
+	tr = tr.Mark(act.Marks) // the note was posted
 	tr, act = Decide(policy, tr, approvedAtH1)
 	if act.Kind != Wait || tr.State != AwaitingHuman {
 		t.Errorf("decided again: %s/%s; want a wait for a person, with no second note and no merge", act.Kind, tr.State)
@@ -365,6 +366,7 @@ func TestOpenDependenciesWaitWithOneNote(t *testing.T) {
 	if act.Kind != NoteBlocked || tr.State != DependenciesOpen || !strings.Contains(act.Reason, "#7") {
 		t.Fatalf("open dependency: %s/%s %q; want one note naming #7, state %s", act.Kind, tr.State, act.Reason, DependenciesOpen)
 	}
+	tr = tr.Mark(act.Marks) // the note was posted
 	for i := 0; i < 3; i++ {
 		tr, act = Decide(policy, tr, blockedObs)
 		if act.Kind != Wait || tr.State != DependenciesOpen || tr.Attempts != 0 {
@@ -393,6 +395,7 @@ func TestQuotaRefusalBacksOffWithOneNote(t *testing.T) {
 	if !strings.Contains(act.Reason, "quota") {
 		t.Errorf("the note does not name the cause: %q", act.Reason)
 	}
+	tr = tr.Mark(act.Marks) // the note was posted
 	refused := now
 	for i, wantWait := range []time.Duration{policy.RetryBase, 2 * policy.RetryBase, 4 * policy.RetryBase} {
 		if wait := tr.RefusedUntil.Sub(refused); wait != wantWait {
@@ -433,7 +436,8 @@ func TestQuotaRefusalRetriesWhenThePRChanges(t *testing.T) {
 	obs := approvedWith(status("ci", "success"))(open("h1"))
 	obs.Updated = now.Add(-time.Hour)
 	tr, _ := Decide(policy, Track{}, obs)
-	tr, _ = AfterMerge(policy, tr, "h1", forge.MergeResult{Outcome: forge.MergeQuota, Status: 413}, now)
+	tr, noted := AfterMerge(policy, tr, "h1", forge.MergeResult{Outcome: forge.MergeQuota, Status: 413}, now)
+	tr = tr.Mark(noted.Marks) // the note was posted
 	later := obs
 	later.Now = now.Add(time.Second)
 	tr, act := Decide(policy, tr, later)
@@ -444,5 +448,41 @@ func TestQuotaRefusalRetriesWhenThePRChanges(t *testing.T) {
 	changed.Updated = now.Add(time.Second)
 	if got, act := Decide(policy, tr, changed); act.Kind != Merge {
 		t.Errorf("changed PR during the back-off: %s/%s, want merge", act.Kind, got.State)
+	}
+}
+
+// TestMarksWaitForTheAction: a note or a cancel is remembered only once the
+// pool records its marks, after the action succeeded; until then every
+// decision asks for it again, and after it none does.
+func TestMarksWaitForTheAction(t *testing.T) {
+	obs := approvedWith(status("ci", "success"))(open("h1"))
+	tr, _ := Decide(policy, Track{}, obs)
+	tests := []struct {
+		name  string
+		track Track
+		obs   Observation
+		want  Kind
+	}{
+		{"a conflict the merge found", func() Track {
+			t, _ := AfterMerge(policy, tr, "h1", forge.MergeResult{Outcome: forge.MergeConflict, Status: 409}, now)
+			return t
+		}(), obs, NoteConflict},
+		{"an auto-merge armed", func() Track { t := tr; t.ArmedSHA = "h1"; return t }(), obs, Disarm},
+		{"a block", Track{}, func() Observation { o := obs; o.OpenDependencies = []string{"#7"}; return o }(), NoteBlocked},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, act := Decide(policy, tt.track, tt.obs)
+			for i := 0; i < 2; i++ { // the action failed: nothing recorded
+				if act.Kind != tt.want {
+					t.Fatalf("decision %d before the action succeeded: %s, want %s again", i+1, act.Kind, tt.want)
+				}
+				tr, act = Decide(policy, tr, tt.obs)
+			}
+			tr = tr.Mark(act.Marks)
+			if _, act = Decide(policy, tr, tt.obs); act.Kind == tt.want {
+				t.Errorf("after the action succeeded: %s again", act.Kind)
+			}
+		})
 	}
 }

@@ -69,16 +69,17 @@ func (t Track) HoldsUpdate() bool {
 // change it.
 type Track struct {
 	State       State     `json:"state"`
-	HeadSHA     string    `json:"head_sha"`     // head when last observed
-	HeadSeen    time.Time `json:"head_seen"`    // when the pool first saw that head
-	ReviewedSHA string    `json:"reviewed_sha"` // head at which a counted review was last seen
-	Attempts    int       `json:"attempts"`     // merge retry cycles since approval
-	LastStatus  string    `json:"last_status"`  // last merge answer or checks state, for diagnostics
-	ConflictSHA string    `json:"conflict_sha"` // head the conflict comment was posted for
-	FixerSHA    string    `json:"fixer_sha"`    // head a fixer session was started (created and prompted) for
-	Failures    int       `json:"failures"`     // sessions at this head that left no review
-	NotBefore   time.Time `json:"not_before"`   // no new session before this
-	ArmedSHA    string    `json:"armed_sha"`    // head an auto-merge was scheduled for (by an older pool)
+	HeadSHA     string    `json:"head_sha"`              // head when last observed
+	HeadSeen    time.Time `json:"head_seen"`             // when the pool first saw that head
+	ReviewedSHA string    `json:"reviewed_sha"`          // head at which a counted review was last seen
+	Attempts    int       `json:"attempts"`              // merge retry cycles since approval
+	LastStatus  string    `json:"last_status"`           // last merge answer or checks state, for diagnostics
+	ConflictSHA string    `json:"conflict_sha"`          // head the conflict comment was posted for
+	ConflictAt  string    `json:"conflict_at,omitempty"` // head a conflict was found at (noted or not)
+	FixerSHA    string    `json:"fixer_sha"`             // head a fixer session was started (created and prompted) for
+	Failures    int       `json:"failures"`              // sessions at this head that left no review
+	NotBefore   time.Time `json:"not_before"`            // no new session before this
+	ArmedSHA    string    `json:"armed_sha"`             // head an auto-merge was scheduled for (by an older pool)
 	// Blocked says why the forge's branch protection (or the review rule)
 	// refuses a merge the pool cannot bring about by itself; "" when not.
 	Blocked string `json:"blocked"`
@@ -189,6 +190,33 @@ type Action struct {
 	Diagnostic bool
 	// Announce asks for the "scheduled merge completed" note on the linked issue.
 	Announce bool
+	// Marks are what the track records once the action succeeded.
+	Marks Marks
+}
+
+// Marks are what a PR's track remembers of an action that succeeded: a
+// note posted, an auto-merge cancelled. The decision returns them with
+// the action instead of writing them into the track, and the pool records
+// them (Track.Mark) only after the action succeeded: a note or a cancel
+// that failed is asked for again by the next decision.
+type Marks struct {
+	ConflictNoted string // the head the conflict note was posted for
+	BlockNoted    string // the head and reason the blocked note was posted for
+	Disarmed      string // the head whose scheduled auto-merge was cancelled
+}
+
+// Mark records the marks of an action that succeeded.
+func (t Track) Mark(m Marks) Track {
+	if m.ConflictNoted != "" {
+		t.ConflictSHA = m.ConflictNoted
+	}
+	if m.BlockNoted != "" {
+		t.NotedBlock = m.BlockNoted
+	}
+	if m.Disarmed != "" && t.ArmedSHA == m.Disarmed {
+		t.ArmedSHA = ""
+	}
+	return t
 }
 
 // Policy is the configuration that shapes decisions.

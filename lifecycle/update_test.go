@@ -214,6 +214,7 @@ func TestRefusedMergeWaitsForAChange(t *testing.T) {
 	if act.Kind != NoteBlocked || tr.State != MergeRefused || tr.Attempts != 0 || tr.Refused != forge.RuleStatusCheck {
 		t.Fatalf("refusal: %s/%s, %d attempts, rule %q; want one note, %s, no attempt, %s", act.Kind, tr.State, tr.Attempts, tr.Refused, MergeRefused, forge.RuleStatusCheck)
 	}
+	tr = tr.Mark(act.Marks) // the note was posted
 	same := obs
 	same.Now = now.Add(time.Second)
 	if tr, act = Decide(policy, tr, same); act.Kind != Wait {
@@ -276,6 +277,7 @@ func TestRefusedUpdateBacksOff(t *testing.T) {
 	if act.Kind != NoteBlocked || tr.State != MergeRefused {
 		t.Fatalf("refused update: %s/%s, want one note and %s", act.Kind, tr.State, MergeRefused)
 	}
+	tr = tr.Mark(act.Marks) // the note was posted
 	o.Now = now.Add(time.Second)
 	if tr, act = Decide(policy, tr, o); act.Kind != Wait {
 		t.Errorf("right after the refused update: %s, want a wait", act.Kind)
