@@ -22,6 +22,7 @@ type standing struct {
 	ahead      int            // PRs before it in the queue
 	merging    bool           // in the merge queue
 	mergeAhead int            // PRs before it in the merge queue
+	noPlace    bool           // say nothing of its place in the merge queue (the commit status)
 	waitingFor []string       // checks that run, or required contexts not passed yet
 	failing    []string       // checks that failed at the head
 	merge      forgejo.MergeResult
@@ -123,7 +124,7 @@ func describeRaw(s standing) string {
 // mergeText says where an approved, green PR stands in the merge queue.
 func mergeText(s standing) string {
 	switch {
-	case s.merging && s.mergeAhead > 0:
+	case s.merging && s.mergeAhead > 0 && !s.noPlace:
 		return fmt.Sprintf("approved; queued to merge (%d ahead)", s.mergeAhead)
 	case strings.HasPrefix(s.track.LastStatus, string(forgejo.MergeNotReady)):
 		return "approved; merging once the forge has checked it against " + s.base

@@ -35,6 +35,7 @@ func TestDescribe(t *testing.T) {
 		{"protection wants approvals", standing{track: lifecycle.Track{State: lifecycle.AwaitingHuman, Blocked: "needs 2 approvals; has 1"}, act: wait}, "needs 2 approvals; has 1"},
 		{"merging once green", standing{track: track(lifecycle.CIPending), act: lifecycle.Action{Kind: lifecycle.Merge}}, "approved; merging"},
 		{"merge queue, two ahead", standing{track: track(lifecycle.MergeQueued), act: lifecycle.Action{Kind: lifecycle.Merge}, merging: true, mergeAhead: 2}, "approved; queued to merge (2 ahead)"},
+		{"merge queue, two ahead, commit status", standing{track: track(lifecycle.MergeQueued), act: lifecycle.Action{Kind: lifecycle.Merge}, merging: true, mergeAhead: 2, noPlace: true}, "approved; merging"},
 		{"merge queue, forge still checking", standing{track: lifecycle.Track{State: lifecycle.MergeQueued, LastStatus: "not_ready (HTTP 405: try again later)"},
 			act: lifecycle.Action{Kind: lifecycle.Wait}, merging: true, base: "main"}, "approved; merging once the forge has checked it against main"},
 		{"merge retry", standing{track: lifecycle.Track{State: lifecycle.MergeFailed, Attempts: 12}, act: wait,

@@ -199,8 +199,10 @@ func (p *Pool) Status() ops.Status {
 				in.session, in.kind = s.started, s.kind
 			}
 		}
+		commit := in
+		commit.noPlace = true
 		st.PRs = append(st.PRs, ops.PR{Number: n, Title: e.title, URL: e.url, Head: e.head, State: string(e.track.State),
-			Attempts: e.track.Attempts, LastAnswer: e.track.LastStatus, Next: describe(in), Done: e.done(),
+			Attempts: e.track.Attempts, LastAnswer: e.track.LastStatus, Next: describe(in), Commit: describe(commit), Done: e.done(),
 			Merged: e.track.State == lifecycle.Merged, Seen: e.seen})
 	}
 	sort.Slice(st.PRs, func(i, j int) bool { return st.PRs[i].Number < st.PRs[j].Number })
