@@ -34,6 +34,9 @@
 // clock is off by d sees claims go stale d early or late, so any skew well
 // below the TTL (30 minutes by default) is harmless. The tie-break uses ids,
 // not times, so it tolerates any skew.
+//
+// The package is pure: it reads comments and reviews as package forge's
+// plain types and links no SDK; posting and deleting claims is the pool's.
 package claims
 
 import (
@@ -44,7 +47,7 @@ import (
 	"strings"
 	"time"
 
-	"pool/forgejo"
+	"pool/forge"
 )
 
 // Claim is the content of a claim marker, plus where it was found.
@@ -75,7 +78,7 @@ func Body(c Claim) string {
 }
 
 // Parse extracts the claim from a comment, if it carries a well-formed marker.
-func Parse(c forgejo.Comment) (Claim, bool) {
+func Parse(c forge.Comment) (Claim, bool) {
 	m := markerRE.FindStringSubmatch(c.Body)
 	if m == nil {
 		return Claim{}, false
@@ -91,8 +94,8 @@ func Parse(c forgejo.Comment) (Claim, bool) {
 // View is what a pool knows about one PR when it judges claims.
 type View struct {
 	HeadSHA  string
-	Comments []forgejo.Comment
-	Reviews  []forgejo.Review
+	Comments []forge.Comment
+	Reviews  []forge.Review
 	Trusted  []string // accounts whose claims count
 	TTL      time.Duration
 	Now      time.Time

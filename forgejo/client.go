@@ -9,6 +9,9 @@
 // The forge's answers are hostile data: a null entry, a missing field, a
 // wrong type or truncated JSON is an error for the call, never a panic. Lists
 // of PRs skip such an entry (it cannot be told which PR it was) and log it.
+//
+// The answers come back as package forge's plain types (PR, Review, Status,
+// Protection, MergeResult...); the aliases in types.go keep the old names.
 package forgejo
 
 import (

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"pool/claims"
-	"pool/forgejo"
+	"pool/forge"
 )
 
 var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -15,12 +15,12 @@ var policy = Policy{DiagnosticEvery: 10, RetryBase: time.Minute, RetryMax: time.
 
 func open(head string) Observation {
 	return Observation{Open: true, HeadSHA: head, Author: "alice", Mergeable: true, Now: now,
-		Protection: forgejo.Protection{UserCanMerge: true}}
+		Protection: forge.Protection{UserCanMerge: true}}
 }
 
 // review is a review on head h1 by bob, official unless said otherwise.
-func review(state string) forgejo.Review {
-	return forgejo.Review{ID: 1, Author: "bob", State: state, CommitID: "h1", Official: true}
+func review(state string) forge.Review {
+	return forge.Review{ID: 1, Author: "bob", State: state, CommitID: "h1", Official: true}
 }
 
 func status(context, state string) Check {
@@ -62,7 +62,7 @@ func TestDecide(t *testing.T) {
 			wantKind: Drop, wantState: Merged},
 		{name: "a review requested from a team is no verdict", obs: func(o Observation) Observation {
 			o = approvedWith(status("ci", "success"))(o)
-			o.Reviews = append(o.Reviews, forgejo.Review{ID: 2, State: forgejo.ReviewRequested, Team: "core"})
+			o.Reviews = append(o.Reviews, forge.Review{ID: 2, State: forge.ReviewRequested, Team: "core"})
 			return o
 		}, wantKind: Merge, wantState: MergeQueued},
 		{name: "approved and pending waits", obs: approvedWith(status("ci", "pending")), wantKind: Wait, wantState: CIPending},
@@ -107,30 +107,30 @@ func TestDecide(t *testing.T) {
 			obs: approvedWith(status("ci", "success")), wantKind: Wait, wantState: Conflict},
 		{name: "new head after conflict is reviewed", track: Track{HeadSHA: "h0", ConflictSHA: "h0", ReviewedSHA: "h0", State: Conflict},
 			wantKind: Review, wantState: Unreviewed},
-		{name: "changes requested waits", obs: withReviews(review(forgejo.ReviewRequestChanges)), wantKind: Wait, wantState: ChangesRequested},
+		{name: "changes requested waits", obs: withReviews(review(forge.ReviewRequestChanges)), wantKind: Wait, wantState: ChangesRequested},
 		{name: "a listed reviewer's comment-only review waits", policy: Policy{DiagnosticEvery: 10, Rule: ReviewRule{Reviewers: []string{"bob"}}},
-			obs: withReviews(review(forgejo.ReviewComment)), wantKind: Wait, wantState: Commented},
-		{name: "an unlisted comment-only review is no review", obs: withReviews(review(forgejo.ReviewComment)),
+			obs: withReviews(review(forge.ReviewComment)), wantKind: Wait, wantState: Commented},
+		{name: "an unlisted comment-only review is no review", obs: withReviews(review(forge.ReviewComment)),
 			wantKind: Review, wantState: Unreviewed},
-		{name: "an outsider's approval is no review", obs: withReviews(unofficial(review(forgejo.ReviewApproved))),
+		{name: "an outsider's approval is no review", obs: withReviews(unofficial(review(forge.ReviewApproved))),
 			wantKind: Review, wantState: Unreviewed},
-		{name: "an outsider's request for changes blocks nothing", obs: withReviews(unofficial(review(forgejo.ReviewRequestChanges))),
+		{name: "an outsider's request for changes blocks nothing", obs: withReviews(unofficial(review(forge.ReviewRequestChanges))),
 			wantKind: Review, wantState: Unreviewed},
-		{name: "the author's own approval is no review", obs: withReviews(by("alice", review(forgejo.ReviewApproved))),
+		{name: "the author's own approval is no review", obs: withReviews(by("alice", review(forge.ReviewApproved))),
 			wantKind: Review, wantState: Unreviewed},
 		{name: "re-review after push", track: Track{HeadSHA: "h0", ReviewedSHA: "h0", State: ChangesRequested},
 			wantKind: Review, wantState: Unreviewed},
 		{name: "backing off after a failed session", track: Track{HeadSHA: "h1", HeadSeen: now, NotBefore: now.Add(time.Minute)},
 			wantKind: Wait, wantState: Unreviewed},
-		{name: "two approvals required and one given is noted", obs: protected(forgejo.Protection{RequiredApprovals: 2}),
+		{name: "two approvals required and one given is noted", obs: protected(forge.Protection{RequiredApprovals: 2}),
 			wantKind: NoteBlocked, wantState: AwaitingHuman},
 		{name: "the block is noted once per head", track: Track{HeadSHA: "h1", NotedBlock: "h1 needs 2 approvals; has 1"},
-			obs: protected(forgejo.Protection{RequiredApprovals: 2}), wantKind: Wait, wantState: AwaitingHuman},
-		{name: "one approval required and given merges", obs: protected(forgejo.Protection{RequiredApprovals: 1}), wantKind: Merge},
-		{name: "a required context not reported waits", obs: protected(forgejo.Protection{StatusCheck: true, StatusContexts: []string{"ci/test"}}),
+			obs: protected(forge.Protection{RequiredApprovals: 2}), wantKind: Wait, wantState: AwaitingHuman},
+		{name: "one approval required and given merges", obs: protected(forge.Protection{RequiredApprovals: 1}), wantKind: Merge},
+		{name: "a required context not reported waits", obs: protected(forge.Protection{StatusCheck: true, StatusContexts: []string{"ci/test"}}),
 			wantKind: Wait, wantState: CIPending},
 		{name: "a status check without contexts waits for one status", obs: func(o Observation) Observation {
-			o = protected(forgejo.Protection{StatusCheck: true})(o)
+			o = protected(forge.Protection{StatusCheck: true})(o)
 			o.Checks = nil
 			return o
 		}, wantKind: Wait, wantState: CIPending},
@@ -140,14 +140,14 @@ func TestDecide(t *testing.T) {
 			return o
 		}, wantKind: NoteBlocked, wantState: AwaitingHuman},
 		{name: "an outdated branch is blocked when the protection says so", obs: func(o Observation) Observation {
-			o = protected(forgejo.Protection{Full: true, BlockOnOutdated: true})(o)
+			o = protected(forge.Protection{Full: true, BlockOnOutdated: true})(o)
 			o.Behind = true
 			return o
 		}, wantKind: NoteBlocked},
 		{name: "a reviewer off the approvals whitelist is noted before any session",
 			policy: Policy{DiagnosticEvery: 10, Rule: ReviewRule{Reviewers: []string{"bob"}}},
 			obs: func(o Observation) Observation {
-				o.Protection = forgejo.Protection{UserCanMerge: true, Protected: true, Full: true, ApprovalsWhitelist: true, ApprovalsWhitelistUsers: []string{"carol"}}
+				o.Protection = forge.Protection{UserCanMerge: true, Protected: true, Full: true, ApprovalsWhitelist: true, ApprovalsWhitelistUsers: []string{"carol"}}
 				return o
 			}, wantKind: NoteBlocked, wantState: AwaitingHuman},
 	}
@@ -193,7 +193,7 @@ func withGrace(d time.Duration) Policy {
 // approvedWith approves h1 (one official approval by bob) with these checks.
 func approvedWith(checks ...Check) func(Observation) Observation {
 	return func(o Observation) Observation {
-		o.Reviews = []forgejo.Review{review(forgejo.ReviewApproved)}
+		o.Reviews = []forge.Review{review(forge.ReviewApproved)}
 		o.Checks = checks
 		return o
 	}
@@ -204,7 +204,7 @@ func fromFork(f func(Observation) Observation) func(Observation) Observation {
 }
 
 // protected approves h1 with a green check under the protection p.
-func protected(p forgejo.Protection) func(Observation) Observation {
+func protected(p forge.Protection) func(Observation) Observation {
 	return func(o Observation) Observation {
 		o = approvedWith(status("other", "success"))(o)
 		p.Protected, p.UserCanMerge = true, true
@@ -213,13 +213,13 @@ func protected(p forgejo.Protection) func(Observation) Observation {
 	}
 }
 
-func withReviews(rs ...forgejo.Review) func(Observation) Observation {
+func withReviews(rs ...forge.Review) func(Observation) Observation {
 	return func(o Observation) Observation { o.Reviews = rs; return o }
 }
 
-func unofficial(r forgejo.Review) forgejo.Review { r.Official = false; return r }
+func unofficial(r forge.Review) forge.Review { r.Official = false; return r }
 
-func by(author string, r forgejo.Review) forgejo.Review { r.Author = author; return r }
+func by(author string, r forge.Review) forge.Review { r.Author = author; return r }
 
 func TestDecideNewHeadResetsAttempts(t *testing.T) {
 	tr := Track{HeadSHA: "h0", Attempts: 25, FixerSHA: "h0", Failures: 3, NotBefore: now.Add(time.Hour)}
@@ -231,21 +231,21 @@ func TestDecideNewHeadResetsAttempts(t *testing.T) {
 
 func TestAfterMerge(t *testing.T) {
 	tests := []struct {
-		outcome   forgejo.MergeOutcome
+		outcome   forge.MergeOutcome
 		wantKind  Kind
 		wantState State
 	}{
-		{forgejo.MergeDone, Wait, ""},
-		{forgejo.MergeScheduled, Wait, MergeScheduled}, // an older pool's schedule: cancelled next
-		{forgejo.MergeNotReady, Wait, MergeQueued},     // the forge is checking: a wait, not an attempt
-		{forgejo.MergeBlocked, NoteBlocked, MergeRefused},
-		{forgejo.MergeConflict, NoteConflict, Conflict},
-		{forgejo.MergeHeadMoved, Wait, ""},
-		{forgejo.MergeFailed, Wait, MergeFailed},
+		{forge.MergeDone, Wait, ""},
+		{forge.MergeScheduled, Wait, MergeScheduled}, // an older pool's schedule: cancelled next
+		{forge.MergeNotReady, Wait, MergeQueued},     // the forge is checking: a wait, not an attempt
+		{forge.MergeBlocked, NoteBlocked, MergeRefused},
+		{forge.MergeConflict, NoteConflict, Conflict},
+		{forge.MergeHeadMoved, Wait, ""},
+		{forge.MergeFailed, Wait, MergeFailed},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.outcome), func(t *testing.T) {
-			got, act := AfterMerge(policy, Track{HeadSHA: "h1"}, "h1", forgejo.MergeResult{Outcome: tt.outcome, Status: 405}, now)
+			got, act := AfterMerge(policy, Track{HeadSHA: "h1"}, "h1", forge.MergeResult{Outcome: tt.outcome, Status: 405}, now)
 			if act.Kind != tt.wantKind || got.State != tt.wantState {
 				t.Errorf("got %s/%s, want %s/%s", act.Kind, got.State, tt.wantKind, tt.wantState)
 			}
@@ -315,16 +315,17 @@ func TestFixerStarted(t *testing.T) {
 // showing it merged.
 func TestHeadOnBaseWaitsForAPerson(t *testing.T) {
 	approvedAtH1 := open("h1")
-	approvedAtH1.Reviews = []forgejo.Review{review(forgejo.ReviewApproved)}
+	approvedAtH1.Reviews = []forge.Review{review(forge.ReviewApproved)}
 	approvedAtH1.Checks = []Check{status("ci", "success")}
 	tr, act := Decide(policy, Track{}, approvedAtH1)
 	if act.Kind != Merge {
 		t.Fatalf("approved and green: %s, want merge", act.Kind)
 	}
-	tr, act = HeadOnBase(tr, "c1", forgejo.MergeResult{Outcome: forgejo.MergeBlocked, Status: 405, Message: "not allowed"})
+	tr, act = HeadOnBase(tr, "c1", forge.MergeResult{Outcome: forge.MergeBlocked, Status: 405, Message: "not allowed"})
 	if act.Kind != NoteBlocked || tr.State != AwaitingHuman || tr.LandedIn != "c1" {
 		t.Fatalf("HeadOnBase = %s, %+v; want one note and awaiting_human", act.Kind, tr)
 	}
+	tr = tr.Mark(act.Marks) // the note was posted
 	tr, act = Decide(policy, tr, approvedAtH1)
 	if act.Kind != Wait || tr.State != AwaitingHuman {
 		t.Errorf("decided again: %s/%s; want a wait for a person, with no second note and no merge", act.Kind, tr.State)
@@ -350,6 +351,7 @@ func TestOpenDependenciesWaitWithOneNote(t *testing.T) {
 	if act.Kind != NoteBlocked || tr.State != DependenciesOpen || !strings.Contains(act.Reason, "#7") {
 		t.Fatalf("open dependency: %s/%s %q; want one note naming #7, state %s", act.Kind, tr.State, act.Reason, DependenciesOpen)
 	}
+	tr = tr.Mark(act.Marks) // the note was posted
 	for i := 0; i < 3; i++ {
 		tr, act = Decide(policy, tr, blockedObs)
 		if act.Kind != Wait || tr.State != DependenciesOpen || tr.Attempts != 0 {
@@ -369,7 +371,7 @@ func TestOpenDependenciesWaitWithOneNote(t *testing.T) {
 // each refusal up to RetryMax, and a new head starts over.
 func TestQuotaRefusalBacksOffWithOneNote(t *testing.T) {
 	obs := approvedWith(status("ci", "success"))(open("h1"))
-	quota := forgejo.MergeResult{Outcome: forgejo.MergeQuota, Status: 413, Message: "quota exceeded"}
+	quota := forge.MergeResult{Outcome: forge.MergeQuota, Status: 413, Message: "quota exceeded"}
 	tr, _ := Decide(policy, Track{}, obs)
 	tr, act := AfterMerge(policy, tr, "h1", quota, now)
 	if act.Kind != NoteBlocked || act.Diagnostic || tr.State != QuotaExceeded || tr.Attempts != 0 {
@@ -378,6 +380,7 @@ func TestQuotaRefusalBacksOffWithOneNote(t *testing.T) {
 	if !strings.Contains(act.Reason, "quota") {
 		t.Errorf("the note does not name the cause: %q", act.Reason)
 	}
+	tr = tr.Mark(act.Marks) // the note was posted
 	refused := now
 	for i, wantWait := range []time.Duration{policy.RetryBase, 2 * policy.RetryBase, 4 * policy.RetryBase} {
 		if wait := tr.RefusedUntil.Sub(refused); wait != wantWait {
@@ -418,7 +421,8 @@ func TestQuotaRefusalRetriesWhenThePRChanges(t *testing.T) {
 	obs := approvedWith(status("ci", "success"))(open("h1"))
 	obs.Updated = now.Add(-time.Hour)
 	tr, _ := Decide(policy, Track{}, obs)
-	tr, _ = AfterMerge(policy, tr, "h1", forgejo.MergeResult{Outcome: forgejo.MergeQuota, Status: 413}, now)
+	tr, noted := AfterMerge(policy, tr, "h1", forge.MergeResult{Outcome: forge.MergeQuota, Status: 413}, now)
+	tr = tr.Mark(noted.Marks) // the note was posted
 	later := obs
 	later.Now = now.Add(time.Second)
 	tr, act := Decide(policy, tr, later)
@@ -429,5 +433,41 @@ func TestQuotaRefusalRetriesWhenThePRChanges(t *testing.T) {
 	changed.Updated = now.Add(time.Second)
 	if got, act := Decide(policy, tr, changed); act.Kind != Merge {
 		t.Errorf("changed PR during the back-off: %s/%s, want merge", act.Kind, got.State)
+	}
+}
+
+// TestMarksWaitForTheAction: a note or a cancel is remembered only once the
+// pool records its marks, after the action succeeded; until then every
+// decision asks for it again, and after it none does.
+func TestMarksWaitForTheAction(t *testing.T) {
+	obs := approvedWith(status("ci", "success"))(open("h1"))
+	tr, _ := Decide(policy, Track{}, obs)
+	tests := []struct {
+		name  string
+		track Track
+		obs   Observation
+		want  Kind
+	}{
+		{"a conflict the merge found", func() Track {
+			t, _ := AfterMerge(policy, tr, "h1", forge.MergeResult{Outcome: forge.MergeConflict, Status: 409}, now)
+			return t
+		}(), obs, NoteConflict},
+		{"an auto-merge armed", func() Track { t := tr; t.ArmedSHA = "h1"; return t }(), obs, Disarm},
+		{"a block", Track{}, func() Observation { o := obs; o.OpenDependencies = []string{"#7"}; return o }(), NoteBlocked},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, act := Decide(policy, tt.track, tt.obs)
+			for i := 0; i < 2; i++ { // the action failed: nothing recorded
+				if act.Kind != tt.want {
+					t.Fatalf("decision %d before the action succeeded: %s, want %s again", i+1, act.Kind, tt.want)
+				}
+				tr, act = Decide(policy, tr, tt.obs)
+			}
+			tr = tr.Mark(act.Marks)
+			if _, act = Decide(policy, tr, tt.obs); act.Kind == tt.want {
+				t.Errorf("after the action succeeded: %s again", act.Kind)
+			}
+		})
 	}
 }

@@ -193,9 +193,8 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (de
 			return decision{}, err
 		}
 		obs.Claim, _ = claims.Judge(p.view(pr, comments, obs.Reviews), p.instance)
-		next, act = lifecycle.Decide(p.policy, p.track(pr.Number), obs)
 	}
-	p.setTrack(pr.Number, next)
+	next, act = p.decided(pr.Number, obs)
 	p.logDecision(pr.Number, next, act)
 	p.book.decided(pr, next, act, p.now())
 	return decision{Action: act, at: obs.Now}, p.act(ctx, pr, next, act)
@@ -300,14 +299,14 @@ func (p *Pool) forgetGone(ctx context.Context, open map[int]bool) error {
 		}
 		pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, n)
 		if errors.Is(err, forgejo.ErrNotFound) {
-			p.dropTrack(n)
+			p.forget(n)
 			continue
 		}
 		if err != nil {
 			return err
 		}
 		if pr.BaseRef != p.base && pr.State == "open" {
-			p.dropTrack(n) // retargeted away from the default branch
+			p.forget(n) // retargeted away from the default branch
 			continue
 		}
 		if _, err := p.step(ctx, pr, ""); err != nil {
