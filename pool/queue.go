@@ -145,17 +145,33 @@ func (q *mergeQueue) backOff(n int, now time.Time, err error) {
 	}
 }
 
-// refusedAgain counts one more merge call answered "try again later" while
-// PR n read mergeable, and returns the count.
-func (q *mergeQueue) refusedAgain(n int) int {
+// tryLater records a merge call of PR n answered "try again later" while
+// it read mergeable, moved being when the queue's last merge was answered
+// (zero if the call was not the first after it). The first such answer
+// within queuePaceFor of a merge is the forge's flag from before that merge
+// (read before the forge marked the PR for testing again): the PR is read
+// again at the pace. Any other waits as a PR not ready, and at every
+// onBaseCheckEvery-th, tryLater reports that the caller should look whether
+// the head is on the base already (checkOnBase).
+func (q *mergeQueue) tryLater(n int, moved, now time.Time) (lookOnBase bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	e, ok := q.entries[n]
 	if !ok {
-		return 0
+		return false
 	}
 	e.refused++
-	return e.refused
+	e.tried = true
+	switch {
+	case e.refused == 1 && !moved.IsZero() && now.Before(moved.Add(queuePaceFor)):
+		q.moved, e.notBefore = moved, now.Add(q.pace)
+		return false
+	case e.refused%onBaseCheckEvery == 0:
+		return true
+	}
+	e.waits++
+	e.notBefore = now.Add(retryWait(e.waits, q.base, queueWaitMax, nil))
+	return false
 }
 
 // restart makes every entry due now: the base moved, or the forge said
@@ -205,11 +221,14 @@ func (q *mergeQueue) next(now time.Time) (queued, bool) {
 	return *head, true
 }
 
-// unpace ends the reading of the next entry alone.
-func (q *mergeQueue) unpace() {
+// unpace ends the reading of the next entry alone, and returns when the
+// queue's last merge was answered (zero if it was not pacing).
+func (q *mergeQueue) unpace() time.Time {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	moved := q.moved
 	q.moved = time.Time{}
+	return moved
 }
 
 // paced has the next entry read again one pace from now: the forge is
@@ -279,8 +298,8 @@ func (p *Pool) workQueue(ctx context.Context) time.Duration {
 			p.queue.notReady(e.n, p.now())
 			continue
 		}
-		p.queue.unpace() // the forge has tested it: a merge paces the queue again, anything else does not
-		p.mergeQueued(ctx, pr)
+		moved := p.queue.unpace() // the forge has tested it: a merge paces the queue again, anything else does not
+		p.mergeQueued(ctx, pr, moved)
 		return 0
 	}
 	dueNow, next := p.queue.due(p.now())
@@ -296,8 +315,9 @@ func (p *Pool) workQueue(ctx context.Context) time.Duration {
 // mergeQueued decides once more on fresh reads and, if the decision still
 // is to merge, makes the merge call. A PR the decision no longer merges, or
 // whose merge the forge refused for good, leaves the queue; the discovery
-// loop decides it again.
-func (p *Pool) mergeQueued(ctx context.Context, pr forgejo.PR) {
+// loop decides it again. moved is when the queue's last merge was answered,
+// if this is the first PR read mergeable after it.
+func (p *Pool) mergeQueued(ctx context.Context, pr forgejo.PR, moved time.Time) {
 	act, err := p.decideAndAct(ctx, pr, "")
 	if err != nil {
 		p.log.Warn("merge queue: deciding failed; waiting", "pr", pr.Number, "err", err)
@@ -318,10 +338,10 @@ func (p *Pool) mergeQueued(ctx context.Context, pr forgejo.PR) {
 	case err != nil:
 		p.log.Warn("merge queue: the merge call failed; waiting", "pr", pr.Number, "err", err)
 		p.queue.backOff(pr.Number, p.now(), err)
-	case res.Outcome == forgejo.MergeNotReady && p.queue.refusedAgain(pr.Number)%onBaseCheckEvery == 0:
-		p.checkOnBase(ctx, pr)
 	case res.Outcome == forgejo.MergeNotReady:
-		p.queue.notReady(pr.Number, p.now())
+		if p.queue.tryLater(pr.Number, moved, p.now()) {
+			p.checkOnBase(ctx, pr)
+		}
 	case res.Outcome == forgejo.MergeDone || res.Outcome == forgejo.MergeAlready:
 		p.queue.remove(pr.Number)
 		p.settleMerged(ctx, pr.Number)

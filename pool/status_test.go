@@ -252,6 +252,47 @@ func TestMergeQueuePacesTheNextPRAfterAMerge(t *testing.T) {
 	}
 }
 
+// TestMergeQueueTryLaterRightAfterAMerge: the first "try again later" to
+// the first call after a merge is the forge's flag from before the merge:
+// the PR is read again at the pace, the queue still reading it alone. A
+// second one waits the base wait, doubling, and every third asks to look
+// whether the head is on the base.
+func TestMergeQueueTryLaterRightAfterAMerge(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	q := newMergeQueue(5 * time.Second)
+	q.add(1, "a", t0)
+	q.add(2, "b", t0.Add(time.Second))
+	q.merged(t0)
+	moved := q.unpace() // #1 read mergeable: its merge call follows
+	at := t0.Add(50 * time.Millisecond)
+	if q.tryLater(1, moved, at) {
+		t.Errorf("the first refusal asks to look on the base")
+	}
+	head, paced := q.next(at)
+	if !paced || head.n != 1 || !head.notBefore.Equal(at.Add(queuePace)) {
+		t.Errorf("after the first refusal: next %+v (paced %v); want #1 alone, read again one pace later", head, paced)
+	}
+	moved = q.unpace()
+	at = at.Add(queuePace)
+	if q.tryLater(1, moved, at) {
+		t.Errorf("the second refusal asks to look on the base")
+	}
+	if _, paced := q.next(at); paced {
+		t.Errorf("after the second refusal the queue still reads #1 alone")
+	}
+	if due, next := q.due(at); len(due) != 1 || due[0].n != 2 || next.Sub(at) < time.Second*3/4 {
+		t.Errorf("after the second refusal: due %v, next %v; want #2, and #1 about a second later", due, next)
+	}
+	if !q.tryLater(1, time.Time{}, at) {
+		t.Errorf("the third refusal does not ask to look on the base")
+	}
+	q.merged(t0)
+	q.unpace()
+	if q.tryLater(2, time.Time{}, at); !q.moved.IsZero() {
+		t.Errorf("a refusal of a call that was not the first after a merge paces the queue again")
+	}
+}
+
 // TestMergeQueueHonoursRetryAfter: a merge call answered 429 or 503 with
 // Retry-After backs the PR off at least that long (up to the queue's
 // longest wait); a failure that asks nothing backs off by a second.
