@@ -52,7 +52,7 @@ type Deps struct {
 	Slots *Slots
 	// FullList spreads the full listings of the pools one process serves,
 	// so that a round of their cycles holds one at most; zero: every
-	// fullListEvery-th cycle.
+	// FullListEvery-th cycle.
 	FullList ListTurn
 }
 
@@ -136,7 +136,7 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	p.slots, p.shared = d.Slots, d.Slots != nil
 	p.turn = d.FullList
 	if p.turn.Every <= 0 {
-		p.turn = ListTurn{Every: fullListEvery}
+		p.turn = ListTurn{Every: FullListEvery}
 	}
 	if p.slots == nil {
 		p.slots = NewSlots(cfg.Workers, 0)
@@ -493,3 +493,24 @@ func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
 }
+
+// Base is the repository's default branch, whose PRs the pool serves.
+func (p *Pool) Base() string { return p.base }
+
+// Clone is the repository's clone: work trees for the sessions, and the
+// base branch's history.
+type Clone interface {
+	Trees
+	History
+}
+
+// UseClone gives the pool its clone, before it runs.
+func (p *Pool) UseClone(c Clone) { p.trees, p.history = c, c }
+
+// Leave gives up the turn in the shared slots of a pool New made that will
+// not run.
+func (p *Pool) Leave() { p.slots.leave(p.cfg.Repo()) }
+
+// LeftRunning counts the sessions left running at exit: their work trees
+// must stay.
+func (p *Pool) LeftRunning() int { return p.leftRunning() }

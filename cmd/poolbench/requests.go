@@ -67,7 +67,7 @@ func (b *bench) figure3(ctx context.Context) (requestCount, error) {
 	return requestCount{perCycle: steady, burst: burst}, nil
 }
 
-// countRequests runs the pool in-process, as pool.Run wires it but with a
+// countRequests runs the pool in-process, as serve.Run wires it but with a
 // counting HTTP client for the forge and without the clone (its git fetch
 // each cycle would be extra, and is not counted), and returns the forge
 // requests of each cycle after the first, checked against the cycles the
@@ -119,7 +119,7 @@ func (b *bench) runInProcess(ctx context.Context, name string, forgeTransport ht
 	return runPoolInProcess(ctx, cfg, forgeTransport, log)
 }
 
-// runPoolInProcess is pool.Run's wiring without the clone, the webhook
+// runPoolInProcess is serve.Run's wiring without the clone, the webhook
 // receiver and the review-item digests (only re-reviews and fixes read
 // them; quiet PRs get neither).
 func runPoolInProcess(ctx context.Context, cfg configs.Config, forgeTransport http.RoundTripper, log *slog.Logger) (pool.Report, error) {

@@ -1,4 +1,4 @@
-package pool
+package serve
 
 import (
 	"context"
@@ -45,6 +45,17 @@ func retryStart(ctx context.Context, log *slog.Logger, what string, firstWait ti
 func forgeRetryable(err error) bool {
 	var fe *forgejo.Error
 	return errors.As(err, &fe) && fe.Retryable
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // cloneRetryable: any failed clone but a cancelled one. The token was
