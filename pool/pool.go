@@ -11,8 +11,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -183,63 +181,6 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	// repository's first cycle (see Slots): a pool New returns must be Run.
 	p.slots.join(p.cfg.Repo(), p.wakeFreed)
 	return p, nil
-}
-
-// checkAgent fails when the agent server does not know the configured
-// agent: it would accept every prompt for it and never run one.
-func (p *Pool) checkAgent(ctx context.Context, dir string) error {
-	names, err := p.agent.Agents(ctx, dir)
-	if err != nil {
-		return fmt.Errorf("pool: list the agent server's agents: %w", err)
-	}
-	if slices.Contains(names, p.cfg.AgentName) {
-		return nil
-	}
-	return &configs.Error{Key: "agent.name", Reason: fmt.Sprintf("the agent server has no agent %q; its agents: %s",
-		p.cfg.AgentName, strings.Join(names, ", "))}
-}
-
-// warnMightyReviewers warns about each configured reviewer account that
-// could merge or push: the reviewer reads hostile text and needs only read
-// access and a place on the branch's approvals whitelist. The forge tells
-// an account's permission only to an admin of the repository; when it does
-// not, the pool cannot tell and says so at debug level only.
-func (p *Pool) warnMightyReviewers(ctx context.Context) {
-	for _, account := range p.cfg.Reviewers {
-		perm, err := p.forge.Permission(ctx, p.cfg.Owner, p.cfg.Name, account)
-		switch {
-		case err != nil:
-			p.log.Debug("cannot tell whether the reviewer account could merge", "account", account, "err", err)
-		case perm == "write" || perm == "admin" || perm == "owner":
-			p.log.Warn("the reviewer account could merge and push: it needs only read access and a place on the branch's approvals whitelist",
-				"account", account, "permission", perm)
-		}
-	}
-}
-
-// checkAgentPassword looks whether the agent server answers without a
-// password. Then any process that reaches it gets a shell as its user, in
-// work trees of the pool's: on loopback the pool warns; off loopback it
-// refuses to start unless agent.allow_no_password says so.
-func (p *Pool) checkAgentPassword(ctx context.Context) error {
-	open, err := p.agent.OpenToAnyone(ctx)
-	if err != nil {
-		return fmt.Errorf("pool: %w", err)
-	}
-	if !open {
-		return nil
-	}
-	const fix = "set OPENCODE_SERVER_PASSWORD on it and agent.password (POOL_AGENT_PASSWORD) here"
-	switch {
-	case p.cfg.AgentAllowNoPassword:
-		p.log.Warn("the agent server answers without a password, as agent.allow_no_password allows", "agent_url", p.cfg.AgentURL)
-	case p.cfg.AgentOnLoopback():
-		p.log.Warn("the agent server answers without a password: any local process can run commands as its user; "+fix, "agent_url", p.cfg.AgentURL)
-	default:
-		return &configs.Error{Key: "agent.password", Reason: fmt.Sprintf("the agent server at %s answers without a password, off loopback: %s, "+
-			"or set agent.allow_no_password: true", p.cfg.AgentURL, fix)}
-	}
-	return nil
 }
 
 func (p *Pool) loadState() error {
@@ -423,65 +364,6 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // longer, the wait a 429 or 503 asked for (Retry-After), capped at max.
 func retryWait(n int, base, max time.Duration, err error) time.Duration {
 	return backoff.Policy{Base: base, Max: max, Jitter: 0.25}.DelayAtLeast(n, rand.Float64(), forgejo.RetryAfter(err))
-}
-
-// refreshProtection reads the base branch's protection again, unless it was
-// read within the last poll interval. A failed read keeps the last one: the
-// forge itself still enforces the rule it has.
-func (p *Pool) refreshProtection(ctx context.Context) {
-	if p.now().Sub(p.protectionRead) < p.cfg.PollInterval {
-		return
-	}
-	prot, err := p.forge.Protection(ctx, p.cfg.Owner, p.cfg.Name, p.base)
-	if err != nil {
-		p.log.Warn("reading the branch protection failed; keeping the last reading", "err", err)
-		return
-	}
-	p.protectionRead = p.now()
-	p.mu.Lock()
-	changed := !reflect.DeepEqual(prot, p.protection)
-	p.protection = prot
-	p.mu.Unlock()
-	if changed {
-		p.rules++
-		p.logProtection()
-	}
-}
-
-// currentProtection is the last reading of the base branch's protection,
-// with what the forge's refusals taught of the parts the token cannot read.
-func (p *Pool) currentProtection() forgejo.Protection {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	prot := p.protection
-	for _, rule := range p.learned {
-		prot, _ = lifecycle.Learn(prot, rule)
-	}
-	return prot
-}
-
-// learn takes in the rule a refused merge named, when the protection as
-// read did not show it.
-func (p *Pool) learn(rule string) {
-	if _, isNew := lifecycle.Learn(p.currentProtection(), rule); !isNew {
-		return
-	}
-	p.mu.Lock()
-	p.learned = append(p.learned, rule)
-	p.mu.Unlock()
-	p.log.Warn("learned from a refused merge a rule of the branch protection the token cannot read", "branch", p.base, "rule", rule)
-}
-
-func (p *Pool) logProtection() {
-	pr := p.currentProtection()
-	p.log.Info("branch protection", "branch", p.base, "protected", pr.Protected, "rule", pr.Rule, "fully_read", pr.Full,
-		"pool_may_merge", pr.UserCanMerge, "required_approvals", pr.RequiredApprovals,
-		"required_contexts", lifecycle.RequiredContexts(pr))
-	if unseen := lifecycle.Unreadable(pr); len(unseen) > 0 {
-		p.log.Warn("the token cannot read the whole branch protection rule (it needs repository admin); "+
-			"decisions use the branch summary, and the forge enforces the rest; the pool learns block_on_outdated_branch "+
-			"from the forge's refusals, and carries no approval over an update", "unseen", strings.Join(unseen, ","))
-	}
 }
 
 // comment posts a signed comment.
