@@ -20,6 +20,7 @@ import (
 	"pool/internal/backoff"
 	"pool/internal/guard"
 	"pool/lifecycle"
+	"pool/store"
 )
 
 // Deps are the pool's collaborators; tests pass fakes.
@@ -38,7 +39,7 @@ type Deps struct {
 	WorkDir string
 	// Digests feeds open review items into re-review and fixer prompts; may be nil.
 	Digests Digester
-	Store   State // nil: a MemoryStore
+	Store   State // nil: a store.Memory
 	Log     *slog.Logger
 	Now     func() time.Time
 	Metrics Metrics // may be nil
@@ -129,7 +130,7 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	if cfg.DryRun {
 		// A dry run decides on what the forge shows and keeps nothing:
 		// its forge writes nothing, its memory ends with the process.
-		p.forge, p.store = dryForge{Forge: p.forge, log: p.log}, NewMemoryStore()
+		p.forge, p.store = dryForge{Forge: p.forge, log: p.log}, store.NewMemory()
 	}
 	p.slots, p.shared = d.Slots, d.Slots != nil
 	p.turn = d.FullList
@@ -186,7 +187,7 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 func (p *Pool) loadState() error {
 	generate := func() string { return fmt.Sprintf("pr-reviewer-pool-%d-%d", os.Getpid(), p.now().Unix()) }
 	if p.store == nil {
-		p.store = NewMemoryStore()
+		p.store = store.NewMemory()
 	}
 	var err error
 	if p.instance, err = p.store.InstanceID(p.cfg.InstanceID, generate); err != nil {

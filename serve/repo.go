@@ -14,6 +14,7 @@ import (
 	"pool/lifecycle"
 	"pool/pool"
 	"pool/report"
+	"pool/store"
 )
 
 // repo is one repository's pool and what it keeps on the disk.
@@ -21,7 +22,7 @@ type repo struct {
 	cfg   configs.Config
 	pool  *pool.Pool
 	clone *clone.Clone // nil in a dry run
-	store *pool.Store  // nil in a dry run: the pool's memory ends with the process
+	store *store.Store // nil in a dry run: the pool's memory ends with the process
 }
 
 // openRepo opens a repository's state store, makes its pool with d (to
@@ -32,11 +33,11 @@ func openRepo(ctx context.Context, cfg configs.Config, d pool.Deps) (*repo, erro
 	log := d.Log
 	r := &repo{cfg: cfg}
 	if !cfg.DryRun {
-		store, err := pool.OpenStore(cfg.StateDir, cfg.Owner, cfg.Name, log)
+		st, err := store.Open(cfg.StateDir, cfg.Owner, cfg.Name, log)
 		if err != nil {
 			return nil, err
 		}
-		r.store, d.Store, d.WorkDir = store, store, store.Dir()
+		r.store, d.Store, d.WorkDir = st, st, st.Dir()
 	}
 	if err := retryStart(ctx, log, "read the token's account and the repository", startFirstWait, forgeRetryable, func() (err error) {
 		r.pool, err = pool.New(ctx, cfg, d)

@@ -16,6 +16,7 @@ import (
 	"pool/configs"
 	"pool/forgejo"
 	"pool/pool"
+	"pool/store"
 )
 
 // countingTransport records every request it carries.
@@ -127,13 +128,13 @@ func runPoolInProcess(ctx context.Context, cfg configs.Config, forgeTransport ht
 	if err != nil {
 		return pool.Report{}, fmt.Errorf("in-process pool: connect to the forge: %w", err)
 	}
-	store, err := pool.OpenStore(cfg.StateDir, cfg.Owner, cfg.Name, log)
+	st, err := store.Open(cfg.StateDir, cfg.Owner, cfg.Name, log)
 	if err != nil {
 		return pool.Report{}, fmt.Errorf("in-process pool: %w", err)
 	}
-	defer store.Close()
+	defer st.Close()
 	d := pool.Deps{Forge: fc, Agent: agent.New(cfg.AgentURL, cfg.AgentPassword, agent.Options{MaxBody: cfg.MaxBody}),
-		Store: store, Log: log}
+		Store: st, Log: log}
 	p, err := pool.New(ctx, cfg, d)
 	if err != nil {
 		return pool.Report{}, fmt.Errorf("in-process pool: %w", err)
