@@ -1,7 +1,11 @@
-// Package pool runs the supervisor: one discovery loop that decides what each
-// open PR needs, does the mechanical steps itself (merging, comments), and
-// keeps at most N reviewer sessions running on the agent server, refilling a
-// slot as soon as its session ends.
+// Package pool is the loop of one repository: one discovery loop that
+// decides what each open PR needs (package lifecycle), does the mechanical
+// steps itself (notes, the merge queue), and keeps at most N reviewer
+// sessions running on the agent server, refilling a slot as soon as its
+// session ends. A PR's track changes only in track.go, under the PR's
+// lock; the marks of an action are recorded after it succeeded. Package
+// serve wires one or several pools into a process; package store keeps
+// their memory.
 package pool
 
 import (
