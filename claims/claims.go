@@ -40,9 +40,7 @@
 package claims
 
 import (
-	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -63,8 +61,6 @@ type Claim struct {
 	Posted    time.Time `json:"-"` // the forge's creation time of the comment
 }
 
-var markerRE = regexp.MustCompile(`<!-- pool-claim (\{.*?\}) -->`)
-
 // Sentence is the human-readable first line of a claim comment.
 func Sentence(instance string) string {
 	return fmt.Sprintf("Review claimed by reviewer pool instance %s.", instance)
@@ -72,19 +68,13 @@ func Sentence(instance string) string {
 
 // Body renders a claim comment without the signature (the caller signs).
 func Body(c Claim) string {
-	marker, _ := json.Marshal(c)
-	return Sentence(c.Instance) + "\nDispatching independent code review.\n\n" +
-		"<!-- pool-claim " + string(marker) + " -->"
+	return Sentence(c.Instance) + "\nDispatching independent code review.\n\n" + forge.Marker(forge.MarkClaim, c)
 }
 
 // Parse extracts the claim from a comment, if it carries a well-formed marker.
 func Parse(c forge.Comment) (Claim, bool) {
-	m := markerRE.FindStringSubmatch(c.Body)
-	if m == nil {
-		return Claim{}, false
-	}
 	var cl Claim
-	if err := json.Unmarshal([]byte(m[1]), &cl); err != nil || cl.Instance == "" || cl.SHA == "" {
+	if !forge.ParseMarker(c.Body, forge.MarkClaim, &cl) || cl.Instance == "" || cl.SHA == "" {
 		return Claim{}, false
 	}
 	cl.CommentID, cl.Author, cl.Posted = c.ID, c.Author, c.Created

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"pool/forge"
 	"pool/forgejo"
 	"pool/ops"
 )
@@ -156,7 +157,7 @@ func (p *Publisher) sync(ctx context.Context, k key, want forgejo.NewStatus) err
 // own is the newest status under context, as a NewStatus to compare with.
 func own(history []forgejo.Status, context string) forgejo.NewStatus {
 	var newest forgejo.Status
-	for _, s := range history {
+	for _, s := range forge.NewestPerContext(history) {
 		if strings.EqualFold(s.Context, context) && s.ID >= newest.ID {
 			newest = s
 		}

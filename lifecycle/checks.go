@@ -61,12 +61,7 @@ func (c Check) cancelled() bool {
 // history and marks superseded cancellations. The result is sorted by
 // context.
 func Checks(history []forge.Status) []Check {
-	newest := map[string]forge.Status{}
-	for _, s := range history {
-		if cur, ok := newest[s.Context]; !ok || s.ID > cur.ID {
-			newest[s.Context] = s
-		}
-	}
+	newest := forge.NewestPerContext(history)
 	out := make([]Check, 0, len(newest))
 	for _, s := range newest {
 		c := Check{ID: s.ID, Context: s.Context, State: s.State, URL: s.TargetURL,

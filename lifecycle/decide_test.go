@@ -27,152 +27,167 @@ func status(context, state string) Check {
 	return Check{ID: 1, Context: context, State: state}
 }
 
-func TestDecide(t *testing.T) {
-	tests := []struct {
-		name      string
-		policy    Policy
-		track     Track
-		obs       func(o Observation) Observation
-		wantKind  Kind
-		wantState State
-		wantDiag  bool
-		announce  bool
-	}{
-		{name: "new PR gets a review", wantKind: Review, wantState: Unreviewed},
-		{name: "claimed elsewhere waits", obs: func(o Observation) Observation { o.Claim = claims.Taken; return o },
-			wantKind: Wait, wantState: Unreviewed},
-		{name: "our own claim is resumed", obs: func(o Observation) Observation { o.Claim = claims.Ours; return o },
-			wantKind: Review, wantState: Unreviewed},
-		{name: "skip label is left to humans", obs: func(o Observation) Observation { o.Skip = true; return o },
-			wantKind: Skip, wantState: AwaitingHuman},
-		{name: "merged drops", obs: func(o Observation) Observation { o.Merged, o.Open = true, false; return o },
-			wantKind: Drop, wantState: Merged},
-		{name: "a merge that waited for checks is announced", track: Track{State: MergeQueued, HeadSHA: "h1", WaitedForChecks: true},
-			obs:      func(o Observation) Observation { o.Merged, o.Open = true, false; return o },
-			wantKind: Drop, wantState: Merged, announce: true},
-		{name: "closed unmerged drops", obs: func(o Observation) Observation { o.Open = false; return o },
-			wantKind: Drop, wantState: Closed},
-		{name: "no checks within the grace period waits", policy: withGrace(2 * time.Minute),
-			obs: approvedWith(), wantKind: Wait, wantState: CIPending},
-		{name: "no checks after the grace period merges", policy: withGrace(2 * time.Minute),
-			track: Track{HeadSHA: "h1", HeadSeen: now.Add(-3 * time.Minute)}, obs: approvedWith(), wantKind: Merge},
-		{name: "approved and green is queued to merge", obs: approvedWith(status("ci", "success")), wantKind: Merge, wantState: MergeQueued},
-		{name: "a merge straight away is not announced", track: Track{State: MergeQueued, HeadSHA: "h1"},
-			obs:      func(o Observation) Observation { o.Merged, o.Open = true, false; return o },
-			wantKind: Drop, wantState: Merged},
-		{name: "a review requested from a team is no verdict", obs: func(o Observation) Observation {
-			o = approvedWith(status("ci", "success"))(o)
-			o.Reviews = append(o.Reviews, forge.Review{ID: 2, State: forge.ReviewRequested, Team: "core"})
-			return o
-		}, wantKind: Merge, wantState: MergeQueued},
-		{name: "approved and pending waits", obs: approvedWith(status("ci", "pending")), wantKind: Wait, wantState: CIPending},
-		{name: "an auto-merge left armed is cancelled", track: Track{HeadSHA: "h1", ArmedSHA: "h1"},
-			obs: approvedWith(status("ci", "pending")), wantKind: Disarm},
-		{name: "failing checks ask for a fixer", obs: approvedWith(status("ci", "failure")), wantKind: Fix, wantState: CIFailing},
-		{name: "no fixer when fixers are off", policy: withFixers(true, false),
-			obs: approvedWith(status("ci", "failure")), wantKind: Wait, wantState: CIFailing},
-		{name: "no fixer for a PR from a fork", obs: fromFork(approvedWith(status("ci", "failure"))), wantKind: Wait, wantState: CIFailing},
-		{name: "a fixer for a PR from a fork when fixers.forks", policy: withFixers(false, true),
-			obs: fromFork(approvedWith(status("ci", "failure"))), wantKind: Fix, wantState: CIFailing},
-		{name: "a fixer that could not start backs off", track: Track{HeadSHA: "h1", HeadSeen: now, NotBefore: now.Add(time.Minute)},
-			obs: approvedWith(status("ci", "failure")), wantKind: Wait, wantState: CIFailing},
-		{name: "another pool's fixer is not doubled", obs: func(o Observation) Observation {
-			o = approvedWith(status("ci", "failure"))(o)
-			o.Claim = claims.Taken
-			return o
-		}, wantKind: Wait, wantState: CIFailing},
-		{name: "sessions that left no review are retried once the back-off ends",
-			track:    Track{HeadSHA: "h1", HeadSeen: now, Failures: 5, NotBefore: now.Add(-time.Second)},
-			wantKind: Review, wantState: Unreviewed},
-		{name: "no second fixer for a head", track: Track{HeadSHA: "h1", FixerSHA: "h1"},
-			obs: approvedWith(status("ci", "failure")), wantKind: Wait, wantState: CIFailing},
-		{name: "a superseded cancellation is not a failure",
-			obs:      approvedWith(Check{Context: "ci / a (push)", State: "failure", Superseded: true}, status("ci / b (push)", "success")),
-			wantKind: Merge},
-		{name: "tenth attempt is diagnostic", track: Track{HeadSHA: "h1", Attempts: 9},
-			obs: approvedWith(status("ci", "pending")), wantKind: Wait, wantState: CIPending, wantDiag: true},
-		{name: "eleventh is not", track: Track{HeadSHA: "h1", Attempts: 10},
-			obs: approvedWith(status("ci", "pending")), wantKind: Wait, wantState: CIPending},
-		{name: "reviewer conflict hint confirmed by forge", obs: func(o Observation) Observation {
-			o = approvedWith(status("ci", "success"))(o)
-			o.Hint, o.Mergeable = "conflict", false
-			return o
-		}, wantKind: NoteConflict, wantState: Conflict},
-		{name: "conflict hint the forge contradicts is ignored", obs: func(o Observation) Observation {
-			o = approvedWith(status("ci", "success"))(o)
-			o.Hint = "conflict"
-			return o
-		}, wantKind: Merge},
-		{name: "conflict noted waits for new head", track: Track{HeadSHA: "h1", ConflictSHA: "h1"},
-			obs: approvedWith(status("ci", "success")), wantKind: Wait, wantState: Conflict},
-		{name: "new head after conflict is reviewed", track: Track{HeadSHA: "h0", ConflictSHA: "h0", ReviewedSHA: "h0", State: Conflict},
-			wantKind: Review, wantState: Unreviewed},
-		{name: "changes requested waits", obs: withReviews(review(forge.ReviewRequestChanges)), wantKind: Wait, wantState: ChangesRequested},
-		{name: "a listed reviewer's comment-only review waits", policy: Policy{DiagnosticEvery: 10, Rule: ReviewRule{Reviewers: []string{"bob"}}},
-			obs: withReviews(review(forge.ReviewComment)), wantKind: Wait, wantState: Commented},
-		{name: "an unlisted comment-only review is no review", obs: withReviews(review(forge.ReviewComment)),
-			wantKind: Review, wantState: Unreviewed},
-		{name: "an outsider's approval is no review", obs: withReviews(unofficial(review(forge.ReviewApproved))),
-			wantKind: Review, wantState: Unreviewed},
-		{name: "an outsider's request for changes blocks nothing", obs: withReviews(unofficial(review(forge.ReviewRequestChanges))),
-			wantKind: Review, wantState: Unreviewed},
-		{name: "the author's own approval is no review", obs: withReviews(by("alice", review(forge.ReviewApproved))),
-			wantKind: Review, wantState: Unreviewed},
-		{name: "re-review after push", track: Track{HeadSHA: "h0", ReviewedSHA: "h0", State: ChangesRequested},
-			wantKind: Review, wantState: Unreviewed},
-		{name: "backing off after a failed session", track: Track{HeadSHA: "h1", HeadSeen: now, NotBefore: now.Add(time.Minute)},
-			wantKind: Wait, wantState: Unreviewed},
-		{name: "two approvals required and one given is noted", obs: protected(forge.Protection{RequiredApprovals: 2}),
-			wantKind: NoteBlocked, wantState: AwaitingHuman},
-		{name: "the block is noted once per head", track: Track{HeadSHA: "h1", NotedBlock: "h1 needs 2 approvals; has 1"},
-			obs: protected(forge.Protection{RequiredApprovals: 2}), wantKind: Wait, wantState: AwaitingHuman},
-		{name: "one approval required and given merges", obs: protected(forge.Protection{RequiredApprovals: 1}), wantKind: Merge},
-		{name: "a required context not reported waits", obs: protected(forge.Protection{StatusCheck: true, StatusContexts: []string{"ci/test"}}),
-			wantKind: Wait, wantState: CIPending},
-		{name: "a status check without contexts waits for one status", obs: func(o Observation) Observation {
-			o = protected(forge.Protection{StatusCheck: true})(o)
-			o.Checks = nil
-			return o
-		}, wantKind: Wait, wantState: CIPending},
-		{name: "the pool's account may not merge", obs: func(o Observation) Observation {
-			o = approvedWith(status("ci", "success"))(o)
-			o.Protection.UserCanMerge = false
-			return o
-		}, wantKind: NoteBlocked, wantState: AwaitingHuman},
-		{name: "an outdated branch is blocked when the protection says so", obs: func(o Observation) Observation {
-			o = protected(forge.Protection{Full: true, BlockOnOutdated: true})(o)
-			o.Behind = true
-			return o
-		}, wantKind: NoteBlocked},
-		{name: "a reviewer off the approvals whitelist is noted before any session",
-			policy: Policy{DiagnosticEvery: 10, Rule: ReviewRule{Reviewers: []string{"bob"}}},
-			obs: func(o Observation) Observation {
-				o.Protection = forge.Protection{UserCanMerge: true, Protected: true, Full: true, ApprovalsWhitelist: true, ApprovalsWhitelistUsers: []string{"carol"}}
-				return o
-			}, wantKind: NoteBlocked, wantState: AwaitingHuman},
+// DecisionCase is one fixture of the decision table: a policy, the pool's
+// memory of the PR and what the forge shows, and what Decide does.
+type DecisionCase struct {
+	Name      string
+	Policy    Policy
+	Track     Track
+	Obs       func(o Observation) Observation
+	WantKind  Kind
+	WantState State
+	WantDiag  bool
+	Announce  bool
+}
+
+// Inputs are the fixture's policy, memory and observation: an open PR
+// with head h1 by alice, changed by Obs.
+func (c DecisionCase) Inputs() (Policy, Track, Observation) {
+	p := policy
+	if c.Policy.DiagnosticEvery != 0 {
+		p = c.Policy
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := policy
-			if tt.policy.DiagnosticEvery != 0 {
-				p = tt.policy
+	o := open("h1")
+	if c.Obs != nil {
+		o = c.Obs(o)
+	}
+	return p, c.Track, o
+}
+
+// DecisionTable is lifecycle's decision table. TestDecide runs it through
+// Decide; TestReportAgreesWithTheSupervisor runs it through the supervisor
+// and `pool report` both.
+var DecisionTable = []DecisionCase{
+	{Name: "new PR gets a review", WantKind: Review, WantState: Unreviewed},
+	{Name: "claimed elsewhere waits", Obs: func(o Observation) Observation { o.Claim = claims.Taken; return o },
+		WantKind: Wait, WantState: Unreviewed},
+	{Name: "our own claim is resumed", Obs: func(o Observation) Observation { o.Claim = claims.Ours; return o },
+		WantKind: Review, WantState: Unreviewed},
+	{Name: "skip label is left to humans", Obs: func(o Observation) Observation { o.Skip = true; return o },
+		WantKind: Skip, WantState: AwaitingHuman},
+	{Name: "merged drops", Obs: func(o Observation) Observation { o.Merged, o.Open = true, false; return o },
+		WantKind: Drop, WantState: Merged},
+	{Name: "a merge that waited for checks is announced", Track: Track{State: MergeQueued, HeadSHA: "h1", WaitedForChecks: true},
+		Obs:      func(o Observation) Observation { o.Merged, o.Open = true, false; return o },
+		WantKind: Drop, WantState: Merged, Announce: true},
+	{Name: "closed unmerged drops", Obs: func(o Observation) Observation { o.Open = false; return o },
+		WantKind: Drop, WantState: Closed},
+	{Name: "no checks within the grace period waits", Policy: withGrace(2 * time.Minute),
+		Obs: approvedWith(), WantKind: Wait, WantState: CIPending},
+	{Name: "no checks after the grace period merges", Policy: withGrace(2 * time.Minute),
+		Track: Track{HeadSHA: "h1", HeadSeen: now.Add(-3 * time.Minute)}, Obs: approvedWith(), WantKind: Merge},
+	{Name: "approved and green is queued to merge", Obs: approvedWith(status("ci", "success")), WantKind: Merge, WantState: MergeQueued},
+	{Name: "a merge straight away is not announced", Track: Track{State: MergeQueued, HeadSHA: "h1"},
+		Obs:      func(o Observation) Observation { o.Merged, o.Open = true, false; return o },
+		WantKind: Drop, WantState: Merged},
+	{Name: "a review requested from a team is no verdict", Obs: func(o Observation) Observation {
+		o = approvedWith(status("ci", "success"))(o)
+		o.Reviews = append(o.Reviews, forge.Review{ID: 2, State: forge.ReviewRequested, Team: "core"})
+		return o
+	}, WantKind: Merge, WantState: MergeQueued},
+	{Name: "approved and pending waits", Obs: approvedWith(status("ci", "pending")), WantKind: Wait, WantState: CIPending},
+	{Name: "an auto-merge left armed is cancelled", Track: Track{HeadSHA: "h1", ArmedSHA: "h1"},
+		Obs: approvedWith(status("ci", "pending")), WantKind: Disarm},
+	{Name: "failing checks ask for a fixer", Obs: approvedWith(status("ci", "failure")), WantKind: Fix, WantState: CIFailing},
+	{Name: "no fixer when fixers are off", Policy: withFixers(true, false),
+		Obs: approvedWith(status("ci", "failure")), WantKind: Wait, WantState: CIFailing},
+	{Name: "no fixer for a PR from a fork", Obs: fromFork(approvedWith(status("ci", "failure"))), WantKind: Wait, WantState: CIFailing},
+	{Name: "a fixer for a PR from a fork when fixers.forks", Policy: withFixers(false, true),
+		Obs: fromFork(approvedWith(status("ci", "failure"))), WantKind: Fix, WantState: CIFailing},
+	{Name: "a fixer that could not start backs off", Track: Track{HeadSHA: "h1", HeadSeen: now, NotBefore: now.Add(time.Minute)},
+		Obs: approvedWith(status("ci", "failure")), WantKind: Wait, WantState: CIFailing},
+	{Name: "another pool's fixer is not doubled", Obs: func(o Observation) Observation {
+		o = approvedWith(status("ci", "failure"))(o)
+		o.Claim = claims.Taken
+		return o
+	}, WantKind: Wait, WantState: CIFailing},
+	{Name: "sessions that left no review are retried once the back-off ends",
+		Track:    Track{HeadSHA: "h1", HeadSeen: now, Failures: 5, NotBefore: now.Add(-time.Second)},
+		WantKind: Review, WantState: Unreviewed},
+	{Name: "no second fixer for a head", Track: Track{HeadSHA: "h1", FixerSHA: "h1"},
+		Obs: approvedWith(status("ci", "failure")), WantKind: Wait, WantState: CIFailing},
+	{Name: "a superseded cancellation is not a failure",
+		Obs:      approvedWith(Check{Context: "ci / a (push)", State: "failure", Superseded: true}, status("ci / b (push)", "success")),
+		WantKind: Merge},
+	{Name: "tenth attempt is diagnostic", Track: Track{HeadSHA: "h1", Attempts: 9},
+		Obs: approvedWith(status("ci", "pending")), WantKind: Wait, WantState: CIPending, WantDiag: true},
+	{Name: "eleventh is not", Track: Track{HeadSHA: "h1", Attempts: 10},
+		Obs: approvedWith(status("ci", "pending")), WantKind: Wait, WantState: CIPending},
+	{Name: "reviewer conflict hint confirmed by forge", Obs: func(o Observation) Observation {
+		o = approvedWith(status("ci", "success"))(o)
+		o.Hint, o.Mergeable = "conflict", false
+		return o
+	}, WantKind: NoteConflict, WantState: Conflict},
+	{Name: "conflict hint the forge contradicts is ignored", Obs: func(o Observation) Observation {
+		o = approvedWith(status("ci", "success"))(o)
+		o.Hint = "conflict"
+		return o
+	}, WantKind: Merge},
+	{Name: "conflict noted waits for new head", Track: Track{HeadSHA: "h1", ConflictSHA: "h1"},
+		Obs: approvedWith(status("ci", "success")), WantKind: Wait, WantState: Conflict},
+	{Name: "new head after conflict is reviewed", Track: Track{HeadSHA: "h0", ConflictSHA: "h0", ReviewedSHA: "h0", State: Conflict},
+		WantKind: Review, WantState: Unreviewed},
+	{Name: "changes requested waits", Obs: withReviews(review(forge.ReviewRequestChanges)), WantKind: Wait, WantState: ChangesRequested},
+	{Name: "a listed reviewer's comment-only review waits", Policy: Policy{DiagnosticEvery: 10, Rule: ReviewRule{Reviewers: []string{"bob"}}},
+		Obs: withReviews(review(forge.ReviewComment)), WantKind: Wait, WantState: Commented},
+	{Name: "an unlisted comment-only review is no review", Obs: withReviews(review(forge.ReviewComment)),
+		WantKind: Review, WantState: Unreviewed},
+	{Name: "an outsider's approval is no review", Obs: withReviews(unofficial(review(forge.ReviewApproved))),
+		WantKind: Review, WantState: Unreviewed},
+	{Name: "an outsider's request for changes blocks nothing", Obs: withReviews(unofficial(review(forge.ReviewRequestChanges))),
+		WantKind: Review, WantState: Unreviewed},
+	{Name: "the author's own approval is no review", Obs: withReviews(by("alice", review(forge.ReviewApproved))),
+		WantKind: Review, WantState: Unreviewed},
+	{Name: "re-review after push", Track: Track{HeadSHA: "h0", ReviewedSHA: "h0", State: ChangesRequested},
+		WantKind: Review, WantState: Unreviewed},
+	{Name: "backing off after a failed session", Track: Track{HeadSHA: "h1", HeadSeen: now, NotBefore: now.Add(time.Minute)},
+		WantKind: Wait, WantState: Unreviewed},
+	{Name: "two approvals required and one given is noted", Obs: protected(forge.Protection{RequiredApprovals: 2}),
+		WantKind: NoteBlocked, WantState: AwaitingHuman},
+	{Name: "the block is noted once per head", Track: Track{HeadSHA: "h1", NotedBlock: "h1 needs 2 approvals; has 1"},
+		Obs: protected(forge.Protection{RequiredApprovals: 2}), WantKind: Wait, WantState: AwaitingHuman},
+	{Name: "one approval required and given merges", Obs: protected(forge.Protection{RequiredApprovals: 1}), WantKind: Merge},
+	{Name: "a required context not reported waits", Obs: protected(forge.Protection{StatusCheck: true, StatusContexts: []string{"ci/test"}}),
+		WantKind: Wait, WantState: CIPending},
+	{Name: "a status check without contexts waits for one status", Obs: func(o Observation) Observation {
+		o = protected(forge.Protection{StatusCheck: true})(o)
+		o.Checks = nil
+		return o
+	}, WantKind: Wait, WantState: CIPending},
+	{Name: "the pool's account may not merge", Obs: func(o Observation) Observation {
+		o = approvedWith(status("ci", "success"))(o)
+		o.Protection.UserCanMerge = false
+		return o
+	}, WantKind: NoteBlocked, WantState: AwaitingHuman},
+	{Name: "an outdated branch is blocked when the protection says so", Obs: func(o Observation) Observation {
+		o = protected(forge.Protection{Full: true, BlockOnOutdated: true})(o)
+		o.Behind = true
+		return o
+	}, WantKind: NoteBlocked},
+	{Name: "a reviewer off the approvals whitelist is noted before any session",
+		Policy: Policy{DiagnosticEvery: 10, Rule: ReviewRule{Reviewers: []string{"bob"}}},
+		Obs: func(o Observation) Observation {
+			o.Protection = forge.Protection{UserCanMerge: true, Protected: true, Full: true, ApprovalsWhitelist: true, ApprovalsWhitelistUsers: []string{"carol"}}
+			return o
+		}, WantKind: NoteBlocked, WantState: AwaitingHuman},
+}
+
+func TestDecide(t *testing.T) {
+	for _, tt := range DecisionTable {
+		t.Run(tt.Name, func(t *testing.T) {
+			p, track, o := tt.Inputs()
+			got, act := Decide(p, track, o)
+			if act.Kind != tt.WantKind {
+				t.Fatalf("kind = %s (%s), want %s", act.Kind, act.Reason, tt.WantKind)
 			}
-			o := open("h1")
-			if tt.obs != nil {
-				o = tt.obs(o)
+			if tt.WantState != "" && got.State != tt.WantState {
+				t.Errorf("state = %s, want %s", got.State, tt.WantState)
 			}
-			got, act := Decide(p, tt.track, o)
-			if act.Kind != tt.wantKind {
-				t.Fatalf("kind = %s (%s), want %s", act.Kind, act.Reason, tt.wantKind)
+			if act.Diagnostic != tt.WantDiag {
+				t.Errorf("diagnostic = %v, want %v", act.Diagnostic, tt.WantDiag)
 			}
-			if tt.wantState != "" && got.State != tt.wantState {
-				t.Errorf("state = %s, want %s", got.State, tt.wantState)
-			}
-			if act.Diagnostic != tt.wantDiag {
-				t.Errorf("diagnostic = %v, want %v", act.Diagnostic, tt.wantDiag)
-			}
-			if act.Announce != tt.announce {
-				t.Errorf("announce = %v, want %v", act.Announce, tt.announce)
+			if act.Announce != tt.Announce {
+				t.Errorf("announce = %v, want %v", act.Announce, tt.Announce)
 			}
 		})
 	}

@@ -32,6 +32,17 @@ func (r ReviewRule) Counts(author, head string, v forge.Review) bool {
 	return v.CommitID == head && !v.Stale && r.trusted(author, v)
 }
 
+// CountedOn reports whether account has a review on head that counts for a
+// PR by author: one of the reviews HeadVerdict weighs.
+func (r ReviewRule) CountedOn(author, head, account string, reviews []forge.Review) bool {
+	for _, rv := range reviews {
+		if strings.EqualFold(rv.Author, account) && r.Counts(author, head, rv) {
+			return true
+		}
+	}
+	return false
+}
+
 // trusted is Counts without the head: the review's author speaks for the
 // review process on this PR, whichever commit the review was on.
 func (r ReviewRule) trusted(author string, v forge.Review) bool {

@@ -203,11 +203,8 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (de
 // statuses when the counted reviews approve it, and the PR's open
 // dependencies when the checks let it merge.
 func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observation, error) {
-	obs := lifecycle.Observation{Open: pr.State == "open", Merged: pr.Merged, Updated: pr.Updated, HeadSHA: pr.HeadSHA, Author: pr.Author,
-		Skip: p.cfg.SkipLabel != "" && pr.HasLabel(p.cfg.SkipLabel), Mergeable: pr.Mergeable, Behind: pr.Behind(),
-		BaseSHA: pr.BaseSHA, MergeBase: pr.MergeBase, MayUpdate: pr.SameRepo(p.cfg.Repo()) || pr.MaintainerCanEdit,
-		Fork:       !pr.SameRepo(p.cfg.Repo()),
-		Protection: p.currentProtection(), Now: p.now()}
+	obs := lifecycle.Observe(pr, p.cfg.Repo(), p.cfg.SkipLabel, p.now())
+	obs.Protection = p.currentProtection()
 	if !obs.Open || obs.Merged {
 		return obs, nil
 	}
