@@ -26,6 +26,7 @@ type Standing struct {
 	Ahead      int            // PRs before it in the queue
 	Merging    bool           // in the merge queue
 	MergeAhead int            // PRs before it in the merge queue
+	NoPlace    bool           // say nothing of its place in the merge queue (the commit status)
 	WaitingFor []string       // checks that run, or required contexts not passed yet
 	Failing    []string       // checks that failed at the head
 	Merge      forgejo.MergeResult
@@ -126,7 +127,7 @@ func describeRaw(s Standing) string {
 // mergeText says where an approved, green PR stands in the merge queue.
 func mergeText(s Standing) string {
 	switch {
-	case s.Merging && s.MergeAhead > 0:
+	case s.Merging && s.MergeAhead > 0 && !s.NoPlace:
 		return fmt.Sprintf("approved; queued to merge (%d ahead)", s.MergeAhead)
 	case strings.HasPrefix(s.Track.LastStatus, string(forgejo.MergeNotReady)):
 		return "approved; merging once the forge has checked it against " + s.Base

@@ -35,6 +35,7 @@ func TestDescribe(t *testing.T) {
 		{"protection wants approvals", Standing{Track: lifecycle.Track{State: lifecycle.AwaitingHuman, Blocked: "needs 2 approvals; has 1"}, Act: wait}, "needs 2 approvals; has 1"},
 		{"merging once green", Standing{Track: track(lifecycle.CIPending), Act: lifecycle.Action{Kind: lifecycle.Merge}}, "approved; merging"},
 		{"merge queue, two ahead", Standing{Track: track(lifecycle.MergeQueued), Act: lifecycle.Action{Kind: lifecycle.Merge}, Merging: true, MergeAhead: 2}, "approved; queued to merge (2 ahead)"},
+		{"merge queue, two ahead, commit status", Standing{Track: track(lifecycle.MergeQueued), Act: lifecycle.Action{Kind: lifecycle.Merge}, Merging: true, MergeAhead: 2, NoPlace: true}, "approved; merging"},
 		{"merge queue, forge still checking", Standing{Track: lifecycle.Track{State: lifecycle.MergeQueued, LastStatus: "not_ready (HTTP 405: try again later)"},
 			Act: lifecycle.Action{Kind: lifecycle.Wait}, Merging: true, Base: "main"}, "approved; merging once the forge has checked it against main"},
 		{"merge retry", Standing{Track: lifecycle.Track{State: lifecycle.MergeFailed, Attempts: 12}, Act: wait,

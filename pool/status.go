@@ -202,8 +202,10 @@ func (p *Pool) Status() ops.Status {
 				in.Session, in.Kind = s.started, s.kind
 			}
 		}
+		commit := in
+		commit.NoPlace = true
 		st.PRs = append(st.PRs, ops.PR{Number: n, Title: e.title, URL: e.url, Head: e.head, State: string(t.State),
-			Attempts: t.Attempts, LastAnswer: t.LastStatus, Next: describe.Next(in), Done: e.done(),
+			Attempts: t.Attempts, LastAnswer: t.LastStatus, Next: describe.Next(in), Commit: describe.Next(commit), Done: e.done(),
 			Merged: t.State == lifecycle.Merged, Seen: e.seen})
 	}
 	sort.Slice(st.PRs, func(i, j int) bool { return st.PRs[i].Number < st.PRs[j].Number })
