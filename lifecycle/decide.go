@@ -7,7 +7,6 @@ import (
 
 	"pool/claims"
 	"pool/forge"
-	"pool/internal/backoff"
 )
 
 // Decide returns the PR's next Track and the one action to take now.
@@ -52,6 +51,24 @@ func Decide(p Policy, t Track, o Observation) (Track, Action) {
 		return t, Action{Kind: Wait, Reason: "reviewed without a verdict; waiting for a new head"}
 	}
 	return unreviewed(p, t, o)
+}
+
+// ClaimMatters reports whether the decision on o may depend on who holds
+// the PR (Observation.Claim): only one that could start a session asks.
+// It errs on the side of yes, so that the pool reads the claims before its
+// one decision whenever that decision might need them, and only then.
+func ClaimMatters(p Policy, t Track, o Observation) bool {
+	if o.Merged || !o.Open || o.Skip || t.ArmedSHA != "" {
+		return false
+	}
+	switch p.Approval(t, o).State {
+	case forge.ReviewApproved: // a fixer, for failing checks
+		return Summarize(o.Checks, RequiredContexts(o.Protection)) == ChecksFailing && noFixer(p, o) == "" &&
+			(t.FixerSHA != o.HeadSHA || o.HeadSHA != t.HeadSHA)
+	case forge.ReviewRequestChanges, forge.ReviewComment:
+		return false
+	}
+	return true // a reviewer
 }
 
 // atHead forgets what belonged to the previous head.
@@ -329,7 +346,7 @@ const NoReviewNoteAfter = 3
 func SessionLeftNoReview(p Policy, t Track, now time.Time, uncounted []string) (Track, Action) {
 	t.Failures++
 	// No jitter: the decision stays a pure function of its inputs.
-	t.NotBefore = now.Add(backoff.Policy{Base: p.RetryBase, Max: p.RetryMax}.Delay(t.Failures, 0))
+	t.NotBefore = now.Add(forge.Backoff{Base: p.RetryBase, Max: p.RetryMax}.Delay(t.Failures, 0))
 	if t.Failures != NoReviewNoteAfter {
 		return t, Action{Kind: Wait, Reason: "backing off after a session that left no review"}
 	}

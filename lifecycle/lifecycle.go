@@ -4,7 +4,8 @@
 // forge shows now (Observation); it returns the new Track and one Action. A
 // separate step in package pool performs the action. The forge is the record:
 // a reviewer's report is only a hint, and "merged" counts only when the forge
-// says merged.
+// says merged. MayMerge is the one answer to "may it merge now?": the
+// supervisor's, and the one `pool report` and `pool tick` give.
 //
 // It is pure: it links nothing but package forge (the forge's plain data),
 // claims and internal/backoff, never the forge's SDK or an HTTP client

@@ -1,10 +1,7 @@
 package pool
 
 import (
-	"fmt"
-	"io"
 	"sort"
-	"strings"
 
 	"pool/lifecycle"
 )
@@ -42,7 +39,7 @@ type Report struct {
 	Cycles           int
 	PeakSlots        int
 	// Repo is the repository a pool of several reported on; Repos, in a
-	// total, the reports of each (see several). Both are empty for a pool
+	// total, the reports of each (see package serve). Both are empty for a pool
 	// that serves one repository alone.
 	Repo  string
 	Repos []Report
@@ -67,56 +64,4 @@ func (p *Pool) report() Report {
 	}
 	sort.Ints(r.PendingMerge)
 	return r
-}
-
-// Write prints the report in the reference design's format. A total of
-// several repositories' reports names the repository of each pending PR,
-// and ends with one line of figures per repository.
-func (r Report) Write(w io.Writer) error {
-	pending := r.pendingNames()
-	_, err := fmt.Fprintf(w, `INSTANCE_ID: %s
-TOTAL_PRS_REVIEWED: %d
-  - Approved and merged: %d
-  - Merge scheduled (pending CI): %d
-  - Changes requested: %d
-  - Conflicts detected: %d
-  - Skipped (human-only): %d
-  - Merge retries ongoing at exit: %d
-PENDING_MERGE_PRS: [%s]
-CI_FIXES_ATTEMPTED: %d
-REVIEW_CYCLES_COMPLETED: %d
-`, r.InstanceID, r.Reviewed, r.Merged, r.Scheduled, r.ChangesRequested, r.Conflicts, r.Skipped,
-		r.Retrying, strings.Join(pending, ", "), r.CIFixes, r.Cycles)
-	if err != nil || len(r.Repos) == 0 {
-		return err
-	}
-	if _, err := fmt.Fprintln(w, "BY_REPOSITORY:"); err != nil {
-		return err
-	}
-	for _, o := range r.Repos {
-		if _, err := fmt.Fprintf(w, "  - %s: reviewed %d, merged %d, merge scheduled %d, changes requested %d, conflicts %d, skipped %d, retrying %d, CI fixes %d, cycles %d\n",
-			o.Repo, o.Reviewed, o.Merged, o.Scheduled, o.ChangesRequested, o.Conflicts, o.Skipped, o.Retrying, o.CIFixes, o.Cycles); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// pendingNames are the PRs waiting to merge: "#N", or "owner/name#N" in a
-// total of several repositories.
-func (r Report) pendingNames() []string {
-	if len(r.Repos) == 0 {
-		out := make([]string, len(r.PendingMerge))
-		for i, n := range r.PendingMerge {
-			out[i] = fmt.Sprintf("#%d", n)
-		}
-		return out
-	}
-	var out []string
-	for _, o := range r.Repos {
-		for _, n := range o.PendingMerge {
-			out = append(out, fmt.Sprintf("%s#%d", o.Repo, n))
-		}
-	}
-	return out
 }

@@ -2,6 +2,10 @@
 // needs: the `pool report` block (the PR poller) and the `pool tick` digest
 // (the PR monitor). A value the forge did not give is unknown, never filled
 // in: every part of an observation carries the error that kept it unread.
+//
+// It judges nothing by rules of its own: whose reviews count, what a check
+// means, the check summary and "may it merge?" are lifecycle's (Checks,
+// ReviewRule, MissingRequired, MayMerge), the same the supervisor decides by.
 package report
 
 import (
