@@ -131,9 +131,11 @@ func runRepo(ctx context.Context, cfg configs.Config, p *Pool, fc *forgejo.Clien
 		Log: log.With("component", "commitstatus")})
 }
 
-// closeClone removes a repository's clone after its pool ran, unless
-// sessions were left running in its work trees for the next start.
+// closeClone frees the agent server's instances for the free work trees,
+// and removes a repository's clone after its pool ran, unless sessions were
+// left running in its work trees for the next start.
 func closeClone(p *Pool, cl *clone.Clone, log *slog.Logger) {
+	p.retireAll()
 	if left := p.leftRunning(); left > 0 {
 		log.Info("keeping the clone: sessions left running work in it", "sessions", left, "dir", cl.Dir)
 	} else if err := cl.Remove(); err != nil {

@@ -40,18 +40,23 @@ func (p *Pool) runSlot(ctx, work context.Context, c candidate) {
 		}
 		return
 	}
+	// The work tree is made while the claim is posted and verified: the
+	// clone is this pool's alone, and a tree no session got goes back.
+	tree := p.takeTree(work, pr)
 	// Reviewers and fixers alike work under a claim, so that two pools never
 	// start either for one head.
 	if won, err := p.claim(work, pr); err != nil || !won {
 		if err != nil {
 			log.Warn("claiming failed", "err", err)
 		}
+		p.unusedTree(work, tree)
 		return
 	}
 	if ctx.Err() != nil {
+		p.unusedTree(work, tree)
 		return // shutting down: keep the claim, start nothing
 	}
-	s, err := p.dispatch(work, pr, c.kind)
+	s, err := p.dispatch(work, pr, c.kind, tree)
 	if err != nil {
 		log.Warn("starting a session failed; backing off", "err", err)
 		t, _ := lifecycle.SessionLeftNoReview(p.policy, p.track(pr.Number), p.now(), nil)
@@ -120,7 +125,7 @@ func (p *Pool) deleteLosers(ctx context.Context, v claims.View) error {
 // dispatch starts a session in a new work tree at the PR's head and
 // registers it with the watcher. A session it made but could not prompt is
 // deleted, now or, if the agent server does not answer, later.
-func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind) (*session, error) {
+func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind, tree <-chan treeResult) (*session, error) {
 	in := promptInput{PR: pr.Number, Repo: p.cfg.Repo(), Head: pr.HeadSHA, Spec: p.spec, Tag: report.NewTag(),
 		Reviewed: p.track(pr.Number).ReviewedSHA != "", Fix: kind == lifecycle.Fix, Base: p.base, Rule: p.policy.Rule,
 		PushRepo: pr.HeadRepo, PushBranch: pr.HeadRef,
@@ -128,6 +133,7 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind)
 	if in.Fix {
 		history, err := p.forge.StatusHistory(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
 		if err != nil {
+			p.unusedTree(ctx, tree)
 			return nil, err
 		}
 		in.Data.Checks = lifecycle.Failing(lifecycle.Checks(history))
@@ -137,10 +143,11 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind)
 		in.Answer = items.AnswerInstructions()
 		in.Data.Items, in.Data.Errors = items.Items, items.Errors
 	}
-	var err error
-	if in.Dir, err = p.addTree(ctx, pr); err != nil {
-		return nil, err
+	t := <-tree
+	if t.err != nil {
+		return nil, t.err
 	}
+	in.Dir = t.dir
 	created, err := p.agent.CreateSession(ctx, sessionTitle(p.cfg.Repo(), pr.Number), in.Dir)
 	if err != nil {
 		// The server may have made it and lost the answer: delete whatever
@@ -170,12 +177,33 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind)
 	return s, nil
 }
 
-// addTree makes the session's work tree, or returns "" without trees.
-func (p *Pool) addTree(ctx context.Context, pr forgejo.PR) (string, error) {
+// treeResult is a work tree taken for a session, or why none was.
+type treeResult struct {
+	dir string // "" without trees
+	err error
+}
+
+// takeTree starts taking the session's work tree from the clone; the
+// result comes on the channel.
+func (p *Pool) takeTree(ctx context.Context, pr forgejo.PR) <-chan treeResult {
+	out := make(chan treeResult, 1)
 	if p.trees == nil {
-		return "", nil
+		out <- treeResult{}
+		return out
 	}
-	return p.trees.AddTree(ctx, pr.Number, pr.HeadSHA)
+	guard.Go(ctx, p.log, "work tree", func() {
+		t := treeResult{err: errors.New("taking a work tree panicked")}
+		defer func() { out <- t }() // even in a panic: the slot waits for it
+		t.dir, t.err = p.trees.TakeTree(ctx, pr.Number, pr.HeadSHA)
+	})
+	return out
+}
+
+// unusedTree waits for a tree no session was made in, and gives it back.
+func (p *Pool) unusedTree(ctx context.Context, tree <-chan treeResult) {
+	if t := <-tree; t.err == nil {
+		p.giveTree(ctx, t.dir)
+	}
 }
 
 func (p *Pool) register(id string, n int, kind lifecycle.Kind, dir string) *session {

@@ -40,6 +40,7 @@ func (p *Pool) watch(ctx context.Context) {
 			return
 		case <-t.C:
 			p.sweep(ctx)
+			p.retireTrees(ctx, time.Now().Add(-warmFor))
 		case ev, ok := <-events:
 			if !ok {
 				events = nil
