@@ -7,8 +7,9 @@
 //	repo.git/                       a bare clone: the default branch as
 //	                                refs/remotes/origin/<base>, each PR's head
 //	                                as refs/remotes/origin/pr/<N>
-//	trees/pr-<N>-<sha12>-<random>/  one work tree per session, detached at the
-//	                                PR's head
+//	trees/tree-<random>/            a work tree for one session at a time,
+//	                                detached at its PR's head, kept warm for
+//	                                the next session (warm.go)
 //
 // go-git clones and fetches, so the token stays in the pool's memory: it is
 // sent with each request and never written to the clone's config, a remote
@@ -217,7 +218,7 @@ func (c *Clone) AddTree(ctx context.Context, pr int, head string) (string, error
 // addTree adds a work tree detached at head in a new directory. Callers
 // hold mu.
 func (c *Clone) addTree(ctx context.Context, pr int, head string) (string, error) {
-	dir, err := os.MkdirTemp(c.treesDir(), fmt.Sprintf("pr-%d-%s-", pr, head[:min(12, len(head))]))
+	dir, err := os.MkdirTemp(c.treesDir(), "tree-") // reused for other PRs: named for none
 	if err != nil {
 		return "", fmt.Errorf("clone: add work tree for #%d: %w", pr, err)
 	}
