@@ -201,17 +201,17 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (de
 	return decision{Action: act, at: obs.Now}, p.act(ctx, pr, next, act)
 }
 
-// observe reads what the decision needs: the reviews always, the head's
-// statuses when the counted reviews approve it, and the PR's open
-// dependencies when the checks let it merge.
+// observe reads what the decision needs: the reviews, unless the PR is left
+// to humans; the head's statuses when the counted reviews approve it; and
+// the PR's open dependencies when the checks let it merge.
 func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observation, error) {
 	obs := lifecycle.Observation{Open: pr.State == "open", Merged: pr.Merged, Updated: pr.Updated, HeadSHA: pr.HeadSHA, Author: pr.Author,
 		Skip: p.cfg.SkipLabel != "" && pr.HasLabel(p.cfg.SkipLabel), Mergeable: pr.Mergeable, Behind: pr.Behind(),
 		BaseSHA: pr.BaseSHA, MergeBase: pr.MergeBase, MayUpdate: pr.SameRepo(p.cfg.Repo()) || pr.MaintainerCanEdit,
 		Fork:       !pr.SameRepo(p.cfg.Repo()),
 		Protection: p.currentProtection(), Now: p.now()}
-	if !obs.Open || obs.Merged {
-		return obs, nil
+	if !obs.Open || obs.Merged || obs.Skip {
+		return obs, nil // a PR left to humans is decided without its reviews
 	}
 	reviews, err := p.forge.Reviews(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 	if err != nil {

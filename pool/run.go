@@ -128,7 +128,7 @@ func runRepo(ctx context.Context, cfg configs.Config, p *Pool, fc *forgejo.Clien
 	}
 	return runPublishing(ctx, cfg, p, &commitstatus.Publisher{Forge: fc, Owner: cfg.Owner, Repo: cfg.Name,
 		Context: cfg.StatusContext, PageURL: cfg.OpsURL, OnePageOfSeveral: several, Required: p.OwnStatusRequired,
-		Log: log.With("component", "commitstatus")})
+		Memory: p.statusMemory(), Log: log.With("component", "commitstatus")})
 }
 
 // closeClone frees the agent server's instances for the free work trees,
