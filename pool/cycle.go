@@ -266,13 +266,18 @@ func (p *Pool) judgeClaims(ctx context.Context, pr forgejo.PR) (claims.Verdict, 
 	return verdict, nil
 }
 
+// claimView reads the PR's comments and reviews, at once.
 func (p *Pool) claimView(ctx context.Context, pr forgejo.PR) (claims.View, error) {
+	var reviews []forgejo.Review
+	var rerr error
+	done := make(chan struct{})
+	guard.Go(ctx, p.log, "reviews read", func() {
+		defer close(done)
+		reviews, rerr = p.forge.Reviews(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+	})
 	comments, err := p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
-	if err != nil {
-		return claims.View{}, err
-	}
-	reviews, err := p.forge.Reviews(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
-	if err != nil {
+	<-done
+	if err = errors.Join(err, rerr); err != nil {
 		return claims.View{}, err
 	}
 	return p.view(pr, comments, reviews), nil

@@ -33,19 +33,23 @@ type session struct {
 // work outlives it by the shutdown timeout.
 func (p *Pool) runSlot(ctx, work context.Context, c candidate) {
 	log := p.log.With("pr", c.pr.Number)
+	// The work tree is made, and the claims read, while the PR is re-read,
+	// and the tree while the claim is posted and verified: the clone is
+	// this pool's alone, and a tree no session got goes back.
+	tree := p.takeTree(work, c.pr)
+	read := p.readClaims(work, c.pr)
 	pr, ok, err := p.confirm(work, c)
 	if err != nil || !ok {
 		if err != nil {
 			log.Warn("re-checking before dispatch failed", "err", err)
 		}
+		<-read
+		p.unusedTree(work, tree)
 		return
 	}
-	// The work tree is made while the claim is posted and verified: the
-	// clone is this pool's alone, and a tree no session got goes back.
-	tree := p.takeTree(work, pr)
 	// Reviewers and fixers alike work under a claim, so that two pools never
 	// start either for one head.
-	if won, err := p.claim(work, pr); err != nil || !won {
+	if won, err := p.claim(work, pr, read); err != nil || !won {
 		if err != nil {
 			log.Warn("claiming failed", "err", err)
 		}
@@ -79,9 +83,11 @@ func (p *Pool) confirm(ctx context.Context, c candidate) (forgejo.PR, bool, erro
 }
 
 // claim posts this pool's claim unless it already holds one, then verifies:
-// the lowest live claim id wins, and a loser deletes its own claim.
-func (p *Pool) claim(ctx context.Context, pr forgejo.PR) (bool, error) {
-	v, err := p.claimView(ctx, pr)
+// the lowest live claim id wins, and a loser deletes its own claim. first
+// is the claims read at pr's head before.
+func (p *Pool) claim(ctx context.Context, pr forgejo.PR, first <-chan viewResult) (bool, error) {
+	r := <-first
+	v, err := r.view, r.err
 	if err != nil {
 		return false, err
 	}
@@ -175,35 +181,6 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind,
 	}
 	p.log.Info("session started", "pr", pr.Number, "session", created.ID, "kind", kind, "head", pr.HeadSHA)
 	return s, nil
-}
-
-// treeResult is a work tree taken for a session, or why none was.
-type treeResult struct {
-	dir string // "" without trees
-	err error
-}
-
-// takeTree starts taking the session's work tree from the clone; the
-// result comes on the channel.
-func (p *Pool) takeTree(ctx context.Context, pr forgejo.PR) <-chan treeResult {
-	out := make(chan treeResult, 1)
-	if p.trees == nil {
-		out <- treeResult{}
-		return out
-	}
-	guard.Go(ctx, p.log, "work tree", func() {
-		t := treeResult{err: errors.New("taking a work tree panicked")}
-		defer func() { out <- t }() // even in a panic: the slot waits for it
-		t.dir, t.err = p.trees.TakeTree(ctx, pr.Number, pr.HeadSHA)
-	})
-	return out
-}
-
-// unusedTree waits for a tree no session was made in, and gives it back.
-func (p *Pool) unusedTree(ctx context.Context, tree <-chan treeResult) {
-	if t := <-tree; t.err == nil {
-		p.giveTree(ctx, t.dir)
-	}
 }
 
 func (p *Pool) register(id string, n int, kind lifecycle.Kind, dir string) *session {
