@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"pool/internal/redact"
+	"pool/internal/retry"
 )
 
 // ErrNotFound says the session is gone (the server answered 404).
@@ -39,11 +40,12 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// IsRetryable reports whether err is an *Error worth retrying.
-func IsRetryable(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Retryable
-}
+// RetryLater says whether trying the call again later may help (retry.Later).
+func (e *Error) RetryLater() bool { return e.Retryable }
+
+// IsRetryable reports whether err is worth retrying later: the one rule,
+// retry.Later.
+func IsRetryable(err error) bool { return retry.Later(err) }
 
 // statusError classifies a non-2xx answer.
 func statusError(op string, status int, body []byte) *Error {

@@ -34,17 +34,18 @@
 // clock is off by d sees claims go stale d early or late, so any skew well
 // below the TTL (30 minutes by default) is harmless. The tie-break uses ids,
 // not times, so it tolerates any skew.
+//
+// The package is pure: it reads comments and reviews as package forge's
+// plain types and links no SDK; posting and deleting claims is the pool's.
 package claims
 
 import (
-	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
-	"pool/forgejo"
+	"pool/forge"
 )
 
 // Claim is the content of a claim marker, plus where it was found.
@@ -60,8 +61,6 @@ type Claim struct {
 	Posted    time.Time `json:"-"` // the forge's creation time of the comment
 }
 
-var markerRE = regexp.MustCompile(`<!-- pool-claim (\{.*?\}) -->`)
-
 // Sentence is the human-readable first line of a claim comment.
 func Sentence(instance string) string {
 	return fmt.Sprintf("Review claimed by reviewer pool instance %s.", instance)
@@ -69,19 +68,13 @@ func Sentence(instance string) string {
 
 // Body renders a claim comment without the signature (the caller signs).
 func Body(c Claim) string {
-	marker, _ := json.Marshal(c)
-	return Sentence(c.Instance) + "\nDispatching independent code review.\n\n" +
-		"<!-- pool-claim " + string(marker) + " -->"
+	return Sentence(c.Instance) + "\nDispatching independent code review.\n\n" + forge.Marker(forge.MarkClaim, c)
 }
 
 // Parse extracts the claim from a comment, if it carries a well-formed marker.
-func Parse(c forgejo.Comment) (Claim, bool) {
-	m := markerRE.FindStringSubmatch(c.Body)
-	if m == nil {
-		return Claim{}, false
-	}
+func Parse(c forge.Comment) (Claim, bool) {
 	var cl Claim
-	if err := json.Unmarshal([]byte(m[1]), &cl); err != nil || cl.Instance == "" || cl.SHA == "" {
+	if !forge.ParseMarker(c.Body, forge.MarkClaim, &cl) || cl.Instance == "" || cl.SHA == "" {
 		return Claim{}, false
 	}
 	cl.CommentID, cl.Author, cl.Posted = c.ID, c.Author, c.Created
@@ -91,8 +84,8 @@ func Parse(c forgejo.Comment) (Claim, bool) {
 // View is what a pool knows about one PR when it judges claims.
 type View struct {
 	HeadSHA  string
-	Comments []forgejo.Comment
-	Reviews  []forgejo.Review
+	Comments []forge.Comment
+	Reviews  []forge.Review
 	Trusted  []string // accounts whose claims count
 	TTL      time.Duration
 	Now      time.Time

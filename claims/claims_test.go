@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"pool/forgejo"
+	"pool/forge"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-func claimComment(id int64, author, instance, sha string, at time.Time) forgejo.Comment {
-	return forgejo.Comment{ID: id, Author: author, Created: at,
+func claimComment(id int64, author, instance, sha string, at time.Time) forge.Comment {
+	return forge.Comment{ID: id, Author: author, Created: at,
 		Body: Body(Claim{Instance: instance, SHA: sha, At: at}) + "\n\n---\nsigned"}
 }
 
@@ -38,7 +38,7 @@ func TestParseRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if cl, ok := Parse(forgejo.Comment{Body: tt.body}); ok {
+			if cl, ok := Parse(forge.Comment{Body: tt.body}); ok {
 				t.Errorf("Parse accepted %q as %+v", tt.body, cl)
 			}
 		})
@@ -50,43 +50,43 @@ func TestJudge(t *testing.T) {
 	trusted := []string{"bot", "other-bot"}
 	tests := []struct {
 		name     string
-		comments []forgejo.Comment
-		reviews  []forgejo.Review
+		comments []forge.Comment
+		reviews  []forge.Review
 		now      time.Time
 		want     Verdict
 		winner   string
 	}{
 		{name: "no comments", now: t0, want: Free},
-		{name: "own fresh claim", comments: []forgejo.Comment{claimComment(1, "bot", "me", "head", t0)},
+		{name: "own fresh claim", comments: []forge.Comment{claimComment(1, "bot", "me", "head", t0)},
 			now: t0.Add(time.Minute), want: Ours, winner: "me"},
-		{name: "other fresh claim", comments: []forgejo.Comment{claimComment(1, "other-bot", "them", "head", t0)},
+		{name: "other fresh claim", comments: []forge.Comment{claimComment(1, "other-bot", "them", "head", t0)},
 			now: t0.Add(29 * time.Minute), want: Taken, winner: "them"},
-		{name: "tie-break lowest id wins", comments: []forgejo.Comment{
+		{name: "tie-break lowest id wins", comments: []forge.Comment{
 			claimComment(5, "bot", "me", "head", t0), claimComment(4, "other-bot", "them", "head", t0)},
 			now: t0, want: Taken, winner: "them"},
-		{name: "tie-break we are first", comments: []forgejo.Comment{
+		{name: "tie-break we are first", comments: []forge.Comment{
 			claimComment(4, "bot", "me", "head", t0), claimComment(5, "other-bot", "them", "head", t0)},
 			now: t0, want: Ours, winner: "me"},
-		{name: "untrusted author is ignored", comments: []forgejo.Comment{claimComment(1, "mallory", "fake", "head", t0)},
+		{name: "untrusted author is ignored", comments: []forge.Comment{claimComment(1, "mallory", "fake", "head", t0)},
 			now: t0, want: Free},
-		{name: "claim on an older head is irrelevant", comments: []forgejo.Comment{claimComment(1, "other-bot", "them", "old", t0)},
+		{name: "claim on an older head is irrelevant", comments: []forge.Comment{claimComment(1, "other-bot", "them", "old", t0)},
 			now: t0, want: Free},
-		{name: "stale after ttl", comments: []forgejo.Comment{claimComment(1, "other-bot", "them", "head", t0)},
+		{name: "stale after ttl", comments: []forge.Comment{claimComment(1, "other-bot", "them", "head", t0)},
 			now: t0.Add(ttl), want: Free},
-		{name: "claimant comment keeps it live", comments: []forgejo.Comment{
+		{name: "claimant comment keeps it live", comments: []forge.Comment{
 			claimComment(1, "other-bot", "them", "head", t0),
 			{ID: 2, Author: "other-bot", Body: "still working", Created: t0.Add(20 * time.Minute)}},
 			now: t0.Add(45 * time.Minute), want: Taken, winner: "them"},
-		{name: "another instance's claim by the same account does not", comments: []forgejo.Comment{
+		{name: "another instance's claim by the same account does not", comments: []forge.Comment{
 			claimComment(1, "other-bot", "them", "head", t0),
 			claimComment(2, "other-bot", "someone", "old-head", t0.Add(20*time.Minute))},
 			now: t0.Add(45 * time.Minute), want: Free},
-		{name: "someone else's comment does not", comments: []forgejo.Comment{
+		{name: "someone else's comment does not", comments: []forge.Comment{
 			claimComment(1, "other-bot", "them", "head", t0),
 			{ID: 2, Author: "alice", Body: "ping", Created: t0.Add(20 * time.Minute)}},
 			now: t0.Add(45 * time.Minute), want: Free},
-		{name: "review activity keeps it live", comments: []forgejo.Comment{claimComment(1, "other-bot", "them", "head", t0)},
-			reviews: []forgejo.Review{{ID: 9, Author: "rev", State: forgejo.ReviewComment, Submitted: t0.Add(10 * time.Minute)}},
+		{name: "review activity keeps it live", comments: []forge.Comment{claimComment(1, "other-bot", "them", "head", t0)},
+			reviews: []forge.Review{{ID: 9, Author: "rev", State: forge.ReviewComment, Submitted: t0.Add(10 * time.Minute)}},
 			now:     t0.Add(35 * time.Minute), want: Taken, winner: "them"},
 	}
 	for _, tt := range tests {
@@ -105,13 +105,13 @@ func TestJudge(t *testing.T) {
 
 func TestStaleAndTakeover(t *testing.T) {
 	v := View{HeadSHA: "head", Trusted: []string{"bot"}, TTL: time.Minute, Now: t0.Add(time.Hour),
-		Comments: []forgejo.Comment{claimComment(1, "bot", "dead-1", "head", t0), claimComment(3, "bot", "dead-2", "head", t0.Add(time.Second))}}
+		Comments: []forge.Comment{claimComment(1, "bot", "dead-1", "head", t0), claimComment(3, "bot", "dead-2", "head", t0.Add(time.Second))}}
 	stale := Stale(v)
 	if len(stale) != 2 || stale[0].Instance != "dead-2" {
 		t.Fatalf("Stale = %+v, want dead-2 first", stale)
 	}
 	body := Body(Claim{Instance: "me", SHA: "head", At: v.Now, Takeover: stale[0].Instance})
-	cl, ok := Parse(forgejo.Comment{ID: 4, Author: "bot", Body: body, Created: v.Now})
+	cl, ok := Parse(forge.Comment{ID: 4, Author: "bot", Body: body, Created: v.Now})
 	if !ok || cl.Takeover != "dead-2" {
 		t.Errorf("takeover marker = %+v", cl)
 	}
@@ -119,7 +119,7 @@ func TestStaleAndTakeover(t *testing.T) {
 
 func TestLosers(t *testing.T) {
 	v := View{HeadSHA: "head", Trusted: []string{"bot"}, TTL: time.Hour, Now: t0,
-		Comments: []forgejo.Comment{
+		Comments: []forge.Comment{
 			claimComment(1, "bot", "them", "head", t0),
 			claimComment(2, "bot", "me", "head", t0),
 		}}

@@ -6,7 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"pool/forgejo"
+	"pool/forge"
 )
 
 // FuzzParse feeds hostile comment bodies to the claim parser, and claims
@@ -14,12 +14,12 @@ import (
 // testdata/fuzz/FuzzParse.
 func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body, instance, sha, takeover string, atUnix int64) {
-		c := forgejo.Comment{ID: 42, Author: "bot", Body: body, Created: t0}
+		c := forge.Comment{ID: 42, Author: "bot", Body: body, Created: t0}
 		cl, ok := Parse(c)
 		if ok {
 			checkParsed(t, c, cl)
 			// What parses once renders and parses to the same claim.
-			again, ok := Parse(forgejo.Comment{ID: 42, Author: "bot", Body: Body(cl), Created: t0})
+			again, ok := Parse(forge.Comment{ID: 42, Author: "bot", Body: Body(cl), Created: t0})
 			if !ok || !sameClaim(again, cl) {
 				t.Fatalf("parsed %+v from %q, but its rendering parses to %+v (ok=%v)", cl, body, again, ok)
 			}
@@ -33,7 +33,7 @@ func FuzzParse(f *testing.F) {
 		}
 		at := time.Unix(atUnix%(1<<34), 0).UTC() // years 1425..2514: a time JSON can carry
 		want := Claim{Instance: instance, SHA: sha, Takeover: takeover, At: at}
-		got, ok := Parse(forgejo.Comment{ID: 7, Author: "bot", Body: Body(want) + "\n\n---\nsigned", Created: t0})
+		got, ok := Parse(forge.Comment{ID: 7, Author: "bot", Body: Body(want) + "\n\n---\nsigned", Created: t0})
 		if !ok || !sameClaim(got, want) {
 			t.Fatalf("Body(%+v) parses to %+v (ok=%v)", want, got, ok)
 		}
@@ -43,7 +43,7 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-func checkParsed(t *testing.T, c forgejo.Comment, cl Claim) {
+func checkParsed(t *testing.T, c forge.Comment, cl Claim) {
 	t.Helper()
 	if cl.Instance == "" || cl.SHA == "" {
 		t.Fatalf("accepted a claim without instance or sha from %q: %+v", c.Body, cl)
@@ -61,8 +61,8 @@ func sameClaim(a, b Claim) bool {
 }
 
 // judgeDoesNotPanic runs the whole protocol over the comment, as a pool does.
-func judgeDoesNotPanic(c forgejo.Comment) {
-	v := View{HeadSHA: "head", Comments: []forgejo.Comment{c, c}, Trusted: []string{"bot"}, TTL: time.Minute, Now: t0}
+func judgeDoesNotPanic(c forge.Comment) {
+	v := View{HeadSHA: "head", Comments: []forge.Comment{c, c}, Trusted: []string{"bot"}, TTL: time.Minute, Now: t0}
 	if cl, ok := Parse(c); ok {
 		v.HeadSHA = cl.SHA
 	}

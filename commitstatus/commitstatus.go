@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"pool/forge"
 	"pool/forgejo"
 	"pool/ops"
 )
@@ -220,7 +221,7 @@ func (p *Publisher) forget(k key) {
 // own is the newest status under context, as a NewStatus to compare with.
 func own(history []forgejo.Status, context string) forgejo.NewStatus {
 	var newest forgejo.Status
-	for _, s := range history {
+	for _, s := range forge.NewestPerContext(history) {
 		if strings.EqualFold(s.Context, context) && s.ID >= newest.ID {
 			newest = s
 		}

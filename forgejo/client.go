@@ -9,6 +9,9 @@
 // The forge's answers are hostile data: a null entry, a missing field, a
 // wrong type or truncated JSON is an error for the call, never a panic. Lists
 // of PRs skip such an entry (it cannot be told which PR it was) and log it.
+//
+// The answers come back as package forge's plain types (PR, Review, Status,
+// Protection, MergeResult...); the aliases in types.go keep the old names.
 package forgejo
 
 import (
@@ -27,6 +30,7 @@ import (
 
 	"pool/internal/bounded"
 	"pool/internal/redact"
+	"pool/internal/retry"
 )
 
 // callTimeout bounds one call to the forge, its answer's body included.
@@ -164,14 +168,12 @@ var ErrUnauthorized = errors.New("token rejected")
 // ErrNotFound means the object does not exist (or is hidden from the token).
 var ErrNotFound = errors.New("not found")
 
-// IsRetryable reports whether err is worth retrying later.
-func IsRetryable(err error) bool {
-	var fe *Error
-	if errors.As(err, &fe) {
-		return fe.Retryable
-	}
-	return !errors.Is(err, context.Canceled)
-}
+// RetryLater says whether trying the call again later may help (retry.Later).
+func (e *Error) RetryLater() bool { return e.Retryable }
+
+// IsRetryable reports whether err is worth retrying later: the one rule,
+// retry.Later (an error that is no *Error or agent error is not).
+func IsRetryable(err error) bool { return retry.Later(err) }
 
 // IsTooLarge reports whether err is an answer over the body cap.
 func IsTooLarge(err error) bool {

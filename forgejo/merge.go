@@ -4,23 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
-)
-
-// MergeOutcome is the forge's answer to a merge call, classified.
-type MergeOutcome string
-
-const (
-	MergeDone      MergeOutcome = "merged"         // 200
-	MergeScheduled MergeOutcome = "scheduled"      // 201, or 409 already scheduled
-	MergeNotReady  MergeOutcome = "not_ready"      // 405 try again later / still checking
-	MergeBlocked   MergeOutcome = "blocked"        // 405 not allowed, WIP, branch protection; 423 archived
-	MergeAlready   MergeOutcome = "already_merged" // 405 already merged
-	MergeHeadMoved MergeOutcome = "head_moved"     // 409 head out of date
-	MergeConflict  MergeOutcome = "conflict"       // 409 conflicts
-	MergeClosed    MergeOutcome = "closed"         // 404
-	MergeQuota     MergeOutcome = "quota"          // 413 the owner's storage quota is exceeded (Forgejo)
-	MergeFailed    MergeOutcome = "failed"         // anything else
+	"pool/forge"
 )
 
 // MergeOptions are the knobs of one merge call.
@@ -30,63 +14,6 @@ type MergeOptions struct {
 	HeadSHA string
 	// WhenChecksSucceed schedules an auto-merge instead of merging now.
 	WhenChecksSucceed bool
-}
-
-// MergeResult is the classified answer and what the forge said.
-type MergeResult struct {
-	Outcome MergeOutcome
-	Status  int
-	Message string
-	// Rule names the rule a refusal (MergeBlocked, MergeQuota) cites, as
-	// the branch protection's setting is named (RuleOutdated, ...), or
-	// RuleUnknown; "" for an answer that is no refusal.
-	Rule string
-}
-
-// The rules a merge refusal names. The forge's 405 message says which of
-// the branch protection's checks failed (Gitea's and Forgejo's
-// services/pull/merge.go: CheckPullBranchProtections).
-const (
-	RuleOutdated        = "block_on_outdated_branch"
-	RuleStatusCheck     = "status_check"
-	RuleApprovals       = "required_approvals"
-	RuleRejected        = "block_on_rejected_reviews"
-	RuleOfficialRequest = "block_on_official_review_requests"
-	RuleProtectedFiles  = "protected_file_patterns"
-	RuleSigned          = "require_signed_commits"
-	RuleMergeWhitelist  = "merge_whitelist"
-	RuleWorkInProgress  = "work_in_progress"
-	RuleArchived        = "archived"
-	RuleQuota           = "quota"
-	RuleUnknown         = "unknown"
-)
-
-// refusalRules maps words of the forge's refusal to the rule.
-var refusalRules = []struct{ words, rule string }{
-	{"behind the base branch", RuleOutdated},
-	{"status checks", RuleStatusCheck},
-	{"enough approvals", RuleApprovals},
-	{"requested changes", RuleRejected},
-	{"official review requests", RuleOfficialRequest},
-	{"protected files", RuleProtectedFiles},
-	{"sign", RuleSigned},
-	{"not allowed to merge", RuleMergeWhitelist},
-	{"work in progress", RuleWorkInProgress},
-	{"archived", RuleArchived},
-}
-
-// RefusalRule names the rule a refused merge's answer cites.
-func RefusalRule(status int, message string) string {
-	if status == http.StatusRequestEntityTooLarge {
-		return RuleQuota
-	}
-	msg := strings.ToLower(message)
-	for _, r := range refusalRules {
-		if strings.Contains(msg, r.words) {
-			return r.rule
-		}
-	}
-	return RuleUnknown
 }
 
 // Merge asks the forge to merge a PR. It uses plain HTTP because the SDK
@@ -130,48 +57,9 @@ func (c *Client) postMerge(ctx context.Context, op, owner, repo string, n int, b
 	return res, nil
 }
 
-// ClassifyMerge maps a merge answer to an outcome (FACTS: merge answers).
+// ClassifyMerge maps a merge answer to an outcome (forge.ClassifyMerge).
 func ClassifyMerge(status int, message string) MergeOutcome {
-	msg := strings.ToLower(message)
-	switch status {
-	case http.StatusOK:
-		return MergeDone
-	case http.StatusCreated:
-		return MergeScheduled
-	case http.StatusNotFound:
-		return MergeClosed
-	case http.StatusLocked:
-		return MergeBlocked
-	case http.StatusRequestEntityTooLarge:
-		return MergeQuota
-	case http.StatusMethodNotAllowed:
-		return classify405(msg)
-	case http.StatusConflict:
-		return classify409(msg)
-	}
-	return MergeFailed
-}
-
-func classify405(msg string) MergeOutcome {
-	switch {
-	case strings.Contains(msg, "already merged"):
-		return MergeAlready
-	case strings.Contains(msg, "try again later"), strings.Contains(msg, "checking"):
-		return MergeNotReady
-	}
-	return MergeBlocked
-}
-
-func classify409(msg string) MergeOutcome {
-	switch {
-	case strings.Contains(msg, "head out of date"):
-		return MergeHeadMoved
-	case strings.Contains(msg, "already scheduled"):
-		return MergeScheduled
-	case strings.Contains(msg, "push out of date"), strings.Contains(msg, "pushrejected"):
-		return MergeNotReady
-	}
-	return MergeConflict
+	return forge.ClassifyMerge(status, message)
 }
 
 // CancelAutoMerge removes a scheduled auto-merge; none scheduled is not an error.

@@ -8,34 +8,6 @@ import (
 	"time"
 )
 
-func TestClassifyMerge(t *testing.T) {
-	tests := []struct {
-		status  int
-		message string
-		want    MergeOutcome
-	}{
-		{200, "", MergeDone},
-		{201, "", MergeScheduled},
-		{404, `{"message":"Not Found"}`, MergeClosed},
-		{405, `{"message":"Please try again later"}`, MergeNotReady},
-		{405, `{"message":"The PR is already merged"}`, MergeAlready},
-		{405, `{"message":"Work in progress PRs cannot be merged"}`, MergeBlocked},
-		{405, `{"message":"User not allowed to merge PR"}`, MergeBlocked},
-		{409, `{"message":"head out of date"}`, MergeHeadMoved},
-		{409, `{"message":"pull request is already scheduled to auto merge"}`, MergeScheduled},
-		{409, `{"message":"merge push out of date"}`, MergeNotReady},
-		{409, `{"StdOut":"CONFLICT (content): Merge conflict in a.txt"}`, MergeConflict},
-		{423, `{"message":"repo is archived"}`, MergeBlocked},
-		{413, `{"message":"quota exceeded","user_id":3,"username":"acme"}`, MergeQuota},
-		{500, "boom", MergeFailed},
-	}
-	for _, tt := range tests {
-		if got := ClassifyMerge(tt.status, tt.message); got != tt.want {
-			t.Errorf("ClassifyMerge(%d, %q) = %s, want %s", tt.status, tt.message, got, tt.want)
-		}
-	}
-}
-
 func TestErrorsSayWhetherToRetry(t *testing.T) {
 	tests := []struct {
 		status    int

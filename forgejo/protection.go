@@ -8,35 +8,6 @@ import (
 	"strings"
 )
 
-// Protection is the branch protection in force on a branch, as far as the
-// token can read it. Every account can read a branch's summary (whether it
-// is protected, required approvals and status contexts, and whether the
-// token's own account may merge); the rule's other settings need an account
-// that administers the repository. Full says whether they were read.
-type Protection struct {
-	Protected bool
-	Rule      string // the rule's name (a branch name or a glob)
-	Full      bool   // the whole rule was read, not only the branch summary
-
-	// UserCanMerge: the token's account may merge into the branch (write
-	// access, and on the merge whitelist when one is enabled).
-	UserCanMerge bool
-
-	RequiredApprovals int
-	StatusCheck       bool     // merging waits for StatusContexts
-	StatusContexts    []string // glob patterns
-
-	ApprovalsWhitelist      bool
-	ApprovalsWhitelistUsers []string
-	ApprovalsWhitelistTeams []string
-	BlockOnRejected         bool // an official request for changes blocks
-	BlockOnOfficialRequests bool // a pending official review request blocks
-	BlockOnOutdated         bool // a head behind its base blocks
-	DismissStale            bool // a push dismisses approvals
-	IgnoreStale             bool // stale approvals do not count
-	RequireSigned           bool
-}
-
 type apiBranchSummary struct {
 	Protected         bool     `json:"protected"`
 	RequiredApprovals int      `json:"required_approvals"`

@@ -1,92 +1,57 @@
 package forgejo
 
-import (
-	"strings"
-	"time"
+import "pool/forge"
+
+// The plain types live in package forge (which links no SDK); these
+// aliases keep this package's callers as they were.
+type (
+	PR          = forge.PR
+	Comment     = forge.Comment
+	Review      = forge.Review
+	Status      = forge.Status
+	Protection  = forge.Protection
+	MergeResult = forge.MergeResult
+	// MergeOutcome is the forge's answer to a merge call, classified.
+	MergeOutcome = forge.MergeOutcome
 )
 
-// PR is what the pool needs to know of a pull request.
-type PR struct {
-	Number    int
-	Title     string
-	Body      string
-	Author    string
-	State     string // open or closed
-	Merged    bool
-	Mergeable bool
-	HeadSHA   string
-	HeadRef   string
-	HeadRepo  string // owner/name of the head branch's repository ("" when the forge did not say)
-	// MaintainerCanEdit: the author lets those who may merge push to the
-	// head branch, which a PR from a fork needs before the pool updates it.
-	MaintainerCanEdit bool
-	BaseRef           string
-	BaseSHA           string // the base branch's head commit when the PR was read
-	MergeBase         string // the commit the head branched from
-	Labels            []string
-	Updated           time.Time
-	URL               string
-}
-
-// Behind reports whether the base branch has moved past the commit the
-// head branched from (unknown counts as not behind).
-func (p PR) Behind() bool {
-	return p.BaseSHA != "" && p.MergeBase != "" && p.BaseSHA != p.MergeBase
-}
-
-// SameRepo reports whether the head branch is in the repository repo
-// (owner/name); a head repository the forge did not name counts as not.
-func (p PR) SameRepo(repo string) bool { return strings.EqualFold(p.HeadRepo, repo) }
-
-// HasLabel reports whether the PR carries the label (case-insensitive).
-func (p PR) HasLabel(name string) bool {
-	for _, l := range p.Labels {
-		if strings.EqualFold(l, name) {
-			return true
-		}
-	}
-	return false
-}
-
-// Comment is an issue or PR comment.
-type Comment struct {
-	ID      int64
-	Author  string
-	Body    string
-	Created time.Time
-	Updated time.Time
-}
-
-// Review states as the forge names them.
+// Review states as the forge names them (forge.Review*).
 const (
-	ReviewApproved       = "APPROVED"
-	ReviewRequestChanges = "REQUEST_CHANGES"
-	ReviewComment        = "COMMENT"
-	ReviewRequested      = "REQUEST_REVIEW" // a review was asked of someone
+	ReviewApproved       = forge.ReviewApproved
+	ReviewRequestChanges = forge.ReviewRequestChanges
+	ReviewComment        = forge.ReviewComment
+	ReviewRequested      = forge.ReviewRequested
 )
 
-// Review is a PR review.
-type Review struct {
-	ID        int64
-	Author    string // "" for a review requested from a team
-	Team      string // the team a review was requested from (state REQUEST_REVIEW), else ""
-	State     string
-	CommitID  string
-	Stale     bool
-	Dismissed bool
-	// Official: the forge counts this review toward required approvals (its
-	// author had write access or is on the approvals whitelist; only an
-	// account's latest verdict keeps the flag).
-	Official  bool
-	Submitted time.Time
-}
+// Merge outcomes (forge.Merge*).
+const (
+	MergeDone      = forge.MergeDone
+	MergeScheduled = forge.MergeScheduled
+	MergeNotReady  = forge.MergeNotReady
+	MergeBlocked   = forge.MergeBlocked
+	MergeAlready   = forge.MergeAlready
+	MergeHeadMoved = forge.MergeHeadMoved
+	MergeConflict  = forge.MergeConflict
+	MergeClosed    = forge.MergeClosed
+	MergeQuota     = forge.MergeQuota
+	MergeFailed    = forge.MergeFailed
+)
 
-// Status is one commit status report.
-type Status struct {
-	ID          int64
-	Context     string
-	State       string // pending, success, error, failure, warning
-	TargetURL   string
-	Description string
-	Created     time.Time
-}
+// The rules a merge refusal names (forge.Rule*).
+const (
+	RuleOutdated        = forge.RuleOutdated
+	RuleStatusCheck     = forge.RuleStatusCheck
+	RuleApprovals       = forge.RuleApprovals
+	RuleRejected        = forge.RuleRejected
+	RuleOfficialRequest = forge.RuleOfficialRequest
+	RuleProtectedFiles  = forge.RuleProtectedFiles
+	RuleSigned          = forge.RuleSigned
+	RuleMergeWhitelist  = forge.RuleMergeWhitelist
+	RuleWorkInProgress  = forge.RuleWorkInProgress
+	RuleArchived        = forge.RuleArchived
+	RuleQuota           = forge.RuleQuota
+	RuleUnknown         = forge.RuleUnknown
+)
+
+// RefusalRule names the rule a refused merge's answer cites (forge.RefusalRule).
+func RefusalRule(status int, message string) string { return forge.RefusalRule(status, message) }

@@ -8,34 +8,6 @@ import (
 	"testing"
 )
 
-// TestRefusalRule: the rule a refused merge names, from the forge's
-// answers (Gitea 1.26 services/pull/merge.go, CheckPullBranchProtections;
-// Forgejo's 413 for the quota).
-func TestRefusalRule(t *testing.T) {
-	tests := []struct {
-		status  int
-		message string
-		want    string
-	}{
-		{405, `{"message":"The head branch is behind the base branch","url":"x"}`, RuleOutdated},
-		{405, `{"message":"not ready to merge: Not all required status checks successful"}`, RuleStatusCheck},
-		{405, `{"message":"Does not have enough approvals"}`, RuleApprovals},
-		{405, `{"message":"There are requested changes"}`, RuleRejected},
-		{405, `{"message":"There are official review requests"}`, RuleOfficialRequest},
-		{405, `{"message":"Changed protected files"}`, RuleProtectedFiles},
-		{405, `{"message":"User not allowed to merge PR"}`, RuleMergeWhitelist},
-		{405, `{"message":"Work in progress PRs cannot be merged"}`, RuleWorkInProgress},
-		{423, `{"message":"repo is archived"}`, RuleArchived},
-		{413, `{"message":"quota exceeded"}`, RuleQuota},
-		{405, `{"message":""}`, RuleUnknown},
-	}
-	for _, tt := range tests {
-		if got := RefusalRule(tt.status, tt.message); got != tt.want {
-			t.Errorf("RefusalRule(%d, %q) = %q, want %q", tt.status, tt.message, got, tt.want)
-		}
-	}
-}
-
 // TestUpdateAndParents: the update call's path and style, its answers
 // classified (Gitea 1.26 routers/api/v1/repo/pull.go UpdatePullRequest:
 // 200, 409 conflict, 403, 422 closed or merged, 500 up to date), and a

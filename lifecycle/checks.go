@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"pool/forgejo"
+	"pool/forge"
 )
 
 // Check is the newest status of one context on a commit. The supervisor,
@@ -60,13 +60,8 @@ func (c Check) cancelled() bool {
 // Checks keeps the newest status per context from a commit's full status
 // history and marks superseded cancellations. The result is sorted by
 // context.
-func Checks(history []forgejo.Status) []Check {
-	newest := map[string]forgejo.Status{}
-	for _, s := range history {
-		if cur, ok := newest[s.Context]; !ok || s.ID > cur.ID {
-			newest[s.Context] = s
-		}
-	}
+func Checks(history []forge.Status) []Check {
+	newest := forge.NewestPerContext(history)
 	out := make([]Check, 0, len(newest))
 	for _, s := range newest {
 		c := Check{ID: s.ID, Context: s.Context, State: s.State, URL: s.TargetURL,
@@ -82,7 +77,7 @@ func Checks(history []forgejo.Status) []Check {
 // has reported since: a later status from another context of the same
 // workflow, whatever it says (a newer cancellation stands for itself).
 // Without a workflow name there is no shortcut: the cancellation stands.
-func rerunSince(cancelled Check, history []forgejo.Status) bool {
+func rerunSince(cancelled Check, history []forge.Status) bool {
 	wf := workflowOf(cancelled.Context)
 	if wf == "" {
 		return false

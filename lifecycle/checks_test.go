@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"pool/forgejo"
+	"pool/forge"
 )
 
 func TestSummarize(t *testing.T) {
@@ -85,46 +85,46 @@ func TestWorkflowOf(t *testing.T) {
 	}
 }
 
-func st(id int64, context, state, desc string) forgejo.Status {
-	return forgejo.Status{ID: id, Context: context, State: state, Description: desc}
+func st(id int64, context, state, desc string) forge.Status {
+	return forge.Status{ID: id, Context: context, State: state, Description: desc}
 }
 
 func TestChecksSupersession(t *testing.T) {
 	const cancelled = "Has been cancelled"
 	tests := []struct {
 		name           string
-		history        []forgejo.Status
+		history        []forge.Status
 		wantFailed     []string
 		wantSuperseded []string
 	}{
 		{name: "newer success of the same workflow supersedes",
-			history:        []forgejo.Status{st(1, "ci / test (pull_request)", "failure", cancelled), st(2, "ci / test (push)", "success", "")},
+			history:        []forge.Status{st(1, "ci / test (pull_request)", "failure", cancelled), st(2, "ci / test (push)", "success", "")},
 			wantSuperseded: []string{"ci / test (pull_request)"}},
 		{name: "a newer pending run supersedes too",
-			history:        []forgejo.Status{st(1, "ci / test (pull_request)", "failure", cancelled), st(2, "ci / test (push)", "pending", "")},
+			history:        []forge.Status{st(1, "ci / test (pull_request)", "failure", cancelled), st(2, "ci / test (push)", "pending", "")},
 			wantSuperseded: []string{"ci / test (pull_request)"}},
 		{name: "an older run does not supersede",
-			history:    []forgejo.Status{st(1, "ci / test (push)", "success", ""), st(2, "ci / test (pull_request)", "failure", cancelled)},
+			history:    []forge.Status{st(1, "ci / test (push)", "success", ""), st(2, "ci / test (pull_request)", "failure", cancelled)},
 			wantFailed: []string{"ci / test (pull_request)"}},
 		{name: "another workflow does not supersede",
-			history:    []forgejo.Status{st(1, "ci / test (pull_request)", "failure", cancelled), st(2, "lint / vet (push)", "success", "")},
+			history:    []forge.Status{st(1, "ci / test (pull_request)", "failure", cancelled), st(2, "lint / vet (push)", "success", "")},
 			wantFailed: []string{"ci / test (pull_request)"}},
 		{name: "a newer cancellation does not supersede",
-			history: []forgejo.Status{st(1, "ci / test (pull_request)", "failure", cancelled), st(2, "ci / test (push)", "failure", cancelled)},
+			history: []forge.Status{st(1, "ci / test (pull_request)", "failure", cancelled), st(2, "ci / test (push)", "failure", cancelled)},
 			// the newest cancellation stands: no newer run reported after it
 			wantFailed:     []string{"ci / test (push)"},
 			wantSuperseded: []string{"ci / test (pull_request)"}},
 		{name: "a real failure is never superseded",
-			history:    []forgejo.Status{st(1, "ci / test (pull_request)", "failure", "exit status 1"), st(2, "ci / test (push)", "success", "")},
+			history:    []forge.Status{st(1, "ci / test (pull_request)", "failure", "exit status 1"), st(2, "ci / test (push)", "success", "")},
 			wantFailed: []string{"ci / test (pull_request)"}},
 		{name: "woodpecker cancellation",
-			history:        []forgejo.Status{st(1, "ci/woodpecker/pr/build", "failure", "Pipeline was canceled"), st(2, "ci/woodpecker/push/build", "success", "")},
+			history:        []forge.Status{st(1, "ci/woodpecker/pr/build", "failure", "Pipeline was canceled"), st(2, "ci/woodpecker/push/build", "success", "")},
 			wantSuperseded: []string{"ci/woodpecker/pr/build"}},
 		{name: "no workflow name, no shortcut",
-			history:    []forgejo.Status{st(1, "jenkins", "error", "Build cancelled"), st(2, "jenkins-2", "success", "")},
+			history:    []forge.Status{st(1, "jenkins", "error", "Build cancelled"), st(2, "jenkins-2", "success", "")},
 			wantFailed: []string{"jenkins"}},
 		{name: "newest per context wins",
-			history: []forgejo.Status{st(1, "ci / test (push)", "failure", "boom"), st(2, "ci / test (push)", "success", "")}},
+			history: []forge.Status{st(1, "ci / test (push)", "failure", "boom"), st(2, "ci / test (push)", "success", "")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"pool/claims"
-	"pool/forgejo"
+	"pool/forge"
 	"pool/internal/backoff"
 )
 
@@ -27,9 +27,10 @@ func Decide(p Policy, t Track, o Observation) (Track, Action) {
 	}
 	if t.ArmedSHA != "" {
 		// The forge's scheduled merge is not pinned to a head: never leave
-		// one armed, whoever armed it for which head.
-		t.ArmedSHA = ""
-		return t, Action{Kind: Disarm, Reason: "an auto-merge is scheduled; the pool merges itself, pinned to the reviewed head"}
+		// one armed, whoever armed it for which head. It counts as gone
+		// once the cancel succeeded (Marks).
+		return t, Action{Kind: Disarm, Reason: "an auto-merge is scheduled; the pool merges itself, pinned to the reviewed head",
+			Marks: Marks{Disarmed: t.ArmedSHA}}
 	}
 	if o.Skip {
 		t.State = AwaitingHuman
@@ -40,13 +41,13 @@ func Decide(p Policy, t Track, o Observation) (Track, Action) {
 		return t, Action{Kind: Wait, Reason: "updating: waiting for the forge to take in the new head"}
 	}
 	switch v := p.Approval(t, o); v.State {
-	case forgejo.ReviewApproved:
+	case forge.ReviewApproved:
 		t.ReviewedSHA = o.HeadSHA
 		return approved(p, t, o)
-	case forgejo.ReviewRequestChanges:
+	case forge.ReviewRequestChanges:
 		t.ReviewedSHA, t.State, t.Blocked = o.HeadSHA, ChangesRequested, ""
 		return t, Action{Kind: Wait, Reason: "changes requested; waiting for a new head"}
-	case forgejo.ReviewComment:
+	case forge.ReviewComment:
 		t.ReviewedSHA, t.State, t.Blocked = o.HeadSHA, Commented, ""
 		return t, Action{Kind: Wait, Reason: "reviewed without a verdict; waiting for a new head"}
 	}
@@ -60,7 +61,7 @@ func (t Track) atHead(head string, now time.Time) Track {
 	if head != t.HeadSHA {
 		t.Attempts, t.Failures = 0, 0
 		t.NotBefore = time.Time{}
-		t.FixerSHA, t.LastStatus, t.Blocked, t.LandedIn = "", "", "", ""
+		t.FixerSHA, t.LastStatus, t.Blocked, t.LandedIn, t.ConflictAt = "", "", "", "", ""
 		t.Refusals, t.Refused, t.RefusedUntil, t.RefusedSeen, t.RefusedOn = 0, "", time.Time{}, time.Time{}, ""
 		t.WaitedForChecks = false
 		if t.HeadSHA != t.Update.From {
@@ -93,9 +94,11 @@ func approved(p Policy, t Track, o Observation) (Track, Action) {
 		t.State = Conflict
 		return t, Action{Kind: Wait, Reason: "conflict; waiting for a rebase"}
 	}
+	if t.ConflictAt == o.HeadSHA {
+		return conflict(t, o.HeadSHA, "a conflict was found at this head and its note is not posted yet")
+	}
 	if o.Hint == string(Conflict) && !o.Mergeable {
-		t.State, t.ConflictSHA = Conflict, o.HeadSHA
-		return t, Action{Kind: NoteConflict, Reason: "reviewer reported a conflict and the forge cannot merge"}
+		return conflict(t, o.HeadSHA, "reviewer reported a conflict and the forge cannot merge")
 	}
 	if t.LandedIn != "" {
 		return blocked(t, o.HeadSHA, landedReason(t.LandedIn))
@@ -221,8 +224,14 @@ func Updated(t Track, from, base, mergeBase, style, diff string, now time.Time) 
 // UpdateConflicted records that the forge could not update the head: the
 // base does not merge into it cleanly. That is a conflict, noted once.
 func UpdateConflicted(t Track, head string) (Track, Action) {
-	t.State, t.ConflictSHA = Conflict, head
-	return t, Action{Kind: NoteConflict, Reason: "the update found a conflict with the base"}
+	return conflict(t, head, "the update found a conflict with the base")
+}
+
+// conflict records a conflict found at head and asks for its note, once:
+// until the note is posted (Marks), every decision at head asks again.
+func conflict(t Track, head, reason string) (Track, Action) {
+	t.State, t.ConflictAt = Conflict, head
+	return t, Action{Kind: NoteConflict, Reason: reason, Marks: Marks{ConflictNoted: head}}
 }
 
 // UpdateRefused records that the forge refused the pool's update of the
@@ -230,7 +239,7 @@ func UpdateConflicted(t Track, head string) (Track, Action) {
 // update): a refusal like a merge's, with
 // one note and a back-off, not an update call every cycle.
 func UpdateRefused(p Policy, t Track, head string, status int, now time.Time) (Track, Action) {
-	return refused(p, t, head, forgejo.MergeResult{Outcome: "update_refused", Status: status, Rule: ruleUpdateRefused}, now)
+	return refused(p, t, head, forge.MergeResult{Outcome: "update_refused", Status: status, Rule: ruleUpdateRefused}, now)
 }
 
 // blocked waits for the PR or the rule to change, and asks for the note
@@ -242,8 +251,7 @@ func blocked(t Track, head, reason string) (Track, Action) {
 	if t.NotedBlock == key {
 		return t, Action{Kind: Wait, Reason: "blocked: " + reason}
 	}
-	t.NotedBlock = key
-	return t, Action{Kind: NoteBlocked, Reason: reason}
+	return t, Action{Kind: NoteBlocked, Reason: reason, Marks: Marks{BlockNoted: key}}
 }
 
 // blockedAs is blocked in a state of its own: a wait that ends without a
@@ -253,13 +261,6 @@ func blockedAs(s State, t Track, head, reason string) (Track, Action) {
 	t, act := blocked(t, head, reason)
 	t.State = s
 	return t, act
-}
-
-// NoteNotPosted forgets that the note of why the PR is blocked was asked
-// for: posting it failed, and the next decision asks again.
-func NoteNotPosted(t Track) Track {
-	t.NotedBlock = ""
-	return t
 }
 
 // retry counts one more merge attempt and says whether it is a diagnostic one.
@@ -273,23 +274,22 @@ func (t Track) retry(p Policy, s State, status string) (Track, bool) {
 // the forge reports done is confirmed by re-reading the PR and deciding
 // again, not here. "Try again later" is the forge still checking the PR
 // against its base: a wait, not a failed attempt.
-func AfterMerge(p Policy, t Track, head string, res forgejo.MergeResult, now time.Time) (Track, Action) {
+func AfterMerge(p Policy, t Track, head string, res forge.MergeResult, now time.Time) (Track, Action) {
 	switch res.Outcome {
-	case forgejo.MergeDone, forgejo.MergeAlready, forgejo.MergeClosed:
+	case forge.MergeDone, forge.MergeAlready, forge.MergeClosed:
 		return t, Action{Kind: Wait, Reason: "re-read the PR to confirm"}
-	case forgejo.MergeNotReady:
+	case forge.MergeNotReady:
 		t.State, t.LastStatus = MergeQueued, fmt.Sprintf("%s (HTTP %d: %s)", res.Outcome, res.Status, res.Message)
 		return t, Action{Kind: Wait, Reason: "the forge is still checking the PR; waiting for it"}
-	case forgejo.MergeScheduled:
+	case forge.MergeScheduled:
 		// Only an older pool asks the forge to schedule; cancel it.
 		t.State, t.ArmedSHA = MergeScheduled, head
 		return t, Action{Kind: Wait, Reason: "auto-merge scheduled"}
-	case forgejo.MergeHeadMoved:
+	case forge.MergeHeadMoved:
 		return t, Action{Kind: Wait, Reason: "head moved; the new head needs a review"}
-	case forgejo.MergeConflict:
-		t.State, t.ConflictSHA = Conflict, head
-		return t, Action{Kind: NoteConflict, Reason: "merge conflict"}
-	case forgejo.MergeQuota, forgejo.MergeBlocked:
+	case forge.MergeConflict:
+		return conflict(t, head, "merge conflict")
+	case forge.MergeQuota, forge.MergeBlocked:
 		return refused(p, t, head, res, now)
 	}
 	status := fmt.Sprintf("%s (HTTP %d: %s)", res.Outcome, res.Status, res.Message)
@@ -302,7 +302,7 @@ func AfterMerge(p Policy, t Track, head string, res forgejo.MergeResult, now tim
 // answers every merge "try again later" (a merge cut off mid-call pushed it
 // there), and that the forge refused to mark it merged with res. Nothing
 // the pool can do changes that: the PR waits for a person, with one note.
-func HeadOnBase(t Track, commit string, res forgejo.MergeResult) (Track, Action) {
+func HeadOnBase(t Track, commit string, res forge.MergeResult) (Track, Action) {
 	t.LandedIn = commit
 	t.LastStatus = fmt.Sprintf("mark merged: %s (HTTP %d: %s)", res.Outcome, res.Status, res.Message)
 	return blocked(t, t.HeadSHA, landedReason(commit))

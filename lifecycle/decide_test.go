@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"pool/claims"
-	"pool/forgejo"
+	"pool/forge"
 )
 
 var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -15,164 +15,179 @@ var policy = Policy{DiagnosticEvery: 10, RetryBase: time.Minute, RetryMax: time.
 
 func open(head string) Observation {
 	return Observation{Open: true, HeadSHA: head, Author: "alice", Mergeable: true, Now: now,
-		Protection: forgejo.Protection{UserCanMerge: true}}
+		Protection: forge.Protection{UserCanMerge: true}}
 }
 
 // review is a review on head h1 by bob, official unless said otherwise.
-func review(state string) forgejo.Review {
-	return forgejo.Review{ID: 1, Author: "bob", State: state, CommitID: "h1", Official: true}
+func review(state string) forge.Review {
+	return forge.Review{ID: 1, Author: "bob", State: state, CommitID: "h1", Official: true}
 }
 
 func status(context, state string) Check {
 	return Check{ID: 1, Context: context, State: state}
 }
 
-func TestDecide(t *testing.T) {
-	tests := []struct {
-		name      string
-		policy    Policy
-		track     Track
-		obs       func(o Observation) Observation
-		wantKind  Kind
-		wantState State
-		wantDiag  bool
-		announce  bool
-	}{
-		{name: "new PR gets a review", wantKind: Review, wantState: Unreviewed},
-		{name: "claimed elsewhere waits", obs: func(o Observation) Observation { o.Claim = claims.Taken; return o },
-			wantKind: Wait, wantState: Unreviewed},
-		{name: "our own claim is resumed", obs: func(o Observation) Observation { o.Claim = claims.Ours; return o },
-			wantKind: Review, wantState: Unreviewed},
-		{name: "skip label is left to humans", obs: func(o Observation) Observation { o.Skip = true; return o },
-			wantKind: Skip, wantState: AwaitingHuman},
-		{name: "merged drops", obs: func(o Observation) Observation { o.Merged, o.Open = true, false; return o },
-			wantKind: Drop, wantState: Merged},
-		{name: "a merge that waited for checks is announced", track: Track{State: MergeQueued, HeadSHA: "h1", WaitedForChecks: true},
-			obs:      func(o Observation) Observation { o.Merged, o.Open = true, false; return o },
-			wantKind: Drop, wantState: Merged, announce: true},
-		{name: "closed unmerged drops", obs: func(o Observation) Observation { o.Open = false; return o },
-			wantKind: Drop, wantState: Closed},
-		{name: "no checks within the grace period waits", policy: withGrace(2 * time.Minute),
-			obs: approvedWith(), wantKind: Wait, wantState: CIPending},
-		{name: "no checks after the grace period merges", policy: withGrace(2 * time.Minute),
-			track: Track{HeadSHA: "h1", HeadSeen: now.Add(-3 * time.Minute)}, obs: approvedWith(), wantKind: Merge},
-		{name: "approved and green is queued to merge", obs: approvedWith(status("ci", "success")), wantKind: Merge, wantState: MergeQueued},
-		{name: "a merge straight away is not announced", track: Track{State: MergeQueued, HeadSHA: "h1"},
-			obs:      func(o Observation) Observation { o.Merged, o.Open = true, false; return o },
-			wantKind: Drop, wantState: Merged},
-		{name: "a review requested from a team is no verdict", obs: func(o Observation) Observation {
-			o = approvedWith(status("ci", "success"))(o)
-			o.Reviews = append(o.Reviews, forgejo.Review{ID: 2, State: forgejo.ReviewRequested, Team: "core"})
-			return o
-		}, wantKind: Merge, wantState: MergeQueued},
-		{name: "approved and pending waits", obs: approvedWith(status("ci", "pending")), wantKind: Wait, wantState: CIPending},
-		{name: "an auto-merge left armed is cancelled", track: Track{HeadSHA: "h1", ArmedSHA: "h1"},
-			obs: approvedWith(status("ci", "pending")), wantKind: Disarm},
-		{name: "failing checks ask for a fixer", obs: approvedWith(status("ci", "failure")), wantKind: Fix, wantState: CIFailing},
-		{name: "no fixer when fixers are off", policy: withFixers(true, false),
-			obs: approvedWith(status("ci", "failure")), wantKind: Wait, wantState: CIFailing},
-		{name: "no fixer for a PR from a fork", obs: fromFork(approvedWith(status("ci", "failure"))), wantKind: Wait, wantState: CIFailing},
-		{name: "a fixer for a PR from a fork when fixers.forks", policy: withFixers(false, true),
-			obs: fromFork(approvedWith(status("ci", "failure"))), wantKind: Fix, wantState: CIFailing},
-		{name: "a fixer that could not start backs off", track: Track{HeadSHA: "h1", HeadSeen: now, NotBefore: now.Add(time.Minute)},
-			obs: approvedWith(status("ci", "failure")), wantKind: Wait, wantState: CIFailing},
-		{name: "another pool's fixer is not doubled", obs: func(o Observation) Observation {
-			o = approvedWith(status("ci", "failure"))(o)
-			o.Claim = claims.Taken
-			return o
-		}, wantKind: Wait, wantState: CIFailing},
-		{name: "sessions that left no review are retried once the back-off ends",
-			track:    Track{HeadSHA: "h1", HeadSeen: now, Failures: 5, NotBefore: now.Add(-time.Second)},
-			wantKind: Review, wantState: Unreviewed},
-		{name: "no second fixer for a head", track: Track{HeadSHA: "h1", FixerSHA: "h1"},
-			obs: approvedWith(status("ci", "failure")), wantKind: Wait, wantState: CIFailing},
-		{name: "a superseded cancellation is not a failure",
-			obs:      approvedWith(Check{Context: "ci / a (push)", State: "failure", Superseded: true}, status("ci / b (push)", "success")),
-			wantKind: Merge},
-		{name: "tenth attempt is diagnostic", track: Track{HeadSHA: "h1", Attempts: 9},
-			obs: approvedWith(status("ci", "pending")), wantKind: Wait, wantState: CIPending, wantDiag: true},
-		{name: "eleventh is not", track: Track{HeadSHA: "h1", Attempts: 10},
-			obs: approvedWith(status("ci", "pending")), wantKind: Wait, wantState: CIPending},
-		{name: "reviewer conflict hint confirmed by forge", obs: func(o Observation) Observation {
-			o = approvedWith(status("ci", "success"))(o)
-			o.Hint, o.Mergeable = "conflict", false
-			return o
-		}, wantKind: NoteConflict, wantState: Conflict},
-		{name: "conflict hint the forge contradicts is ignored", obs: func(o Observation) Observation {
-			o = approvedWith(status("ci", "success"))(o)
-			o.Hint = "conflict"
-			return o
-		}, wantKind: Merge},
-		{name: "conflict noted waits for new head", track: Track{HeadSHA: "h1", ConflictSHA: "h1"},
-			obs: approvedWith(status("ci", "success")), wantKind: Wait, wantState: Conflict},
-		{name: "new head after conflict is reviewed", track: Track{HeadSHA: "h0", ConflictSHA: "h0", ReviewedSHA: "h0", State: Conflict},
-			wantKind: Review, wantState: Unreviewed},
-		{name: "changes requested waits", obs: withReviews(review(forgejo.ReviewRequestChanges)), wantKind: Wait, wantState: ChangesRequested},
-		{name: "a listed reviewer's comment-only review waits", policy: Policy{DiagnosticEvery: 10, Rule: ReviewRule{Reviewers: []string{"bob"}}},
-			obs: withReviews(review(forgejo.ReviewComment)), wantKind: Wait, wantState: Commented},
-		{name: "an unlisted comment-only review is no review", obs: withReviews(review(forgejo.ReviewComment)),
-			wantKind: Review, wantState: Unreviewed},
-		{name: "an outsider's approval is no review", obs: withReviews(unofficial(review(forgejo.ReviewApproved))),
-			wantKind: Review, wantState: Unreviewed},
-		{name: "an outsider's request for changes blocks nothing", obs: withReviews(unofficial(review(forgejo.ReviewRequestChanges))),
-			wantKind: Review, wantState: Unreviewed},
-		{name: "the author's own approval is no review", obs: withReviews(by("alice", review(forgejo.ReviewApproved))),
-			wantKind: Review, wantState: Unreviewed},
-		{name: "re-review after push", track: Track{HeadSHA: "h0", ReviewedSHA: "h0", State: ChangesRequested},
-			wantKind: Review, wantState: Unreviewed},
-		{name: "backing off after a failed session", track: Track{HeadSHA: "h1", HeadSeen: now, NotBefore: now.Add(time.Minute)},
-			wantKind: Wait, wantState: Unreviewed},
-		{name: "two approvals required and one given is noted", obs: protected(forgejo.Protection{RequiredApprovals: 2}),
-			wantKind: NoteBlocked, wantState: AwaitingHuman},
-		{name: "the block is noted once per head", track: Track{HeadSHA: "h1", NotedBlock: "h1 needs 2 approvals; has 1"},
-			obs: protected(forgejo.Protection{RequiredApprovals: 2}), wantKind: Wait, wantState: AwaitingHuman},
-		{name: "one approval required and given merges", obs: protected(forgejo.Protection{RequiredApprovals: 1}), wantKind: Merge},
-		{name: "a required context not reported waits", obs: protected(forgejo.Protection{StatusCheck: true, StatusContexts: []string{"ci/test"}}),
-			wantKind: Wait, wantState: CIPending},
-		{name: "a status check without contexts waits for one status", obs: func(o Observation) Observation {
-			o = protected(forgejo.Protection{StatusCheck: true})(o)
-			o.Checks = nil
-			return o
-		}, wantKind: Wait, wantState: CIPending},
-		{name: "the pool's account may not merge", obs: func(o Observation) Observation {
-			o = approvedWith(status("ci", "success"))(o)
-			o.Protection.UserCanMerge = false
-			return o
-		}, wantKind: NoteBlocked, wantState: AwaitingHuman},
-		{name: "an outdated branch is blocked when the protection says so", obs: func(o Observation) Observation {
-			o = protected(forgejo.Protection{Full: true, BlockOnOutdated: true})(o)
-			o.Behind = true
-			return o
-		}, wantKind: NoteBlocked},
-		{name: "a reviewer off the approvals whitelist is noted before any session",
-			policy: Policy{DiagnosticEvery: 10, Rule: ReviewRule{Reviewers: []string{"bob"}}},
-			obs: func(o Observation) Observation {
-				o.Protection = forgejo.Protection{UserCanMerge: true, Protected: true, Full: true, ApprovalsWhitelist: true, ApprovalsWhitelistUsers: []string{"carol"}}
-				return o
-			}, wantKind: NoteBlocked, wantState: AwaitingHuman},
+// DecisionCase is one fixture of the decision table: a policy, the pool's
+// memory of the PR and what the forge shows, and what Decide does.
+type DecisionCase struct {
+	Name      string
+	Policy    Policy
+	Track     Track
+	Obs       func(o Observation) Observation
+	WantKind  Kind
+	WantState State
+	WantDiag  bool
+	Announce  bool
+}
+
+// Inputs are the fixture's policy, memory and observation: an open PR
+// with head h1 by alice, changed by Obs.
+func (c DecisionCase) Inputs() (Policy, Track, Observation) {
+	p := policy
+	if c.Policy.DiagnosticEvery != 0 {
+		p = c.Policy
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := policy
-			if tt.policy.DiagnosticEvery != 0 {
-				p = tt.policy
+	o := open("h1")
+	if c.Obs != nil {
+		o = c.Obs(o)
+	}
+	return p, c.Track, o
+}
+
+// DecisionTable is lifecycle's decision table. TestDecide runs it through
+// Decide; TestReportAgreesWithTheSupervisor runs it through the supervisor
+// and `pool report` both.
+var DecisionTable = []DecisionCase{
+	{Name: "new PR gets a review", WantKind: Review, WantState: Unreviewed},
+	{Name: "claimed elsewhere waits", Obs: func(o Observation) Observation { o.Claim = claims.Taken; return o },
+		WantKind: Wait, WantState: Unreviewed},
+	{Name: "our own claim is resumed", Obs: func(o Observation) Observation { o.Claim = claims.Ours; return o },
+		WantKind: Review, WantState: Unreviewed},
+	{Name: "skip label is left to humans", Obs: func(o Observation) Observation { o.Skip = true; return o },
+		WantKind: Skip, WantState: AwaitingHuman},
+	{Name: "merged drops", Obs: func(o Observation) Observation { o.Merged, o.Open = true, false; return o },
+		WantKind: Drop, WantState: Merged},
+	{Name: "a merge that waited for checks is announced", Track: Track{State: MergeQueued, HeadSHA: "h1", WaitedForChecks: true},
+		Obs:      func(o Observation) Observation { o.Merged, o.Open = true, false; return o },
+		WantKind: Drop, WantState: Merged, Announce: true},
+	{Name: "closed unmerged drops", Obs: func(o Observation) Observation { o.Open = false; return o },
+		WantKind: Drop, WantState: Closed},
+	{Name: "no checks within the grace period waits", Policy: withGrace(2 * time.Minute),
+		Obs: approvedWith(), WantKind: Wait, WantState: CIPending},
+	{Name: "no checks after the grace period merges", Policy: withGrace(2 * time.Minute),
+		Track: Track{HeadSHA: "h1", HeadSeen: now.Add(-3 * time.Minute)}, Obs: approvedWith(), WantKind: Merge},
+	{Name: "approved and green is queued to merge", Obs: approvedWith(status("ci", "success")), WantKind: Merge, WantState: MergeQueued},
+	{Name: "a merge straight away is not announced", Track: Track{State: MergeQueued, HeadSHA: "h1"},
+		Obs:      func(o Observation) Observation { o.Merged, o.Open = true, false; return o },
+		WantKind: Drop, WantState: Merged},
+	{Name: "a review requested from a team is no verdict", Obs: func(o Observation) Observation {
+		o = approvedWith(status("ci", "success"))(o)
+		o.Reviews = append(o.Reviews, forge.Review{ID: 2, State: forge.ReviewRequested, Team: "core"})
+		return o
+	}, WantKind: Merge, WantState: MergeQueued},
+	{Name: "approved and pending waits", Obs: approvedWith(status("ci", "pending")), WantKind: Wait, WantState: CIPending},
+	{Name: "an auto-merge left armed is cancelled", Track: Track{HeadSHA: "h1", ArmedSHA: "h1"},
+		Obs: approvedWith(status("ci", "pending")), WantKind: Disarm},
+	{Name: "failing checks ask for a fixer", Obs: approvedWith(status("ci", "failure")), WantKind: Fix, WantState: CIFailing},
+	{Name: "no fixer when fixers are off", Policy: withFixers(true, false),
+		Obs: approvedWith(status("ci", "failure")), WantKind: Wait, WantState: CIFailing},
+	{Name: "no fixer for a PR from a fork", Obs: fromFork(approvedWith(status("ci", "failure"))), WantKind: Wait, WantState: CIFailing},
+	{Name: "a fixer for a PR from a fork when fixers.forks", Policy: withFixers(false, true),
+		Obs: fromFork(approvedWith(status("ci", "failure"))), WantKind: Fix, WantState: CIFailing},
+	{Name: "a fixer that could not start backs off", Track: Track{HeadSHA: "h1", HeadSeen: now, NotBefore: now.Add(time.Minute)},
+		Obs: approvedWith(status("ci", "failure")), WantKind: Wait, WantState: CIFailing},
+	{Name: "another pool's fixer is not doubled", Obs: func(o Observation) Observation {
+		o = approvedWith(status("ci", "failure"))(o)
+		o.Claim = claims.Taken
+		return o
+	}, WantKind: Wait, WantState: CIFailing},
+	{Name: "sessions that left no review are retried once the back-off ends",
+		Track:    Track{HeadSHA: "h1", HeadSeen: now, Failures: 5, NotBefore: now.Add(-time.Second)},
+		WantKind: Review, WantState: Unreviewed},
+	{Name: "no second fixer for a head", Track: Track{HeadSHA: "h1", FixerSHA: "h1"},
+		Obs: approvedWith(status("ci", "failure")), WantKind: Wait, WantState: CIFailing},
+	{Name: "a superseded cancellation is not a failure",
+		Obs:      approvedWith(Check{Context: "ci / a (push)", State: "failure", Superseded: true}, status("ci / b (push)", "success")),
+		WantKind: Merge},
+	{Name: "tenth attempt is diagnostic", Track: Track{HeadSHA: "h1", Attempts: 9},
+		Obs: approvedWith(status("ci", "pending")), WantKind: Wait, WantState: CIPending, WantDiag: true},
+	{Name: "eleventh is not", Track: Track{HeadSHA: "h1", Attempts: 10},
+		Obs: approvedWith(status("ci", "pending")), WantKind: Wait, WantState: CIPending},
+	{Name: "reviewer conflict hint confirmed by forge", Obs: func(o Observation) Observation {
+		o = approvedWith(status("ci", "success"))(o)
+		o.Hint, o.Mergeable = "conflict", false
+		return o
+	}, WantKind: NoteConflict, WantState: Conflict},
+	{Name: "conflict hint the forge contradicts is ignored", Obs: func(o Observation) Observation {
+		o = approvedWith(status("ci", "success"))(o)
+		o.Hint = "conflict"
+		return o
+	}, WantKind: Merge},
+	{Name: "conflict noted waits for new head", Track: Track{HeadSHA: "h1", ConflictSHA: "h1"},
+		Obs: approvedWith(status("ci", "success")), WantKind: Wait, WantState: Conflict},
+	{Name: "new head after conflict is reviewed", Track: Track{HeadSHA: "h0", ConflictSHA: "h0", ReviewedSHA: "h0", State: Conflict},
+		WantKind: Review, WantState: Unreviewed},
+	{Name: "changes requested waits", Obs: withReviews(review(forge.ReviewRequestChanges)), WantKind: Wait, WantState: ChangesRequested},
+	{Name: "a listed reviewer's comment-only review waits", Policy: Policy{DiagnosticEvery: 10, Rule: ReviewRule{Reviewers: []string{"bob"}}},
+		Obs: withReviews(review(forge.ReviewComment)), WantKind: Wait, WantState: Commented},
+	{Name: "an unlisted comment-only review is no review", Obs: withReviews(review(forge.ReviewComment)),
+		WantKind: Review, WantState: Unreviewed},
+	{Name: "an outsider's approval is no review", Obs: withReviews(unofficial(review(forge.ReviewApproved))),
+		WantKind: Review, WantState: Unreviewed},
+	{Name: "an outsider's request for changes blocks nothing", Obs: withReviews(unofficial(review(forge.ReviewRequestChanges))),
+		WantKind: Review, WantState: Unreviewed},
+	{Name: "the author's own approval is no review", Obs: withReviews(by("alice", review(forge.ReviewApproved))),
+		WantKind: Review, WantState: Unreviewed},
+	{Name: "re-review after push", Track: Track{HeadSHA: "h0", ReviewedSHA: "h0", State: ChangesRequested},
+		WantKind: Review, WantState: Unreviewed},
+	{Name: "backing off after a failed session", Track: Track{HeadSHA: "h1", HeadSeen: now, NotBefore: now.Add(time.Minute)},
+		WantKind: Wait, WantState: Unreviewed},
+	{Name: "two approvals required and one given is noted", Obs: protected(forge.Protection{RequiredApprovals: 2}),
+		WantKind: NoteBlocked, WantState: AwaitingHuman},
+	{Name: "the block is noted once per head", Track: Track{HeadSHA: "h1", NotedBlock: "h1 needs 2 approvals; has 1"},
+		Obs: protected(forge.Protection{RequiredApprovals: 2}), WantKind: Wait, WantState: AwaitingHuman},
+	{Name: "one approval required and given merges", Obs: protected(forge.Protection{RequiredApprovals: 1}), WantKind: Merge},
+	{Name: "a required context not reported waits", Obs: protected(forge.Protection{StatusCheck: true, StatusContexts: []string{"ci/test"}}),
+		WantKind: Wait, WantState: CIPending},
+	{Name: "a status check without contexts waits for one status", Obs: func(o Observation) Observation {
+		o = protected(forge.Protection{StatusCheck: true})(o)
+		o.Checks = nil
+		return o
+	}, WantKind: Wait, WantState: CIPending},
+	{Name: "the pool's account may not merge", Obs: func(o Observation) Observation {
+		o = approvedWith(status("ci", "success"))(o)
+		o.Protection.UserCanMerge = false
+		return o
+	}, WantKind: NoteBlocked, WantState: AwaitingHuman},
+	{Name: "an outdated branch is blocked when the protection says so", Obs: func(o Observation) Observation {
+		o = protected(forge.Protection{Full: true, BlockOnOutdated: true})(o)
+		o.Behind = true
+		return o
+	}, WantKind: NoteBlocked},
+	{Name: "a reviewer off the approvals whitelist is noted before any session",
+		Policy: Policy{DiagnosticEvery: 10, Rule: ReviewRule{Reviewers: []string{"bob"}}},
+		Obs: func(o Observation) Observation {
+			o.Protection = forge.Protection{UserCanMerge: true, Protected: true, Full: true, ApprovalsWhitelist: true, ApprovalsWhitelistUsers: []string{"carol"}}
+			return o
+		}, WantKind: NoteBlocked, WantState: AwaitingHuman},
+}
+
+func TestDecide(t *testing.T) {
+	for _, tt := range DecisionTable {
+		t.Run(tt.Name, func(t *testing.T) {
+			p, track, o := tt.Inputs()
+			got, act := Decide(p, track, o)
+			if act.Kind != tt.WantKind {
+				t.Fatalf("kind = %s (%s), want %s", act.Kind, act.Reason, tt.WantKind)
 			}
-			o := open("h1")
-			if tt.obs != nil {
-				o = tt.obs(o)
+			if tt.WantState != "" && got.State != tt.WantState {
+				t.Errorf("state = %s, want %s", got.State, tt.WantState)
 			}
-			got, act := Decide(p, tt.track, o)
-			if act.Kind != tt.wantKind {
-				t.Fatalf("kind = %s (%s), want %s", act.Kind, act.Reason, tt.wantKind)
+			if act.Diagnostic != tt.WantDiag {
+				t.Errorf("diagnostic = %v, want %v", act.Diagnostic, tt.WantDiag)
 			}
-			if tt.wantState != "" && got.State != tt.wantState {
-				t.Errorf("state = %s, want %s", got.State, tt.wantState)
-			}
-			if act.Diagnostic != tt.wantDiag {
-				t.Errorf("diagnostic = %v, want %v", act.Diagnostic, tt.wantDiag)
-			}
-			if act.Announce != tt.announce {
-				t.Errorf("announce = %v, want %v", act.Announce, tt.announce)
+			if act.Announce != tt.Announce {
+				t.Errorf("announce = %v, want %v", act.Announce, tt.Announce)
 			}
 		})
 	}
@@ -193,7 +208,7 @@ func withGrace(d time.Duration) Policy {
 // approvedWith approves h1 (one official approval by bob) with these checks.
 func approvedWith(checks ...Check) func(Observation) Observation {
 	return func(o Observation) Observation {
-		o.Reviews = []forgejo.Review{review(forgejo.ReviewApproved)}
+		o.Reviews = []forge.Review{review(forge.ReviewApproved)}
 		o.Checks = checks
 		return o
 	}
@@ -204,7 +219,7 @@ func fromFork(f func(Observation) Observation) func(Observation) Observation {
 }
 
 // protected approves h1 with a green check under the protection p.
-func protected(p forgejo.Protection) func(Observation) Observation {
+func protected(p forge.Protection) func(Observation) Observation {
 	return func(o Observation) Observation {
 		o = approvedWith(status("other", "success"))(o)
 		p.Protected, p.UserCanMerge = true, true
@@ -213,13 +228,13 @@ func protected(p forgejo.Protection) func(Observation) Observation {
 	}
 }
 
-func withReviews(rs ...forgejo.Review) func(Observation) Observation {
+func withReviews(rs ...forge.Review) func(Observation) Observation {
 	return func(o Observation) Observation { o.Reviews = rs; return o }
 }
 
-func unofficial(r forgejo.Review) forgejo.Review { r.Official = false; return r }
+func unofficial(r forge.Review) forge.Review { r.Official = false; return r }
 
-func by(author string, r forgejo.Review) forgejo.Review { r.Author = author; return r }
+func by(author string, r forge.Review) forge.Review { r.Author = author; return r }
 
 func TestDecideNewHeadResetsAttempts(t *testing.T) {
 	tr := Track{HeadSHA: "h0", Attempts: 25, FixerSHA: "h0", Failures: 3, NotBefore: now.Add(time.Hour)}
@@ -231,21 +246,21 @@ func TestDecideNewHeadResetsAttempts(t *testing.T) {
 
 func TestAfterMerge(t *testing.T) {
 	tests := []struct {
-		outcome   forgejo.MergeOutcome
+		outcome   forge.MergeOutcome
 		wantKind  Kind
 		wantState State
 	}{
-		{forgejo.MergeDone, Wait, ""},
-		{forgejo.MergeScheduled, Wait, MergeScheduled}, // an older pool's schedule: cancelled next
-		{forgejo.MergeNotReady, Wait, MergeQueued},     // the forge is checking: a wait, not an attempt
-		{forgejo.MergeBlocked, NoteBlocked, MergeRefused},
-		{forgejo.MergeConflict, NoteConflict, Conflict},
-		{forgejo.MergeHeadMoved, Wait, ""},
-		{forgejo.MergeFailed, Wait, MergeFailed},
+		{forge.MergeDone, Wait, ""},
+		{forge.MergeScheduled, Wait, MergeScheduled}, // an older pool's schedule: cancelled next
+		{forge.MergeNotReady, Wait, MergeQueued},     // the forge is checking: a wait, not an attempt
+		{forge.MergeBlocked, NoteBlocked, MergeRefused},
+		{forge.MergeConflict, NoteConflict, Conflict},
+		{forge.MergeHeadMoved, Wait, ""},
+		{forge.MergeFailed, Wait, MergeFailed},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.outcome), func(t *testing.T) {
-			got, act := AfterMerge(policy, Track{HeadSHA: "h1"}, "h1", forgejo.MergeResult{Outcome: tt.outcome, Status: 405}, now)
+			got, act := AfterMerge(policy, Track{HeadSHA: "h1"}, "h1", forge.MergeResult{Outcome: tt.outcome, Status: 405}, now)
 			if act.Kind != tt.wantKind || got.State != tt.wantState {
 				t.Errorf("got %s/%s, want %s/%s", act.Kind, got.State, tt.wantKind, tt.wantState)
 			}
@@ -315,16 +330,17 @@ func TestFixerStarted(t *testing.T) {
 // showing it merged.
 func TestHeadOnBaseWaitsForAPerson(t *testing.T) {
 	approvedAtH1 := open("h1")
-	approvedAtH1.Reviews = []forgejo.Review{review(forgejo.ReviewApproved)}
+	approvedAtH1.Reviews = []forge.Review{review(forge.ReviewApproved)}
 	approvedAtH1.Checks = []Check{status("ci", "success")}
 	tr, act := Decide(policy, Track{}, approvedAtH1)
 	if act.Kind != Merge {
 		t.Fatalf("approved and green: %s, want merge", act.Kind)
 	}
-	tr, act = HeadOnBase(tr, "c1", forgejo.MergeResult{Outcome: forgejo.MergeBlocked, Status: 405, Message: "not allowed"})
+	tr, act = HeadOnBase(tr, "c1", forge.MergeResult{Outcome: forge.MergeBlocked, Status: 405, Message: "not allowed"})
 	if act.Kind != NoteBlocked || tr.State != AwaitingHuman || tr.LandedIn != "c1" {
 		t.Fatalf("HeadOnBase = %s, %+v; want one note and awaiting_human", act.Kind, tr)
 	}
+	tr = tr.Mark(act.Marks) // the note was posted
 	tr, act = Decide(policy, tr, approvedAtH1)
 	if act.Kind != Wait || tr.State != AwaitingHuman {
 		t.Errorf("decided again: %s/%s; want a wait for a person, with no second note and no merge", act.Kind, tr.State)
@@ -350,6 +366,7 @@ func TestOpenDependenciesWaitWithOneNote(t *testing.T) {
 	if act.Kind != NoteBlocked || tr.State != DependenciesOpen || !strings.Contains(act.Reason, "#7") {
 		t.Fatalf("open dependency: %s/%s %q; want one note naming #7, state %s", act.Kind, tr.State, act.Reason, DependenciesOpen)
 	}
+	tr = tr.Mark(act.Marks) // the note was posted
 	for i := 0; i < 3; i++ {
 		tr, act = Decide(policy, tr, blockedObs)
 		if act.Kind != Wait || tr.State != DependenciesOpen || tr.Attempts != 0 {
@@ -369,7 +386,7 @@ func TestOpenDependenciesWaitWithOneNote(t *testing.T) {
 // each refusal up to RetryMax, and a new head starts over.
 func TestQuotaRefusalBacksOffWithOneNote(t *testing.T) {
 	obs := approvedWith(status("ci", "success"))(open("h1"))
-	quota := forgejo.MergeResult{Outcome: forgejo.MergeQuota, Status: 413, Message: "quota exceeded"}
+	quota := forge.MergeResult{Outcome: forge.MergeQuota, Status: 413, Message: "quota exceeded"}
 	tr, _ := Decide(policy, Track{}, obs)
 	tr, act := AfterMerge(policy, tr, "h1", quota, now)
 	if act.Kind != NoteBlocked || act.Diagnostic || tr.State != QuotaExceeded || tr.Attempts != 0 {
@@ -378,6 +395,7 @@ func TestQuotaRefusalBacksOffWithOneNote(t *testing.T) {
 	if !strings.Contains(act.Reason, "quota") {
 		t.Errorf("the note does not name the cause: %q", act.Reason)
 	}
+	tr = tr.Mark(act.Marks) // the note was posted
 	refused := now
 	for i, wantWait := range []time.Duration{policy.RetryBase, 2 * policy.RetryBase, 4 * policy.RetryBase} {
 		if wait := tr.RefusedUntil.Sub(refused); wait != wantWait {
@@ -418,7 +436,8 @@ func TestQuotaRefusalRetriesWhenThePRChanges(t *testing.T) {
 	obs := approvedWith(status("ci", "success"))(open("h1"))
 	obs.Updated = now.Add(-time.Hour)
 	tr, _ := Decide(policy, Track{}, obs)
-	tr, _ = AfterMerge(policy, tr, "h1", forgejo.MergeResult{Outcome: forgejo.MergeQuota, Status: 413}, now)
+	tr, noted := AfterMerge(policy, tr, "h1", forge.MergeResult{Outcome: forge.MergeQuota, Status: 413}, now)
+	tr = tr.Mark(noted.Marks) // the note was posted
 	later := obs
 	later.Now = now.Add(time.Second)
 	tr, act := Decide(policy, tr, later)
@@ -429,5 +448,41 @@ func TestQuotaRefusalRetriesWhenThePRChanges(t *testing.T) {
 	changed.Updated = now.Add(time.Second)
 	if got, act := Decide(policy, tr, changed); act.Kind != Merge {
 		t.Errorf("changed PR during the back-off: %s/%s, want merge", act.Kind, got.State)
+	}
+}
+
+// TestMarksWaitForTheAction: a note or a cancel is remembered only once the
+// pool records its marks, after the action succeeded; until then every
+// decision asks for it again, and after it none does.
+func TestMarksWaitForTheAction(t *testing.T) {
+	obs := approvedWith(status("ci", "success"))(open("h1"))
+	tr, _ := Decide(policy, Track{}, obs)
+	tests := []struct {
+		name  string
+		track Track
+		obs   Observation
+		want  Kind
+	}{
+		{"a conflict the merge found", func() Track {
+			t, _ := AfterMerge(policy, tr, "h1", forge.MergeResult{Outcome: forge.MergeConflict, Status: 409}, now)
+			return t
+		}(), obs, NoteConflict},
+		{"an auto-merge armed", func() Track { t := tr; t.ArmedSHA = "h1"; return t }(), obs, Disarm},
+		{"a block", Track{}, func() Observation { o := obs; o.OpenDependencies = []string{"#7"}; return o }(), NoteBlocked},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, act := Decide(policy, tt.track, tt.obs)
+			for i := 0; i < 2; i++ { // the action failed: nothing recorded
+				if act.Kind != tt.want {
+					t.Fatalf("decision %d before the action succeeded: %s, want %s again", i+1, act.Kind, tt.want)
+				}
+				tr, act = Decide(policy, tr, tt.obs)
+			}
+			tr = tr.Mark(act.Marks)
+			if _, act = Decide(policy, tr, tt.obs); act.Kind == tt.want {
+				t.Errorf("after the action succeeded: %s again", act.Kind)
+			}
+		})
 	}
 }

@@ -4,14 +4,19 @@
 // forge shows now (Observation); it returns the new Track and one Action. A
 // separate step in package pool performs the action. The forge is the record:
 // a reviewer's report is only a hint, and "merged" counts only when the forge
-// says merged.
+// says merged. MayMerge is the one answer to "may it merge now?": the
+// supervisor's, and the one `pool report` and `pool tick` give.
+//
+// It is pure: it links nothing but package forge (the forge's plain data),
+// claims and internal/backoff, never the forge's SDK or an HTTP client
+// (TestLinksOnlyTheLeaf keeps it so).
 package lifecycle
 
 import (
 	"time"
 
 	"pool/claims"
-	"pool/forgejo"
+	"pool/forge"
 )
 
 // State is where a PR stands in the merge lifecycle.
@@ -65,16 +70,17 @@ func (t Track) HoldsUpdate() bool {
 // change it.
 type Track struct {
 	State       State     `json:"state"`
-	HeadSHA     string    `json:"head_sha"`     // head when last observed
-	HeadSeen    time.Time `json:"head_seen"`    // when the pool first saw that head
-	ReviewedSHA string    `json:"reviewed_sha"` // head at which a counted review was last seen
-	Attempts    int       `json:"attempts"`     // merge retry cycles since approval
-	LastStatus  string    `json:"last_status"`  // last merge answer or checks state, for diagnostics
-	ConflictSHA string    `json:"conflict_sha"` // head the conflict comment was posted for
-	FixerSHA    string    `json:"fixer_sha"`    // head a fixer session was started (created and prompted) for
-	Failures    int       `json:"failures"`     // sessions at this head that left no review
-	NotBefore   time.Time `json:"not_before"`   // no new session before this
-	ArmedSHA    string    `json:"armed_sha"`    // head an auto-merge was scheduled for (by an older pool)
+	HeadSHA     string    `json:"head_sha"`              // head when last observed
+	HeadSeen    time.Time `json:"head_seen"`             // when the pool first saw that head
+	ReviewedSHA string    `json:"reviewed_sha"`          // head at which a counted review was last seen
+	Attempts    int       `json:"attempts"`              // merge retry cycles since approval
+	LastStatus  string    `json:"last_status"`           // last merge answer or checks state, for diagnostics
+	ConflictSHA string    `json:"conflict_sha"`          // head the conflict comment was posted for
+	ConflictAt  string    `json:"conflict_at,omitempty"` // head a conflict was found at (noted or not)
+	FixerSHA    string    `json:"fixer_sha"`             // head a fixer session was started (created and prompted) for
+	Failures    int       `json:"failures"`              // sessions at this head that left no review
+	NotBefore   time.Time `json:"not_before"`            // no new session before this
+	ArmedSHA    string    `json:"armed_sha"`             // head an auto-merge was scheduled for (by an older pool)
 	// Blocked says why the forge's branch protection (or the review rule)
 	// refuses a merge the pool cannot bring about by itself; "" when not.
 	Blocked string `json:"blocked"`
@@ -88,7 +94,7 @@ type Track struct {
 	// merged: the PR waits for a person.
 	LandedIn string `json:"landed_in,omitempty"`
 	// Refusals counts the merges of this head the forge refused for a rule
-	// (Refused names it: forgejo.RuleQuota, RuleOutdated, ...). No merge is
+	// (Refused names it: forge.RuleQuota, RuleOutdated, ...). No merge is
 	// tried before RefusedUntil unless what the rule depends on changed
 	// since the first decision after the last refusal: the PR (its update
 	// time after RefusedSeen: a comment, a label, a review) or RefusedOn
@@ -146,11 +152,11 @@ type Observation struct {
 	// repository.
 	Fork bool
 	// Reviews are all the PR's reviews; Policy.Rule says which count.
-	Reviews []forgejo.Review
+	Reviews []forge.Review
 	// Checks are the head's checks, read when the head is approved.
 	Checks []Check
 	// Protection is the base branch's protection, the floor of every merge.
-	Protection forgejo.Protection
+	Protection forge.Protection
 	// OpenDependencies are the open issues the PR depends on ("#12",
 	// "owner/repo#3"), read when its head is approved and green: the forge
 	// refuses to merge it (HTTP 500, no message) while any is open.
@@ -185,6 +191,33 @@ type Action struct {
 	Diagnostic bool
 	// Announce asks for the "scheduled merge completed" note on the linked issue.
 	Announce bool
+	// Marks are what the track records once the action succeeded.
+	Marks Marks
+}
+
+// Marks are what a PR's track remembers of an action that succeeded: a
+// note posted, an auto-merge cancelled. The decision returns them with
+// the action instead of writing them into the track, and the pool records
+// them (Track.Mark) only after the action succeeded: a note or a cancel
+// that failed is asked for again by the next decision.
+type Marks struct {
+	ConflictNoted string // the head the conflict note was posted for
+	BlockNoted    string // the head and reason the blocked note was posted for
+	Disarmed      string // the head whose scheduled auto-merge was cancelled
+}
+
+// Mark records the marks of an action that succeeded.
+func (t Track) Mark(m Marks) Track {
+	if m.ConflictNoted != "" {
+		t.ConflictSHA = m.ConflictNoted
+	}
+	if m.BlockNoted != "" {
+		t.NotedBlock = m.BlockNoted
+	}
+	if m.Disarmed != "" && t.ArmedSHA == m.Disarmed {
+		t.ArmedSHA = ""
+	}
+	return t
 }
 
 // Policy is the configuration that shapes decisions.
@@ -222,7 +255,7 @@ var UpdateStyles = []string{"merge", "rebase"}
 
 // updates reports whether a PR behind its base under prot is updated
 // before its merge.
-func (p Policy) updates(prot forgejo.Protection) bool {
+func (p Policy) updates(prot forge.Protection) bool {
 	switch p.Update {
 	case UpdateAlways:
 		return true

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"pool/forgejo"
+	"pool/forge"
 )
 
 // The forge's branch protection is the floor of every merge: the pool never
@@ -36,7 +36,7 @@ func protectionRefuses(pol Policy, o Observation) string {
 // reviewerCannotCount returns why no review the pool's reviewers give can
 // count under the protection, or "": an approvals whitelist that names none
 // of the configured reviewer accounts (and no team, which could hold them).
-func reviewerCannotCount(p Policy, prot forgejo.Protection) string {
+func reviewerCannotCount(p Policy, prot forge.Protection) string {
 	if !prot.Full || !prot.ApprovalsWhitelist || len(p.Rule.Reviewers) == 0 || p.Rule.AllowUnofficial ||
 		len(prot.ApprovalsWhitelistTeams) > 0 {
 		return ""
@@ -53,28 +53,28 @@ func reviewerCannotCount(p Policy, prot forgejo.Protection) string {
 // grantedApprovals counts the approvals the forge counts toward the
 // required number: official, not dismissed, and not stale when the
 // protection ignores stale approvals.
-func grantedApprovals(p forgejo.Protection, reviews []forgejo.Review) int {
+func grantedApprovals(p forge.Protection, reviews []forge.Review) int {
 	n := 0
 	for _, r := range reviews {
-		if r.State == forgejo.ReviewApproved && r.Official && !r.Dismissed && !(p.IgnoreStale && r.Stale) {
+		if r.State == forge.ReviewApproved && r.Official && !r.Dismissed && !(p.IgnoreStale && r.Stale) {
 			n++
 		}
 	}
 	return n
 }
 
-func officialRejection(reviews []forgejo.Review) bool {
+func officialRejection(reviews []forge.Review) bool {
 	for _, r := range reviews {
-		if r.State == forgejo.ReviewRequestChanges && r.Official && !r.Dismissed {
+		if r.State == forge.ReviewRequestChanges && r.Official && !r.Dismissed {
 			return true
 		}
 	}
 	return false
 }
 
-func officialRequestPending(reviews []forgejo.Review) bool {
+func officialRequestPending(reviews []forge.Review) bool {
 	for _, r := range reviews {
-		if r.State == forgejo.ReviewRequested && r.Official {
+		if r.State == forge.ReviewRequested && r.Official {
 			return true
 		}
 	}
@@ -84,7 +84,7 @@ func officialRequestPending(reviews []forgejo.Review) bool {
 // RequiredContexts are the status context patterns the protection waits
 // for. A status check with no contexts named waits for at least one status
 // (the forge then calls a head without any pending), hence "*".
-func RequiredContexts(p forgejo.Protection) []string {
+func RequiredContexts(p forge.Protection) []string {
 	switch {
 	case !p.StatusCheck:
 		return nil

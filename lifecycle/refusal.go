@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"pool/forgejo"
+	"pool/forge"
 	"pool/internal/backoff"
 )
 
@@ -22,10 +22,10 @@ import (
 const ruleUpdateRefused = "update_refused"
 
 // refused records the forge's refusal of the merge (or update) of head.
-func refused(p Policy, t Track, head string, res forgejo.MergeResult, now time.Time) (Track, Action) {
+func refused(p Policy, t Track, head string, res forge.MergeResult, now time.Time) (Track, Action) {
 	rule := res.Rule
 	if rule == "" {
-		rule = forgejo.RefusalRule(res.Status, res.Message)
+		rule = forge.RefusalRule(res.Status, res.Message)
 	}
 	t.Refusals++
 	t.Refused = rule
@@ -40,7 +40,7 @@ func refused(p Policy, t Track, head string, res forgejo.MergeResult, now time.T
 // after it. A refusal for a branch behind its base that the pool will
 // update holds nothing: the update is its cure.
 func holdRefused(p Policy, t Track, o Observation) (Track, bool) {
-	if t.Refusals == 0 || (t.Refused == forgejo.RuleOutdated && o.Behind && o.MayUpdate && p.updates(o.Protection)) {
+	if t.Refusals == 0 || (t.Refused == forge.RuleOutdated && o.Behind && o.MayUpdate && p.updates(o.Protection)) {
 		return t, false
 	}
 	on := dependsOn(o)
@@ -69,7 +69,7 @@ func dependsOn(o Observation) string {
 }
 
 func refusedState(rule string) State {
-	if rule == forgejo.RuleQuota {
+	if rule == forge.RuleQuota {
 		return QuotaExceeded
 	}
 	return MergeRefused
@@ -82,24 +82,24 @@ const retryNote = "The pool tries again after a pause that grows with each refus
 // refusalReasons say, in the pool's words, why the forge refused a merge:
 // the forge's own words stay in the logs.
 var refusalReasons = map[string]string{
-	forgejo.RuleQuota: "the forge refused the merge (HTTP 413): the storage quota of the repository's owner is exceeded. " +
+	forge.RuleQuota: "the forge refused the merge (HTTP 413): the storage quota of the repository's owner is exceeded. " +
 		"The pool tries again after a pause that grows with each refusal, and at once when the PR changes; free space or raise the quota",
-	forgejo.RuleOutdated:        "the forge refused the merge: the branch is behind its base, and the branch protection blocks outdated branches",
-	forgejo.RuleStatusCheck:     "the forge refused the merge: not all required status checks are successful",
-	forgejo.RuleApprovals:       "the forge refused the merge: it does not have enough approvals",
-	forgejo.RuleRejected:        "the forge refused the merge: an official review requests changes",
-	forgejo.RuleOfficialRequest: "the forge refused the merge: an official review was requested and is not given yet",
-	forgejo.RuleProtectedFiles:  "the forge refused the merge: it changes protected files",
-	forgejo.RuleSigned:          "the forge refused the merge: the commits must be signed",
-	forgejo.RuleMergeWhitelist:  "the forge refused the merge: the pool's account may not merge into this branch",
-	forgejo.RuleWorkInProgress:  "the forge refused the merge: the PR is marked work in progress",
-	forgejo.RuleArchived:        "the forge refused the merge: the repository is archived",
+	forge.RuleOutdated:        "the forge refused the merge: the branch is behind its base, and the branch protection blocks outdated branches",
+	forge.RuleStatusCheck:     "the forge refused the merge: not all required status checks are successful",
+	forge.RuleApprovals:       "the forge refused the merge: it does not have enough approvals",
+	forge.RuleRejected:        "the forge refused the merge: an official review requests changes",
+	forge.RuleOfficialRequest: "the forge refused the merge: an official review was requested and is not given yet",
+	forge.RuleProtectedFiles:  "the forge refused the merge: it changes protected files",
+	forge.RuleSigned:          "the forge refused the merge: the commits must be signed",
+	forge.RuleMergeWhitelist:  "the forge refused the merge: the pool's account may not merge into this branch",
+	forge.RuleWorkInProgress:  "the forge refused the merge: the PR is marked work in progress",
+	forge.RuleArchived:        "the forge refused the merge: the repository is archived",
 	ruleUpdateRefused: "the branch is behind its base and must be updated before it merges, but the forge refused the pool's " +
 		"update (the pool's account may not push to the branch, or the forge could not update it). Update it, or let the account push",
 }
 
 func refusalReason(rule string) string {
-	if rule == forgejo.RuleQuota {
+	if rule == forge.RuleQuota {
 		return refusalReasons[rule]
 	}
 	if r, ok := refusalReasons[rule]; ok {
@@ -113,8 +113,8 @@ func refusalReason(rule string) string {
 // administer the repository reads only the branch summary), and reports
 // whether that was new. Only a rule the pool acts on is learned: a branch
 // behind its base is blocked (it is then updated before its merge).
-func Learn(prot forgejo.Protection, rule string) (forgejo.Protection, bool) {
-	if rule != forgejo.RuleOutdated || prot.BlockOnOutdated {
+func Learn(prot forge.Protection, rule string) (forge.Protection, bool) {
+	if rule != forge.RuleOutdated || prot.BlockOnOutdated {
 		return prot, false
 	}
 	prot.BlockOnOutdated = true
@@ -124,10 +124,10 @@ func Learn(prot forgejo.Protection, rule string) (forgejo.Protection, bool) {
 // Unreadable lists the settings of the protection rule the token cannot
 // read (none when it reads the whole rule, or the branch is unprotected),
 // as the forge names them.
-func Unreadable(prot forgejo.Protection) []string {
+func Unreadable(prot forge.Protection) []string {
 	if !prot.Protected || prot.Full {
 		return nil
 	}
-	return []string{forgejo.RuleOutdated, "dismiss_stale_approvals", "ignore_stale_approvals", forgejo.RuleRejected,
-		forgejo.RuleOfficialRequest, "approvals_whitelist", forgejo.RuleSigned, forgejo.RuleProtectedFiles}
+	return []string{forge.RuleOutdated, "dismiss_stale_approvals", "ignore_stale_approvals", forge.RuleRejected,
+		forge.RuleOfficialRequest, "approvals_whitelist", forge.RuleSigned, forge.RuleProtectedFiles}
 }

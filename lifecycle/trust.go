@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"pool/forgejo"
+	"pool/forge"
 )
 
 // ReviewRule says whose reviews count: the one rule the supervisor, `pool
@@ -28,13 +28,24 @@ type ReviewRule struct {
 func (r ReviewRule) Listed(account string) bool { return hasAccount(r.Reviewers, account) }
 
 // Counts reports whether review v counts for a PR by author at head.
-func (r ReviewRule) Counts(author, head string, v forgejo.Review) bool {
+func (r ReviewRule) Counts(author, head string, v forge.Review) bool {
 	return v.CommitID == head && !v.Stale && r.trusted(author, v)
+}
+
+// CountedOn reports whether account has a review on head that counts for a
+// PR by author: one of the reviews HeadVerdict weighs.
+func (r ReviewRule) CountedOn(author, head, account string, reviews []forge.Review) bool {
+	for _, rv := range reviews {
+		if strings.EqualFold(rv.Author, account) && r.Counts(author, head, rv) {
+			return true
+		}
+	}
+	return false
 }
 
 // trusted is Counts without the head: the review's author speaks for the
 // review process on this PR, whichever commit the review was on.
-func (r ReviewRule) trusted(author string, v forgejo.Review) bool {
+func (r ReviewRule) trusted(author string, v forge.Review) bool {
 	if v.Dismissed || strings.EqualFold(v.Author, author) || v.Author == "" {
 		return false
 	}
@@ -42,9 +53,9 @@ func (r ReviewRule) trusted(author string, v forgejo.Review) bool {
 		return false
 	}
 	switch v.State {
-	case forgejo.ReviewApproved, forgejo.ReviewRequestChanges:
+	case forge.ReviewApproved, forge.ReviewRequestChanges:
 		return v.Official || (r.AllowUnofficial && r.Listed(v.Author))
-	case forgejo.ReviewComment:
+	case forge.ReviewComment:
 		return r.Listed(v.Author)
 	}
 	return false
@@ -69,18 +80,18 @@ type Verdict struct {
 // HeadVerdict folds a PR's reviews into the verdict on its head: each
 // counting account's latest approval or request for changes decides for
 // that account.
-func (r ReviewRule) HeadVerdict(author, head string, reviews []forgejo.Review) Verdict {
-	latest := map[string]forgejo.Review{}
+func (r ReviewRule) HeadVerdict(author, head string, reviews []forge.Review) Verdict {
+	latest := map[string]forge.Review{}
 	commented := false
 	var v Verdict
 	for _, rv := range reviews {
 		if !r.Counts(author, head, rv) {
-			if rv.State == forgejo.ReviewApproved && rv.CommitID == head && !rv.Dismissed {
+			if rv.State == forge.ReviewApproved && rv.CommitID == head && !rv.Dismissed {
 				v.Uncounted = appendOnce(v.Uncounted, rv.Author)
 			}
 			continue
 		}
-		if rv.State == forgejo.ReviewComment {
+		if rv.State == forge.ReviewComment {
 			commented = true
 			continue
 		}
@@ -91,18 +102,18 @@ func (r ReviewRule) HeadVerdict(author, head string, reviews []forgejo.Review) V
 	}
 	for _, rv := range latest {
 		switch rv.State {
-		case forgejo.ReviewRequestChanges:
-			v.State = forgejo.ReviewRequestChanges
-		case forgejo.ReviewApproved:
+		case forge.ReviewRequestChanges:
+			v.State = forge.ReviewRequestChanges
+		case forge.ReviewApproved:
 			v.Approvers = appendOnce(v.Approvers, rv.Author)
 		}
 	}
 	switch {
 	case v.State != "":
 	case len(v.Approvers) > 0:
-		v.State = forgejo.ReviewApproved
+		v.State = forge.ReviewApproved
 	case commented:
-		v.State = forgejo.ReviewComment
+		v.State = forge.ReviewComment
 	}
 	return v
 }
@@ -111,7 +122,7 @@ func (r ReviewRule) HeadVerdict(author, head string, reviews []forgejo.Review) V
 // review process's own: the pool's account, and every account with a
 // counted review on the PR at any commit. Only their reply markers answer
 // an item, and only their activity keeps a claim alive.
-func (r ReviewRule) Voices(self, author string, reviews []forgejo.Review) map[string]bool {
+func (r ReviewRule) Voices(self, author string, reviews []forge.Review) map[string]bool {
 	out := map[string]bool{}
 	if self != "" {
 		out[strings.ToLower(self)] = true
@@ -191,7 +202,7 @@ func (r ReviewRule) CarriesOver(u HeadUpdate, o Observation) bool {
 	}
 	official := ReviewRule{Reviewers: r.Reviewers} // unofficial approvals do not carry over
 	v := official.HeadVerdict(o.Author, u.From, o.Reviews)
-	return v.State == forgejo.ReviewApproved
+	return v.State == forge.ReviewApproved
 }
 
 // madeBy reports whether the observed head is what the pool's update of

@@ -4,41 +4,41 @@ import (
 	"reflect"
 	"testing"
 
-	"pool/forgejo"
+	"pool/forge"
 )
 
 func TestReviewRuleCounts(t *testing.T) {
-	base := forgejo.Review{ID: 5, Author: "bob", State: forgejo.ReviewApproved, CommitID: "head", Official: true}
+	base := forge.Review{ID: 5, Author: "bob", State: forge.ReviewApproved, CommitID: "head", Official: true}
 	tests := []struct {
 		name string
 		rule ReviewRule
-		edit func(r *forgejo.Review)
+		edit func(r *forge.Review)
 		want bool
 	}{
 		{name: "official approval on the head counts", want: true},
-		{name: "official request for changes counts", edit: func(r *forgejo.Review) { r.State = forgejo.ReviewRequestChanges }, want: true},
-		{name: "unofficial approval does not", edit: func(r *forgejo.Review) { r.Official = false }},
-		{name: "the PR author's own approval does not", edit: func(r *forgejo.Review) { r.Author = "Alice" }},
-		{name: "dismissed does not", edit: func(r *forgejo.Review) { r.Dismissed = true }},
-		{name: "stale does not", edit: func(r *forgejo.Review) { r.Stale = true }},
-		{name: "an older commit does not", edit: func(r *forgejo.Review) { r.CommitID = "old" }},
-		{name: "a pending draft does not", edit: func(r *forgejo.Review) { r.State = "PENDING" }},
-		{name: "a review request does not", edit: func(r *forgejo.Review) { r.State = forgejo.ReviewRequested }},
-		{name: "a comment-only review by anyone does not", edit: func(r *forgejo.Review) { r.State = forgejo.ReviewComment }},
+		{name: "official request for changes counts", edit: func(r *forge.Review) { r.State = forge.ReviewRequestChanges }, want: true},
+		{name: "unofficial approval does not", edit: func(r *forge.Review) { r.Official = false }},
+		{name: "the PR author's own approval does not", edit: func(r *forge.Review) { r.Author = "Alice" }},
+		{name: "dismissed does not", edit: func(r *forge.Review) { r.Dismissed = true }},
+		{name: "stale does not", edit: func(r *forge.Review) { r.Stale = true }},
+		{name: "an older commit does not", edit: func(r *forge.Review) { r.CommitID = "old" }},
+		{name: "a pending draft does not", edit: func(r *forge.Review) { r.State = "PENDING" }},
+		{name: "a review request does not", edit: func(r *forge.Review) { r.State = forge.ReviewRequested }},
+		{name: "a comment-only review by anyone does not", edit: func(r *forge.Review) { r.State = forge.ReviewComment }},
 		{name: "a listed reviewer's comment-only review counts", rule: ReviewRule{Reviewers: []string{"BOB"}},
-			edit: func(r *forgejo.Review) { r.State, r.Official = forgejo.ReviewComment, false }, want: true},
+			edit: func(r *forge.Review) { r.State, r.Official = forge.ReviewComment, false }, want: true},
 		{name: "reviewers narrow: an official approval by an unlisted account does not count",
 			rule: ReviewRule{Reviewers: []string{"carol"}}},
 		{name: "reviewers never widen to unofficial accounts", rule: ReviewRule{Reviewers: []string{"bob"}},
-			edit: func(r *forgejo.Review) { r.Official = false }},
+			edit: func(r *forge.Review) { r.Official = false }},
 		{name: "allow_unofficial widens for listed accounts", rule: ReviewRule{Reviewers: []string{"bob"}, AllowUnofficial: true},
-			edit: func(r *forgejo.Review) { r.Official = false }, want: true},
+			edit: func(r *forge.Review) { r.Official = false }, want: true},
 		{name: "allow_unofficial without a list widens nothing", rule: ReviewRule{AllowUnofficial: true},
-			edit: func(r *forgejo.Review) { r.Official = false }},
+			edit: func(r *forge.Review) { r.Official = false }},
 		{name: "whitelisted (official) listed reviewer counts", rule: ReviewRule{Reviewers: []string{"bob"}}, want: true},
-		{name: "a review with no author does not", edit: func(r *forgejo.Review) { r.Author = "" }},
+		{name: "a review with no author does not", edit: func(r *forge.Review) { r.Author = "" }},
 		{name: "a review requested from a team does not, even for an official listed team", rule: ReviewRule{Reviewers: []string{"core"}, AllowUnofficial: true},
-			edit: func(r *forgejo.Review) { r.Author, r.Team, r.State = "", "core", forgejo.ReviewRequested }},
+			edit: func(r *forge.Review) { r.Author, r.Team, r.State = "", "core", forge.ReviewRequested }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,28 +54,28 @@ func TestReviewRuleCounts(t *testing.T) {
 }
 
 func TestHeadVerdict(t *testing.T) {
-	rv := func(id int64, author, state string, official bool) forgejo.Review {
-		return forgejo.Review{ID: id, Author: author, State: state, CommitID: "head", Official: official}
+	rv := func(id int64, author, state string, official bool) forge.Review {
+		return forge.Review{ID: id, Author: author, State: state, CommitID: "head", Official: official}
 	}
 	tests := []struct {
 		name    string
-		reviews []forgejo.Review
+		reviews []forge.Review
 		want    Verdict
 	}{
 		{name: "nothing", want: Verdict{}},
-		{name: "one approval", reviews: []forgejo.Review{rv(1, "bob", forgejo.ReviewApproved, true)},
-			want: Verdict{State: forgejo.ReviewApproved, Approvers: []string{"bob"}}},
+		{name: "one approval", reviews: []forge.Review{rv(1, "bob", forge.ReviewApproved, true)},
+			want: Verdict{State: forge.ReviewApproved, Approvers: []string{"bob"}}},
 		{name: "a later approval by the same account replaces its request for changes",
-			reviews: []forgejo.Review{rv(1, "bob", forgejo.ReviewRequestChanges, true), rv(2, "bob", forgejo.ReviewApproved, true)},
-			want:    Verdict{State: forgejo.ReviewApproved, Approvers: []string{"bob"}}},
+			reviews: []forge.Review{rv(1, "bob", forge.ReviewRequestChanges, true), rv(2, "bob", forge.ReviewApproved, true)},
+			want:    Verdict{State: forge.ReviewApproved, Approvers: []string{"bob"}}},
 		{name: "another account's request for changes wins over an approval",
-			reviews: []forgejo.Review{rv(1, "bob", forgejo.ReviewApproved, true), rv(2, "carol", forgejo.ReviewRequestChanges, true)},
-			want:    Verdict{State: forgejo.ReviewRequestChanges, Approvers: []string{"bob"}}},
-		{name: "an outsider's approval is listed as uncounted", reviews: []forgejo.Review{rv(1, "mallory", forgejo.ReviewApproved, false)},
+			reviews: []forge.Review{rv(1, "bob", forge.ReviewApproved, true), rv(2, "carol", forge.ReviewRequestChanges, true)},
+			want:    Verdict{State: forge.ReviewRequestChanges, Approvers: []string{"bob"}}},
+		{name: "an outsider's approval is listed as uncounted", reviews: []forge.Review{rv(1, "mallory", forge.ReviewApproved, false)},
 			want: Verdict{Uncounted: []string{"mallory"}}},
 		{name: "an outsider's request for changes is ignored",
-			reviews: []forgejo.Review{rv(1, "bob", forgejo.ReviewApproved, true), rv(2, "mallory", forgejo.ReviewRequestChanges, false)},
-			want:    Verdict{State: forgejo.ReviewApproved, Approvers: []string{"bob"}}},
+			reviews: []forge.Review{rv(1, "bob", forge.ReviewApproved, true), rv(2, "mallory", forge.ReviewRequestChanges, false)},
+			want:    Verdict{State: forge.ReviewApproved, Approvers: []string{"bob"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,10 +88,10 @@ func TestHeadVerdict(t *testing.T) {
 }
 
 func TestVoices(t *testing.T) {
-	reviews := []forgejo.Review{
-		{Author: "bob", State: forgejo.ReviewApproved, CommitID: "old", Official: true},
-		{Author: "mallory", State: forgejo.ReviewApproved, CommitID: "head"},
-		{Author: "alice", State: forgejo.ReviewApproved, CommitID: "head", Official: true},
+	reviews := []forge.Review{
+		{Author: "bob", State: forge.ReviewApproved, CommitID: "old", Official: true},
+		{Author: "mallory", State: forge.ReviewApproved, CommitID: "head"},
+		{Author: "alice", State: forge.ReviewApproved, CommitID: "head", Official: true},
 	}
 	got := ReviewRule{}.Voices("pool-bot", "alice", reviews)
 	want := map[string]bool{"pool-bot": true, "bob": true}
@@ -103,8 +103,8 @@ func TestVoices(t *testing.T) {
 // TestTeamRequestIsNoVoice: a review requested from a team (no author) never
 // makes a voice, so it keeps no claim alive and answers no item.
 func TestTeamRequestIsNoVoice(t *testing.T) {
-	teamRequest := forgejo.Review{ID: 3, Team: "core", State: forgejo.ReviewRequested, CommitID: "head", Official: true}
-	got := ReviewRule{}.Voices("pool-bot", "alice", []forgejo.Review{teamRequest})
+	teamRequest := forge.Review{ID: 3, Team: "core", State: forge.ReviewRequested, CommitID: "head", Official: true}
+	got := ReviewRule{}.Voices("pool-bot", "alice", []forge.Review{teamRequest})
 	if want := map[string]bool{"pool-bot": true}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Voices = %v, want only the pool's own %v", got, want)
 	}

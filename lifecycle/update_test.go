@@ -4,12 +4,12 @@ import (
 	"testing"
 	"time"
 
-	"pool/forgejo"
+	"pool/forge"
 )
 
 // outdatedRule is a fully read protection that blocks outdated branches
 // and requires the check "ci".
-var outdatedRule = forgejo.Protection{Protected: true, Full: true, UserCanMerge: true, BlockOnOutdated: true,
+var outdatedRule = forge.Protection{Protected: true, Full: true, UserCanMerge: true, BlockOnOutdated: true,
 	StatusCheck: true, StatusContexts: []string{"ci"}}
 
 // behindGreen is h1, approved by bob, green, behind base b2 under the rule.
@@ -110,7 +110,7 @@ func TestCarryOver(t *testing.T) {
 				return // approved at its own head: nothing to carry
 			}
 			v := policy.Approval(tr, o)
-			if (v.State == forgejo.ReviewApproved) != tt.want || v.Carried != tt.want {
+			if (v.State == forge.ReviewApproved) != tt.want || v.Carried != tt.want {
 				t.Errorf("Approval = %+v, want approved and carried: %v", v, tt.want)
 			}
 			_, act := Decide(policy, tr, o)
@@ -125,8 +125,8 @@ func TestCarryOver(t *testing.T) {
 // head decides; the carried approval does not hide a request for changes.
 func TestCarryOverYieldsToAReviewOnTheNewHead(t *testing.T) {
 	o := updatedHead()
-	o.Reviews = append(o.Reviews, forgejo.Review{ID: 2, Author: "carol", State: forgejo.ReviewRequestChanges, CommitID: "h2", Official: true})
-	if v := policy.Approval(updatedTrack("merge", ""), o); v.State != forgejo.ReviewRequestChanges || v.Carried {
+	o.Reviews = append(o.Reviews, forge.Review{ID: 2, Author: "carol", State: forge.ReviewRequestChanges, CommitID: "h2", Official: true})
+	if v := policy.Approval(updatedTrack("merge", ""), o); v.State != forge.ReviewRequestChanges || v.Carried {
 		t.Errorf("Approval = %+v, want the request for changes on the new head", v)
 	}
 }
@@ -208,12 +208,13 @@ func TestRefusedMergeWaitsForAChange(t *testing.T) {
 	obs := approvedWith(status("ci", "success"))(open("h1"))
 	obs.BaseSHA, obs.Updated = "b1", now.Add(-time.Hour)
 	msg := "not ready to merge: Not all required status checks successful"
-	res := forgejo.MergeResult{Outcome: forgejo.MergeBlocked, Status: 405, Message: msg, Rule: forgejo.RefusalRule(405, msg)}
+	res := forge.MergeResult{Outcome: forge.MergeBlocked, Status: 405, Message: msg, Rule: forge.RefusalRule(405, msg)}
 	tr, _ := Decide(policy, Track{}, obs)
 	tr, act := AfterMerge(policy, tr, "h1", res, now)
-	if act.Kind != NoteBlocked || tr.State != MergeRefused || tr.Attempts != 0 || tr.Refused != forgejo.RuleStatusCheck {
-		t.Fatalf("refusal: %s/%s, %d attempts, rule %q; want one note, %s, no attempt, %s", act.Kind, tr.State, tr.Attempts, tr.Refused, MergeRefused, forgejo.RuleStatusCheck)
+	if act.Kind != NoteBlocked || tr.State != MergeRefused || tr.Attempts != 0 || tr.Refused != forge.RuleStatusCheck {
+		t.Fatalf("refusal: %s/%s, %d attempts, rule %q; want one note, %s, no attempt, %s", act.Kind, tr.State, tr.Attempts, tr.Refused, MergeRefused, forge.RuleStatusCheck)
 	}
+	tr = tr.Mark(act.Marks) // the note was posted
 	same := obs
 	same.Now = now.Add(time.Second)
 	if tr, act = Decide(policy, tr, same); act.Kind != Wait {
@@ -226,7 +227,7 @@ func TestRefusedMergeWaitsForAChange(t *testing.T) {
 			return o
 		},
 		"a new review": func(o Observation) Observation {
-			o.Reviews = append(o.Reviews, forgejo.Review{ID: 9, Author: "carol", State: forgejo.ReviewApproved, CommitID: "h1", Official: true})
+			o.Reviews = append(o.Reviews, forge.Review{ID: 9, Author: "carol", State: forge.ReviewApproved, CommitID: "h1", Official: true})
 			return o
 		},
 		"the protection changed": func(o Observation) Observation { o.Protection.RequiredApprovals = 1; return o },
@@ -243,13 +244,13 @@ func TestRefusedMergeWaitsForAChange(t *testing.T) {
 // next decision, with the rule learned, updates it at once.
 func TestBehindRefusalLeadsToTheUpdate(t *testing.T) {
 	obs := behindGreen()
-	obs.Protection = forgejo.Protection{Protected: true, UserCanMerge: true, StatusCheck: true, StatusContexts: []string{"ci"}}
+	obs.Protection = forge.Protection{Protected: true, UserCanMerge: true, StatusCheck: true, StatusContexts: []string{"ci"}}
 	tr, act := Decide(policy, Track{}, obs)
 	if act.Kind != Merge {
 		t.Fatalf("rule unread: %s, want merge", act.Kind)
 	}
 	msg := `{"message":"not ready to merge: The head branch is behind the base branch"}`
-	res := forgejo.MergeResult{Outcome: forgejo.ClassifyMerge(405, msg), Status: 405, Message: msg, Rule: forgejo.RefusalRule(405, msg)}
+	res := forge.MergeResult{Outcome: forge.ClassifyMerge(405, msg), Status: 405, Message: msg, Rule: forge.RefusalRule(405, msg)}
 	tr, _ = AfterMerge(policy, tr, "h1", res, now)
 	learned, isNew := Learn(obs.Protection, res.Rule)
 	if !isNew || !learned.BlockOnOutdated {
@@ -276,6 +277,7 @@ func TestRefusedUpdateBacksOff(t *testing.T) {
 	if act.Kind != NoteBlocked || tr.State != MergeRefused {
 		t.Fatalf("refused update: %s/%s, want one note and %s", act.Kind, tr.State, MergeRefused)
 	}
+	tr = tr.Mark(act.Marks) // the note was posted
 	o.Now = now.Add(time.Second)
 	if tr, act = Decide(policy, tr, o); act.Kind != Wait {
 		t.Errorf("right after the refused update: %s, want a wait", act.Kind)

@@ -8,41 +8,38 @@ import (
 	"pool/lifecycle"
 )
 
-// act performs a decision. Review and Fix are left to the caller, which
-// owns the slot. It changes the track only through lifecycle functions.
+// act performs a decision and, once it succeeded, records its marks: a
+// note or a cancel that failed is asked for again by the next decision.
+// Review and Fix are left to the caller, which owns the slot.
 func (p *Pool) act(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a lifecycle.Action) error {
+	if err := p.perform(ctx, pr, t, a); err != nil {
+		return err
+	}
+	p.marked(pr.Number, a.Marks)
+	return nil
+}
+
+func (p *Pool) perform(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a lifecycle.Action) error {
 	if a.Diagnostic {
 		if _, err := p.comment(ctx, pr.Number, diagnosticBody(t.Attempts, t.LastStatus)); err != nil {
 			return err
 		}
 	}
 	switch a.Kind {
-	case lifecycle.Merge:
-		if p.cfg.DryRun {
-			p.log.Info("dry run: would merge", "pr", pr.Number, "head", pr.HeadSHA)
+	case lifecycle.Merge, lifecycle.Update:
+		if p.cfg.DryRun { // a dry run hands nothing on: no merge queue, no slot (cycle)
+			p.log.Info("dry run: would queue", "pr", pr.Number, "head", pr.HeadSHA, "action", a.Kind)
 			return nil
 		}
-		p.queue.add(pr.Number, pr.HeadSHA, p.now())
-	case lifecycle.Update:
-		if p.cfg.DryRun {
-			p.log.Info("dry run: would update", "pr", pr.Number, "head", pr.HeadSHA)
-			return nil
-		}
-		p.queue.add(pr.Number, pr.HeadSHA, p.now()) // the queue updates it when it is next
+		p.queue.add(pr.Number, pr.HeadSHA, p.now()) // the queue merges (or updates) it when it is next
 	case lifecycle.Disarm:
-		if p.cfg.DryRun {
-			return nil
-		}
 		return p.forge.CancelAutoMerge(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 	case lifecycle.NoteConflict:
 		p.count(pr.Number, &p.stats.conflicts)
 		_, err := p.comment(ctx, pr.Number, conflictBody(p.base))
 		return err
 	case lifecycle.NoteBlocked:
-		if err := p.noteBlocked(ctx, pr, a.Reason); err != nil {
-			p.setTrack(pr.Number, lifecycle.NoteNotPosted(p.track(pr.Number)))
-			return err
-		}
+		return p.noteBlocked(ctx, pr, a.Reason)
 	case lifecycle.NoteNoReview:
 		p.log.Warn("sessions leave no counted review; still retrying", "pr", pr.Number, "reason", a.Reason)
 		_, err := p.comment(ctx, pr.Number, noReviewBody(pr.HeadSHA, a.Reason))
@@ -80,8 +77,7 @@ func (p *Pool) merge(ctx context.Context, pr forgejo.PR) (forgejo.MergeResult, e
 	if res.Rule != "" {
 		p.learn(res.Rule)
 	}
-	next, act := lifecycle.AfterMerge(p.policy, p.track(pr.Number), pr.HeadSHA, res, p.now())
-	p.setTrack(pr.Number, next)
+	next, act := p.mergeAnswered(pr.Number, pr.HeadSHA, res)
 	return res, p.act(ctx, pr, next, act)
 }
 
@@ -138,7 +134,7 @@ func (p *Pool) drop(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a lif
 			}
 		}
 	}
-	p.dropTrack(pr.Number)
+	p.forget(pr.Number)
 }
 
 // recoverAttempts rebuilds an approved PR's retry count from the pool's own
@@ -157,6 +153,6 @@ func (p *Pool) recoverAttempts(ctx context.Context, pr forgejo.PR) error {
 	if attempts > 0 {
 		p.log.Info("recovered the retry count from the forge", "pr", pr.Number, "attempts", attempts)
 	}
-	p.setTrack(pr.Number, lifecycle.Recovered(pr.HeadSHA, attempts))
+	p.recovered(pr.Number, pr.HeadSHA, attempts)
 	return nil
 }

@@ -193,9 +193,8 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (de
 			return decision{}, err
 		}
 		obs.Claim, _ = claims.Judge(p.view(pr, comments, obs.Reviews), p.instance)
-		next, act = lifecycle.Decide(p.policy, p.track(pr.Number), obs)
 	}
-	p.setTrack(pr.Number, next)
+	next, act = p.decided(pr.Number, obs)
 	p.logDecision(pr.Number, next, act)
 	p.book.decided(pr, next, act, p.now())
 	return decision{Action: act, at: obs.Now}, p.act(ctx, pr, next, act)
@@ -205,11 +204,8 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (de
 // to humans; the head's statuses when the counted reviews approve it; and
 // the PR's open dependencies when the checks let it merge.
 func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observation, error) {
-	obs := lifecycle.Observation{Open: pr.State == "open", Merged: pr.Merged, Updated: pr.Updated, HeadSHA: pr.HeadSHA, Author: pr.Author,
-		Skip: p.cfg.SkipLabel != "" && pr.HasLabel(p.cfg.SkipLabel), Mergeable: pr.Mergeable, Behind: pr.Behind(),
-		BaseSHA: pr.BaseSHA, MergeBase: pr.MergeBase, MayUpdate: pr.SameRepo(p.cfg.Repo()) || pr.MaintainerCanEdit,
-		Fork:       !pr.SameRepo(p.cfg.Repo()),
-		Protection: p.currentProtection(), Now: p.now()}
+	obs := lifecycle.Observe(pr, p.cfg.Repo(), p.cfg.SkipLabel, p.now())
+	obs.Protection = p.currentProtection()
 	if !obs.Open || obs.Merged || obs.Skip {
 		return obs, nil // a PR left to humans is decided without its reviews
 	}
@@ -305,14 +301,14 @@ func (p *Pool) forgetGone(ctx context.Context, open map[int]bool) error {
 		}
 		pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, n)
 		if errors.Is(err, forgejo.ErrNotFound) {
-			p.dropTrack(n)
+			p.forget(n)
 			continue
 		}
 		if err != nil {
 			return err
 		}
 		if pr.BaseRef != p.base && pr.State == "open" {
-			p.dropTrack(n) // retargeted away from the default branch
+			p.forget(n) // retargeted away from the default branch
 			continue
 		}
 		if _, err := p.step(ctx, pr, ""); err != nil {

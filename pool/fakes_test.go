@@ -27,6 +27,10 @@ type fakeForge struct {
 	effects  []string
 	// failOps makes the named operations fail with the error.
 	failOps map[string]error
+	// failTimes makes the named operations fail so many more times;
+	// failNotes fails so many more comments starting with the key.
+	failTimes map[string]int
+	failNotes map[string]int
 	// mergeAnswer overrides the merge outcome per PR.
 	mergeAnswer map[int]forgejo.MergeResult
 	// manualMerges: the repository allows marking a PR merged by hand.
@@ -73,6 +77,7 @@ type fakeForge struct {
 func newFakeForge(prs ...int) *fakeForge {
 	f := &fakeForge{me: "pool-bot", prs: map[int]*forgejo.PR{}, comments: map[int][]forgejo.Comment{},
 		reviews: map[int][]forgejo.Review{}, statuses: map[string][]forgejo.Status{}, failOps: map[string]error{},
+		failTimes: map[string]int{}, failNotes: map[string]int{},
 		mergeAnswer: map[int]forgejo.MergeResult{}, lostRace: map[int]bool{}, now: time.Now, calls: map[string]int{},
 		protection: forgejo.Protection{UserCanMerge: true}, merged: map[int]time.Time{}, base: fakeSHA("base-0"),
 		parents: map[string][]string{}, authorPush: map[int]bool{}, ciAt: map[string]time.Time{},
@@ -88,6 +93,10 @@ func (f *fakeForge) fail(op string) error {
 	f.calls[op]++
 	if err, ok := f.failOps[op]; ok {
 		return err
+	}
+	if f.failTimes[op] > 0 {
+		f.failTimes[op]--
+		return &forgejo.Error{Op: op, Status: 502, Retryable: true, Err: errors.New("bad gateway")}
 	}
 	return nil
 }
@@ -231,6 +240,12 @@ func (f *fakeForge) PostComment(ctx context.Context, _, _ string, n int, body st
 	defer f.mu.Unlock()
 	if err := f.fail("comment"); err != nil {
 		return forgejo.Comment{}, err
+	}
+	for prefix, left := range f.failNotes {
+		if left > 0 && strings.HasPrefix(body, prefix) {
+			f.failNotes[prefix]--
+			return forgejo.Comment{}, &forgejo.Error{Op: "comment", Status: 502, Retryable: true, Err: errors.New("bad gateway")}
+		}
 	}
 	f.nextID++
 	c := forgejo.Comment{ID: f.nextID, Author: f.me, Body: body, Created: f.now()}
@@ -376,6 +391,9 @@ func (f *fakeForge) Permission(_ context.Context, _, _ string, account string) (
 func (f *fakeForge) CancelAutoMerge(_ context.Context, _, _ string, n int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.fail("cancel auto-merge"); err != nil {
+		return err
+	}
 	f.record("#%d: cancel auto-merge", n)
 	return nil
 }

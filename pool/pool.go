@@ -40,7 +40,7 @@ type Deps struct {
 	WorkDir string
 	// Digests feeds open review items into re-review and fixer prompts; may be nil.
 	Digests Digester
-	Store   *Store // may be nil: memory only
+	Store   State // nil: a MemoryStore
 	Log     *slog.Logger
 	Now     func() time.Time
 	Metrics Metrics // may be nil
@@ -73,7 +73,7 @@ type Pool struct {
 	trees   Trees
 	history History
 	digests Digester
-	store   *Store
+	store   State
 	log     *slog.Logger
 	now     func() time.Time
 	policy  lifecycle.Policy
@@ -105,12 +105,13 @@ type Pool struct {
 	workers sync.WaitGroup
 	queue   *mergeQueue
 
-	mu       sync.Mutex // guards tracks, busy, sessions, orphans, left, stats, protection
-	tracks   map[int]lifecycle.Track
-	busy     map[int]bool     // PRs held by a slot (claiming, reviewing or collecting)
-	sessions map[int]*session // running sessions by PR
-	orphans  map[orphan]bool  // sessions to delete once the agent server answers
-	left     int              // sessions left running for the next start
+	mu       sync.Mutex              // guards tracks, locks, busy, sessions, orphans, left, stats, protection
+	tracks   map[int]lifecycle.Track // written by writeTrack alone
+	locks    map[int]*sync.Mutex     // each PR's, held while its track changes
+	busy     map[int]bool            // PRs held by a slot (claiming, reviewing or collecting)
+	sessions map[int]*session        // running sessions by PR
+	orphans  map[orphan]bool         // sessions to delete once the agent server answers
+	left     int                     // sessions left running for the next start
 	stats    Stats
 }
 
@@ -120,12 +121,17 @@ type Pool struct {
 func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	p := &Pool{cfg: cfg, forge: d.Forge, agent: d.Agent, trees: d.Trees, history: d.History, digests: d.Digests, store: d.Store, log: d.Log, now: d.Now,
 		freed: make(chan struct{}, 1), wakeups: make(chan struct{}, 1), busy: map[int]bool{}, sessions: map[int]*session{},
-		orphans: map[orphan]bool{}, tracks: map[int]lifecycle.Track{}, queue: newMergeQueue(cfg.PollInterval)}
+		orphans: map[orphan]bool{}, tracks: map[int]lifecycle.Track{}, locks: map[int]*sync.Mutex{}, queue: newMergeQueue(cfg.PollInterval)}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
 	if p.now == nil {
 		p.now = time.Now
+	}
+	if cfg.DryRun {
+		// A dry run decides on what the forge shows and keeps nothing:
+		// its forge writes nothing, its memory ends with the process.
+		p.forge, p.store = dryForge{Forge: p.forge, log: p.log}, NewMemoryStore()
 	}
 	p.slots, p.shared = d.Slots, d.Slots != nil
 	p.turn = d.FullList
@@ -239,11 +245,7 @@ func (p *Pool) checkAgentPassword(ctx context.Context) error {
 func (p *Pool) loadState() error {
 	generate := func() string { return fmt.Sprintf("pr-reviewer-pool-%d-%d", os.Getpid(), p.now().Unix()) }
 	if p.store == nil {
-		p.instance = p.cfg.InstanceID
-		if p.instance == "" {
-			p.instance = generate()
-		}
-		return nil
+		p.store = NewMemoryStore()
 	}
 	var err error
 	if p.instance, err = p.store.InstanceID(p.cfg.InstanceID, generate); err != nil {
@@ -482,12 +484,8 @@ func (p *Pool) logProtection() {
 	}
 }
 
-// comment posts a signed comment unless this is a dry run.
+// comment posts a signed comment.
 func (p *Pool) comment(ctx context.Context, n int, body string) (forgejo.Comment, error) {
-	if p.cfg.DryRun {
-		p.log.Info("dry run: would comment", "pr", n, "body", firstLine(body))
-		return forgejo.Comment{}, nil
-	}
 	return p.forge.PostComment(ctx, p.cfg.Owner, p.cfg.Name, n, sign(body))
 }
 

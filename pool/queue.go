@@ -303,8 +303,7 @@ func (p *Pool) checkOnBase(ctx context.Context, pr forgejo.PR) {
 		p.settleMerged(ctx, pr.Number) // only the forge's word that it merged counts
 		return
 	}
-	next, act := lifecycle.HeadOnBase(p.track(pr.Number), commit, res)
-	p.setTrack(pr.Number, next)
+	next, act := p.landed(pr.Number, commit, res)
 	p.logDecision(pr.Number, next, act)
 	if err := p.act(ctx, pr, next, act); err != nil {
 		p.log.Warn("merge queue: posting the note failed; the next cycle will", "pr", pr.Number, "err", err)

@@ -63,8 +63,7 @@ func (p *Pool) runSlot(ctx, work context.Context, c candidate) {
 	s, err := p.dispatch(work, pr, c.kind, tree)
 	if err != nil {
 		log.Warn("starting a session failed; backing off", "err", err)
-		t, _ := lifecycle.SessionLeftNoReview(p.policy, p.track(pr.Number), p.now(), nil)
-		p.setTrack(pr.Number, t)
+		p.sessionLeftNoReview(pr.Number, nil)
 		return
 	}
 	p.follow(ctx, work, s)
@@ -112,7 +111,7 @@ func (p *Pool) claim(ctx context.Context, pr forgejo.PR, first <-chan viewResult
 	if verdict != claims.Ours {
 		p.log.Info("lost the claim; yielding", "pr", pr.Number, "winner", winner.Instance)
 		// no hot loop of claim and retreat
-		p.setTrack(pr.Number, lifecycle.LostClaim(p.track(pr.Number), p.now().Add(p.cfg.PollInterval)))
+		p.lostClaim(pr.Number, p.now().Add(p.cfg.PollInterval))
 		return false, p.deleteLosers(ctx, v)
 	}
 	return true, p.deleteLosers(ctx, v)
@@ -174,7 +173,7 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind,
 	p.metrics.SessionStarted(string(kind))
 	p.book.signal()
 	if in.Fix {
-		p.setTrack(pr.Number, lifecycle.FixerStarted(p.track(pr.Number), pr.HeadSHA))
+		p.fixerStarted(pr.Number, pr.HeadSHA)
 		p.mu.Lock()
 		p.stats.ciFixes++
 		p.mu.Unlock()
@@ -277,8 +276,7 @@ func (p *Pool) collect(ctx context.Context, s *session) {
 // approvals whitelist).
 func (p *Pool) noReviewLeft(ctx context.Context, s *session, pr forgejo.PR) {
 	log := p.log.With("pr", s.pr, "session", s.id)
-	t, act := lifecycle.SessionLeftNoReview(p.policy, p.track(s.pr), p.now(), p.uncounted(ctx, pr))
-	p.setTrack(s.pr, t)
+	t, act := p.sessionLeftNoReview(s.pr, p.uncounted(ctx, pr))
 	log.Warn("session left no counted review on the head; backing off", "failures", t.Failures)
 	if err := p.act(ctx, pr, t, act); err != nil {
 		log.Warn("posting the note that sessions leave no review failed", "err", err)

@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"time"
 
-	"pool/forgejo"
 	"pool/internal/backoff"
+	"pool/internal/retry"
 )
 
 // Start-up rides out a forge that fails for a moment (a 502, a reset, a cut
@@ -41,11 +41,8 @@ func retryStart(ctx context.Context, log *slog.Logger, what string, firstWait ti
 }
 
 // forgeRetryable: a forge error marked retryable (a 5xx, a 429, a broken
-// connection, an answer that did not parse).
-func forgeRetryable(err error) bool {
-	var fe *forgejo.Error
-	return errors.As(err, &fe) && fe.Retryable
-}
+// connection, an answer that did not parse), by the one rule (retry.Later).
+func forgeRetryable(err error) bool { return retry.Later(err) }
 
 // cloneRetryable: any failed clone but a cancelled one. The token was
 // checked just before, so a failure is the forge's or the network's.

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"maps"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -163,10 +164,7 @@ func (p *Pool) Status() ops.Status {
 	for n := range p.busy {
 		busy[n] = p.sessions[n]
 	}
-	tracked := make(map[int]bool, len(p.tracks))
-	for n := range p.tracks {
-		tracked[n] = true
-	}
+	tracks := maps.Clone(p.tracks) // the track as it is now, not as last decided
 	p.mu.Unlock()
 
 	b := p.book
@@ -186,12 +184,16 @@ func (p *Pool) Status() ops.Status {
 	}
 	sort.Slice(st.Slots, func(i, j int) bool { return st.Slots[i].PR < st.Slots[j].PR })
 	for n, e := range b.prs {
-		if !tracked[n] && !e.done() {
+		t, tracked := tracks[n]
+		if !tracked && !e.done() {
 			continue // forgotten without a decision (gone, retargeted)
+		}
+		if !tracked {
+			t = e.track // merged or closed: its last decision
 		}
 		ahead, queued := b.ahead[n]
 		mergeAhead, merging := p.queue.ahead(n)
-		in := standing{merging: merging, mergeAhead: mergeAhead, track: e.track, act: e.act, queued: queued, ahead: ahead, waitingFor: e.waitingFor,
+		in := standing{merging: merging, mergeAhead: mergeAhead, track: t, act: e.act, queued: queued, ahead: ahead, waitingFor: e.waitingFor,
 			failing: e.failing, merge: e.merge, base: p.base, skipLabel: p.cfg.SkipLabel}
 		if s, ok := busy[n]; ok {
 			in.busy = true
@@ -199,9 +201,9 @@ func (p *Pool) Status() ops.Status {
 				in.session, in.kind = s.started, s.kind
 			}
 		}
-		st.PRs = append(st.PRs, ops.PR{Number: n, Title: e.title, URL: e.url, Head: e.head, State: string(e.track.State),
-			Attempts: e.track.Attempts, LastAnswer: e.track.LastStatus, Next: describe(in), Done: e.done(),
-			Merged: e.track.State == lifecycle.Merged, Seen: e.seen})
+		st.PRs = append(st.PRs, ops.PR{Number: n, Title: e.title, URL: e.url, Head: e.head, State: string(t.State),
+			Attempts: t.Attempts, LastAnswer: t.LastStatus, Next: describe(in), Done: e.done(),
+			Merged: t.State == lifecycle.Merged, Seen: e.seen})
 	}
 	sort.Slice(st.PRs, func(i, j int) bool { return st.PRs[i].Number < st.PRs[j].Number })
 	return st

@@ -63,10 +63,11 @@ func (s *Store) Forget(h commitstatus.Head) error {
 
 func headKey(h commitstatus.Head) []byte { return []byte(strconv.Itoa(h.PR) + "/" + h.SHA) }
 
-// statusMemory is the store, as the publisher's memory; nil without one.
+// statusMemory is the store on disk, as the publisher's memory; nil for a
+// memory-only one.
 func (p *Pool) statusMemory() commitstatus.Memory {
-	if p.store == nil {
-		return nil
+	if m, ok := p.store.(commitstatus.Memory); ok {
+		return m
 	}
-	return p.store
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"pool/forge"
 	"pool/lifecycle"
 	"pool/report"
 )
@@ -67,23 +68,16 @@ func titlePR(title, repo string, single bool) (int, bool) {
 }
 
 func diagnosticBody(attempt int, status string) string {
-	marker, _ := json.Marshal(map[string]any{"attempt": attempt, "status": status})
-	return fmt.Sprintf("Merge retry attempt %d. Last status: %s.\nStill retrying — will not give up. Invoking CI fixer if needed.\n\n<!-- pool-retry %s -->",
-		attempt, status, marker)
+	return fmt.Sprintf("Merge retry attempt %d. Last status: %s.\nStill retrying — will not give up. Invoking CI fixer if needed.\n\n%s",
+		attempt, status, forge.Marker(forge.MarkRetry, map[string]any{"attempt": attempt, "status": status}))
 }
-
-var retryMarkerRE = regexp.MustCompile(`<!-- pool-retry (\{.*?\}) -->`)
 
 // retryAttempt reads the attempt number from a diagnostic comment's marker.
 func retryAttempt(body string) int {
-	m := retryMarkerRE.FindStringSubmatch(body)
-	if m == nil {
-		return 0
-	}
 	var v struct {
 		Attempt int `json:"attempt"`
 	}
-	if json.Unmarshal([]byte(m[1]), &v) != nil {
+	if !forge.ParseMarker(body, forge.MarkRetry, &v) {
 		return 0
 	}
 	return v.Attempt
@@ -264,26 +258,19 @@ func ParseResult(text string) Result {
 // noReviewBody says, once per head, that reviewer sessions keep leaving no
 // review that counts. The pool keeps retrying: it is a note, not a hold.
 func noReviewBody(head, reason string) string {
-	marker, _ := json.Marshal(map[string]string{"head": head})
-	return fmt.Sprintf("Reviews keep failing: %s.\nThe pool keeps retrying, less often each time.\n\n<!-- pool-no-review %s -->", reason, marker)
+	return fmt.Sprintf("Reviews keep failing: %s.\nThe pool keeps retrying, less often each time.\n\n%s",
+		reason, forge.Marker(forge.MarkNoReview, map[string]string{"head": head}))
 }
 
 // blockedBody explains, once, why the forge's rules keep the pool from
 // merging. The marker lets a pool that lost its state see the note is there.
 func blockedBody(head, reason string) string {
-	marker, _ := json.Marshal(map[string]string{"head": head, "reason": reason})
-	return fmt.Sprintf("Merging is on hold: %s.\nThe pool will not retry the merge until this PR or the branch protection changes.\n\n<!-- pool-blocked %s -->",
-		reason, marker)
+	return fmt.Sprintf("Merging is on hold: %s.\nThe pool will not retry the merge until this PR or the branch protection changes.\n\n%s",
+		reason, forge.Marker(forge.MarkBlocked, map[string]string{"head": head, "reason": reason}))
 }
-
-var blockedMarkerRE = regexp.MustCompile(`<!-- pool-blocked (\{.*?\}) -->`)
 
 // blockedNoted reports whether a comment is the pool's note for head and reason.
 func blockedNoted(body, head, reason string) bool {
-	m := blockedMarkerRE.FindStringSubmatch(body)
-	if m == nil {
-		return false
-	}
 	var v struct{ Head, Reason string }
-	return json.Unmarshal([]byte(m[1]), &v) == nil && v.Head == head && v.Reason == reason
+	return forge.ParseMarker(body, forge.MarkBlocked, &v) && v.Head == head && v.Reason == reason
 }

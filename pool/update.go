@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"pool/forgejo"
-	"pool/lifecycle"
 )
 
 // updateQueued updates a PR the merge queue reached that is approved,
@@ -41,20 +40,10 @@ func (p *Pool) updateQueued(ctx context.Context, pr forgejo.PR) {
 
 // afterUpdate folds the forge's answer to an update into the track.
 func (p *Pool) afterUpdate(ctx context.Context, pr forgejo.PR, res forgejo.UpdateResult, style, diff string) {
-	var next lifecycle.Track
-	var act lifecycle.Action
-	switch res.Outcome {
-	case forgejo.UpdateDone:
-		p.setTrack(pr.Number, lifecycle.Updated(p.track(pr.Number), pr.HeadSHA, pr.BaseSHA, pr.MergeBase, style, diff, p.now()))
+	next, act, ok := p.updateAnswered(pr, res, style, diff)
+	if !ok {
 		return
-	case forgejo.UpdateConflict:
-		next, act = lifecycle.UpdateConflicted(p.track(pr.Number), pr.HeadSHA)
-	case forgejo.UpdateClosed:
-		return // closed or merged meanwhile: the discovery loop decides again
-	default: // refused, or an answer the pool does not know: backs off, never a call every cycle
-		next, act = lifecycle.UpdateRefused(p.policy, p.track(pr.Number), pr.HeadSHA, res.Status, p.now())
 	}
-	p.setTrack(pr.Number, next)
 	p.logDecision(pr.Number, next, act)
 	if err := p.act(ctx, pr, next, act); err != nil {
 		p.log.Warn("merge queue: posting the note after the update failed; the next cycle will", "pr", pr.Number, "err", err)

@@ -52,7 +52,8 @@ func snapshotFixture() Snapshot {
 		PR: forgejo.PRDetail{PR: forgejo.PR{Number: 7, Title: "Add widgets", Author: "alice", State: "open",
 			Mergeable: true, HeadSHA: headA, HeadRef: "feature-1", BaseRef: "main", Updated: t0,
 			URL: "http://forge.test/acme/widgets/pulls/7", BaseSHA: baseA, MergeBase: baseA}},
-		Self: "pool-bot",
+		Self:       "pool-bot",
+		Protection: forgejo.Protection{UserCanMerge: true},
 		Statuses: []forgejo.Status{
 			{ID: 1, Context: "ci / test (pull_request)", State: "failure", Description: "Has been cancelled", TargetURL: "http://ci.test/run/1", Created: t0},
 			{ID: 2, Context: "lint / vet (pull_request)", State: "failure", Description: "go vet found 2 problems", TargetURL: "http://ci.test/run/2", Created: t0},

@@ -4,33 +4,19 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
+
+	"pool/forge"
 )
 
-// A reply that answers an item carries a hidden marker naming the item's
-// token. The marker is the only record that an item was answered.
-const replyMarkerPrefix = "<!-- pool-agent-reply answers="
+// ReplyMarker is the marker a reply to the item with this token must carry
+// (forge.ReplyMarker); it is the only record that an item was answered.
+func ReplyMarker(token string) string { return forge.ReplyMarker(token) }
 
-// ReplyMarker is the marker a reply to the item with this token must carry.
-func ReplyMarker(token string) string { return replyMarkerPrefix + token + " -->" }
-
-var replyMarkerRE = regexp.MustCompile(`<!--\s*pool-agent-reply\s+answers=([A-Za-z0-9_.:,-]+)\s*-->`)
-
-// AnswerTokens returns the tokens that the reply markers in body answer. A
-// marker may list several tokens separated by commas.
-func AnswerTokens(body string) []string {
-	var out []string
-	for _, m := range replyMarkerRE.FindAllStringSubmatch(body, -1) {
-		for _, tok := range strings.Split(m[1], ",") {
-			if tok != "" {
-				out = append(out, tok)
-			}
-		}
-	}
-	return out
-}
+// AnswerTokens returns the tokens that the reply markers in body answer
+// (forge.AnswerTokens).
+func AnswerTokens(body string) []string { return forge.AnswerTokens(body) }
 
 // isPoolMark reports whether a comment is one the pool's side writes for
 // itself (claims, retries, replies): never feedback to act on. Anyone else's
@@ -39,7 +25,7 @@ func isPoolMark(body, author string, voices map[string]bool) bool {
 	return voices[strings.ToLower(author)] && hasMark(body)
 }
 
-func hasMark(body string) bool { return strings.Contains(body, "<!-- pool-") }
+func hasMark(body string) bool { return forge.HasMarker(body) }
 
 // token names one version of one item: the same feedback keeps its token
 // from tick to tick, and an edit (a new update time) makes a new one, so a

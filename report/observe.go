@@ -2,6 +2,10 @@
 // needs: the `pool report` block (the PR poller) and the `pool tick` digest
 // (the PR monitor). A value the forge did not give is unknown, never filled
 // in: every part of an observation carries the error that kept it unread.
+//
+// It judges nothing by rules of its own: whose reviews count, what a check
+// means, the check summary and "may it merge?" are lifecycle's (Checks,
+// ReviewRule, MissingRequired, MayMerge), the same the supervisor decides by.
 package report
 
 import (
@@ -25,6 +29,7 @@ type Forge interface {
 	Comments(ctx context.Context, owner, repo string, n int) ([]forgejo.Comment, error)
 	DefaultBranch(ctx context.Context, owner, repo string) (string, error)
 	AutoMergeArmed(ctx context.Context, owner, repo string, n int) (bool, error)
+	Protection(ctx context.Context, owner, repo, branch string) (forgejo.Protection, error)
 }
 
 // Target names one pull request.
@@ -72,6 +77,10 @@ type Snapshot struct {
 	Comments    []forgejo.Comment
 	CommentsErr error
 
+	// Protection is the base branch's protection, the floor of every merge.
+	Protection    forgejo.Protection
+	ProtectionErr error
+
 	// Read only when auto-merge is in use.
 	DefaultBranch  string
 	AutoMergeArmed bool
@@ -102,6 +111,7 @@ func observe(ctx context.Context, f Forge, t Target, autoMerge bool, ownContext 
 	s.Reviews, s.ReviewsErr = f.ReviewDetails(ctx, t.Owner, t.Repo, t.Number)
 	s.Inline, s.InlineErr = inlineComments(ctx, f, t, s.Reviews, s.ReviewsErr)
 	s.Comments, s.CommentsErr = f.Comments(ctx, t.Owner, t.Repo, t.Number)
+	s.Protection, s.ProtectionErr = f.Protection(ctx, t.Owner, t.Repo, pr.BaseRef)
 	if autoMerge {
 		s.readAutoMerge(ctx, f)
 	}
@@ -138,7 +148,7 @@ func (s *Snapshot) readAutoMerge(ctx context.Context, f Forge) {
 // Errors lists the reads that failed, for the operator, each cause once.
 func (s Snapshot) Errors() []error {
 	var out []error
-	for _, err := range []error{s.SelfErr, s.StatusesErr, s.ReviewsErr, s.InlineErr, s.CommentsErr, s.AutoMergeErr} {
+	for _, err := range []error{s.SelfErr, s.StatusesErr, s.ReviewsErr, s.InlineErr, s.CommentsErr, s.ProtectionErr, s.AutoMergeErr} {
 		if err != nil && !wrapsAny(err, out) {
 			out = append(out, err)
 		}

@@ -12,6 +12,7 @@ const (
 	RecommendTimedOut    = "Polling timed out with items still pending; decide whether to poll again."
 	RecommendPending     = "Checks or reviews are still pending; keep polling."
 	RecommendThreads     = "All checks green; triage the unresolved review threads."
+	RecommendHeld        = "All checks green and no unresolved threads, but the pool would not merge it now: no review that counts approves it, the branch protection refuses it, or the branch needs an update first."
 	RecommendGreen       = "All checks green and no unresolved threads; the PR may merge."
 )
 
@@ -36,6 +37,7 @@ var menu = []struct {
 		return len(r.Pending) > 0 || r.reviewersWaiting(reviewerPending)
 	}},
 	{RecommendThreads, func(r Report) bool { return r.Threads.N > 0 }},
+	{RecommendHeld, func(r Report) bool { return r.MergeHold != "" }},
 	{RecommendGreen, func(Report) bool { return true }},
 }
 

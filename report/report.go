@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -71,9 +72,14 @@ type Report struct {
 	// ChangesRequested: some account's latest verdict on the head commit
 	// asks for changes.
 	ChangesRequested bool
-	TimedOut         bool // --wait reached its cap
-	Recommendation   string
-	Errors           []string // reads that failed
+	// MergeHold says why the supervisor would not merge the PR now
+	// (lifecycle.MayMerge), "" when it would; mergeUnread: a read that
+	// answer needs failed.
+	MergeHold      string
+	mergeUnread    bool
+	TimedOut       bool // --wait reached its cap
+	Recommendation string
+	Errors         []string // reads that failed
 }
 
 // Build turns a snapshot into the report. The rule's reviewers are the
@@ -83,8 +89,9 @@ func Build(s Snapshot, rule lifecycle.ReviewRule) Report {
 	r := Report{Number: s.Number, Branch: s.PR.HeadRef, HeadSHA: headSHA(s.PR.HeadSHA), State: prState(s.PR)}
 	mergeable := s.PR.Mergeable
 	r.Mergeable = &mergeable
-	r.addChecks(s.Statuses, s.StatusesErr)
+	r.addChecks(s.Statuses, s.StatusesErr, lifecycle.RequiredContexts(s.Protection))
 	r.addReviewers(s, rule)
+	r.addMergeHold(s, rule)
 	r.Threads = countOf(len(openThreads(s.Inline, s.voices(rule))), s.InlineErr)
 	r.BotComments = countOf(commentsBy(s.Comments, reviewers), s.CommentsErr)
 	for _, err := range s.Errors() {
@@ -104,12 +111,15 @@ func headSHA(s string) string {
 	return ""
 }
 
-func (r *Report) addChecks(history []forgejo.Status, err error) {
+// addChecks sorts the head's checks as lifecycle judges them; a required
+// context no passing check matches yet is pending too.
+func (r *Report) addChecks(history []forgejo.Status, err error, required []string) {
 	if err != nil || len(history) == 0 {
 		return // an empty answer is unknown, not green
 	}
 	r.CIKnown = true
-	for _, c := range Checks(history) {
+	checks := Checks(history)
+	for _, c := range checks {
 		switch {
 		case c.Superseded:
 			r.Superseded = append(r.Superseded, c)
@@ -120,6 +130,22 @@ func (r *Report) addChecks(history []forgejo.Status, err error) {
 		default:
 			r.Pending = append(r.Pending, c.Context)
 		}
+	}
+	for _, pattern := range lifecycle.MissingRequired(checks, required) {
+		if !slices.Contains(r.Pending, pattern) {
+			r.Pending = append(r.Pending, pattern)
+		}
+	}
+}
+
+// addMergeHold asks lifecycle whether the supervisor would merge the PR.
+func (r *Report) addMergeHold(s Snapshot, rule lifecycle.ReviewRule) {
+	ok, reason, err := s.MayMerge(lifecycle.Policy{Rule: rule}, "")
+	switch {
+	case err != nil:
+		r.mergeUnread = true
+	case !ok:
+		r.MergeHold = reason
 	}
 }
 
@@ -137,17 +163,10 @@ func (r *Report) addReviewers(s Snapshot, rule lifecycle.ReviewRule) {
 	}
 }
 
-// counted reports whether the account's latest review on the head counts
-// under the rule (false when it has none).
+// counted reports whether the account has a review on the head that counts
+// under the rule (lifecycle.ReviewRule.CountedOn).
 func counted(rule lifecycle.ReviewRule, s Snapshot, account string) bool {
-	var latest *forgejo.ReviewDetail
-	for i, rv := range s.Reviews {
-		if strings.EqualFold(rv.Author, account) && rv.CommitID == s.PR.HeadSHA && submitted(rv.State) &&
-			(latest == nil || rv.ID > latest.ID) {
-			latest = &s.Reviews[i]
-		}
-	}
-	return latest != nil && rule.Counts(s.PR.Author, s.PR.HeadSHA, latest.Review)
+	return rule.CountedOn(s.PR.Author, s.PR.HeadSHA, account, reviewsOf(s.Reviews))
 }
 
 // reviewerStatus is the account's latest submitted review on the head
@@ -200,7 +219,7 @@ func hasAccount(accounts []string, login string) bool {
 
 // incomplete reports whether a value the recommendation needs is unknown.
 func (r Report) incomplete() bool {
-	if r.Branch == "" || r.HeadSHA == "" || r.State == unknown || r.Mergeable == nil ||
+	if r.Branch == "" || r.HeadSHA == "" || r.State == unknown || r.Mergeable == nil || r.mergeUnread ||
 		!r.CIKnown || !r.Threads.Known || !r.BotComments.Known {
 		return true
 	}

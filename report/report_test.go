@@ -59,6 +59,7 @@ func TestRecommendOrder(t *testing.T) {
 		{RecommendTimedOut, func(r *Report) { r.TimedOut, r.Reviewers[0].Status = true, reviewerTimeout }},
 		{RecommendPending, func(r *Report) { r.Pending = []string{"ci"} }},
 		{RecommendThreads, func(r *Report) { r.Threads = Count{2, true} }},
+		{RecommendHeld, func(r *Report) { r.MergeHold = "needs 2 approvals; has 1" }},
 		{RecommendGreen, func(*Report) {}},
 	}
 	for i, c := range conds {
@@ -370,6 +371,51 @@ func TestPoller(t *testing.T) {
 			r, err := poller{interval: 30 * time.Second, cap: 20 * time.Minute, clock: fc.clock()}.run(context.Background(), observe)
 			if (err != nil) != tt.wantErr || calls != tt.wantCalls || r.Recommendation != tt.wantRec {
 				t.Errorf("calls %d err %v rec %q; want %d, err %v, %q", calls, err, r.Recommendation, tt.wantCalls, tt.wantErr, tt.wantRec)
+			}
+		})
+	}
+}
+
+// TestReportAsksLifecycle: the report's check summary, "counted" and "may
+// it merge" are lifecycle's: a required context that has not reported is
+// pending, an approval that does not count holds the merge, and a
+// dismissed review does not hide an earlier one that counts.
+func TestReportAsksLifecycle(t *testing.T) {
+	green := func() Snapshot {
+		s := snapshotFixture()
+		s.Statuses = []forgejo.Status{{ID: 1, Context: "ci / test (push)", State: "success"}}
+		s.Reviews = []forgejo.ReviewDetail{{Review: forgejo.Review{ID: 10, Author: "review-bot",
+			State: forgejo.ReviewApproved, CommitID: headA, Official: true}}}
+		s.Inline, s.Comments = nil, nil
+		return s
+	}
+	tests := []struct {
+		name        string
+		change      func(*Snapshot)
+		wantRec     string
+		wantPending []string
+		wantCounted bool
+	}{
+		{"green", func(*Snapshot) {}, RecommendGreen, nil, true},
+		{"a required context not reported", func(s *Snapshot) {
+			s.Protection.StatusCheck, s.Protection.StatusContexts = true, []string{"ci/required"}
+		}, RecommendPending, []string{"ci/required"}, true},
+		{"an approval that does not count", func(s *Snapshot) { s.Reviews[0].Official = false }, RecommendHeld, nil, false},
+		{"the protection refuses", func(s *Snapshot) { s.Protection.RequiredApprovals = 2 }, RecommendHeld, nil, true},
+		{"a dismissed review after a counted one", func(s *Snapshot) {
+			s.Reviews = append(s.Reviews, forgejo.ReviewDetail{Review: forgejo.Review{ID: 11, Author: "review-bot",
+				State: forgejo.ReviewApproved, CommitID: headA, Official: true, Dismissed: true}})
+		}, RecommendGreen, nil, true},
+		{"protection unread", func(s *Snapshot) { s.ProtectionErr = errors.New("boom") }, RecommendFetchFailed, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := green()
+			tt.change(&s)
+			r := Build(s, lifecycle.ReviewRule{Reviewers: []string{"review-bot"}})
+			if r.Recommendation != tt.wantRec || !reflect.DeepEqual(r.Pending, tt.wantPending) || r.Reviewers[0].Counted != tt.wantCounted {
+				t.Errorf("recommendation %q, pending %q, counted %v (hold %q); want %q, %q, %v",
+					r.Recommendation, r.Pending, r.Reviewers[0].Counted, r.MergeHold, tt.wantRec, tt.wantPending, tt.wantCounted)
 			}
 		})
 	}

@@ -153,7 +153,7 @@ func items(s Snapshot, d Digest, opt TickOptions) []Item {
 	for i := range out {
 		out[i].Unofficial = out[i].Author != "" && !voices[strings.ToLower(out[i].Author)]
 	}
-	out = append(out, prItems(s, d, opt)...)
+	out = append(out, prItems(s, opt)...)
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if reasonRank[a.Reason] != reasonRank[b.Reason] {
@@ -183,11 +183,7 @@ func checkItems(checks []Check) []Item {
 // voices are the accounts whose reply markers answer items: the pool's own
 // account and every account whose reviews count on this PR.
 func (s Snapshot) voices(rule lifecycle.ReviewRule) map[string]bool {
-	reviews := make([]forgejo.Review, len(s.Reviews))
-	for i, r := range s.Reviews {
-		reviews[i] = r.Review
-	}
-	return rule.Voices(s.Self, s.PR.Author, reviews)
+	return rule.Voices(s.Self, s.PR.Author, reviewsOf(s.Reviews))
 }
 
 // conversationAnswers collects the tokens answered on the PR's conversation,
@@ -271,7 +267,7 @@ func commentItems(comments []forgejo.Comment, answered, voices map[string]bool) 
 }
 
 // prItems are the items about the PR as a whole.
-func prItems(s Snapshot, d Digest, opt TickOptions) []Item {
+func prItems(s Snapshot, opt TickOptions) []Item {
 	pr := s.PR
 	var out []Item
 	switch {
@@ -287,7 +283,7 @@ func prItems(s Snapshot, d Digest, opt TickOptions) []Item {
 			"The branch is behind its base: it forked from %s, and %s is now at %s.",
 			short(pr.MergeBase), pr.BaseRef, short(pr.BaseSHA))))
 	}
-	if opt.AutoMerge && autoMergeDue(s, d, opt) {
+	if opt.AutoMerge && autoMergeDue(s, opt) {
 		out = append(out, prItem(s, ReasonAutoMergeNotArmed, "",
 			"The PR is approved, green and mergeable into the default branch, but no auto-merge is scheduled."))
 	}
@@ -302,35 +298,20 @@ func prItem(s Snapshot, reason, version, body string) Item {
 		URL: s.PR.URL, Answers: token(SourcePR, id, reason+"@"+s.PR.HeadSHA+"@"+version)}
 }
 
-// autoMergeDue: approved at the head, every check green, mergeable, into
-// the default branch, and no auto-merge scheduled.
-func autoMergeDue(s Snapshot, d Digest, opt TickOptions) bool {
-	if s.AutoMergeErr != nil || s.AutoMergeArmed || s.ReviewsErr != nil ||
-		s.PR.BaseRef != s.DefaultBranch || !s.PR.Mergeable || s.PR.Draft {
+// autoMergeDue: the supervisor would merge it now (lifecycle.MayMerge),
+// the forge says it is mergeable, into the default branch, and no
+// auto-merge is scheduled.
+func autoMergeDue(s Snapshot, opt TickOptions) bool {
+	if s.AutoMergeErr != nil || s.AutoMergeArmed || s.PR.BaseRef != s.DefaultBranch || !s.PR.Mergeable || s.PR.Draft {
 		return false
 	}
-	return checksGreen(d.Checks) && headVerdict(s, opt.Rule).State == forgejo.ReviewApproved
-}
-
-func checksGreen(checks []Check) bool {
-	if len(checks) == 0 {
-		return false // none reported is unknown, not green
-	}
-	for _, c := range checks {
-		if c.Failed() || c.Pending() {
-			return false
-		}
-	}
-	return true
+	ok, _, err := s.MayMerge(lifecycle.Policy{Rule: opt.Rule}, "")
+	return err == nil && ok
 }
 
 // headVerdict is where the counted reviews on the head stand.
 func headVerdict(s Snapshot, rule lifecycle.ReviewRule) lifecycle.Verdict {
-	reviews := make([]forgejo.Review, len(s.Reviews))
-	for i, r := range s.Reviews {
-		reviews[i] = r.Review
-	}
-	return rule.HeadVerdict(s.PR.Author, s.PR.HeadSHA, reviews)
+	return rule.HeadVerdict(s.PR.Author, s.PR.HeadSHA, reviewsOf(s.Reviews))
 }
 
 func short(sha string) string {

@@ -1,0 +1,148 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+)
+
+// CreateUser creates a user whose password is "<name>-password" and returns
+// a token of theirs with scopes ["all"].
+func (f *Forge) CreateUser(ctx context.Context, name string) (token string, err error) {
+	password := name + "-password"
+	user := map[string]any{
+		"username":             name,
+		"email":                name + "@example.com",
+		"password":             password,
+		"must_change_password": false,
+	}
+	if _, err := f.Do(ctx, f.AdminToken, http.MethodPost, "/admin/users", user, nil); err != nil {
+		return "", fmt.Errorf("sandbox: create user %s: %w", name, err)
+	}
+	token, err = f.createToken(ctx, name, password)
+	if err != nil {
+		return "", fmt.Errorf("sandbox: create user %s: token: %w", name, err)
+	}
+	return token, nil
+}
+
+// ScopedToken returns a new token of user's (made by CreateUser) with only
+// the given scopes.
+func (f *Forge) ScopedToken(ctx context.Context, user string, scopes []string) (string, error) {
+	token, err := f.createScopedToken(ctx, user, user+"-password", scopes)
+	if err != nil {
+		return "", fmt.Errorf("sandbox: token of %s with scopes %v: %w", user, scopes, err)
+	}
+	return token, nil
+}
+
+// createToken needs the password: gitea creates tokens only with basic auth.
+func (f *Forge) createToken(ctx context.Context, user, password string) (string, error) {
+	return f.createScopedToken(ctx, user, password, []string{"all"})
+}
+
+func (f *Forge) createScopedToken(ctx context.Context, user, password string, scopes []string) (string, error) {
+	req := map[string]any{"name": "sandbox-" + randomHex(4), "scopes": scopes}
+	var tok struct {
+		SHA1 string `json:"sha1"`
+	}
+	path := "/users/" + url.PathEscape(user) + "/tokens"
+	if _, err := f.call(ctx, basicAuth(user, password), http.MethodPost, path, req, &tok); err != nil {
+		return "", err
+	}
+	if tok.SHA1 == "" {
+		return "", fmt.Errorf("POST %s: answer has no sha1", path)
+	}
+	return tok.SHA1, nil
+}
+
+// CreateRepo creates a public repository of the token's user, with an
+// initial commit on main.
+func (f *Forge) CreateRepo(ctx context.Context, ownerToken, name string) error {
+	repo := map[string]any{"name": name, "auto_init": true, "default_branch": "main"}
+	if _, err := f.Do(ctx, ownerToken, http.MethodPost, "/user/repos", repo, nil); err != nil {
+		return fmt.Errorf("sandbox: create repo %s: %w", name, err)
+	}
+	return nil
+}
+
+// CreateOrg creates a public organisation owned by the token's user.
+func (f *Forge) CreateOrg(ctx context.Context, ownerToken, org string) error {
+	if _, err := f.Do(ctx, ownerToken, http.MethodPost, "/orgs", map[string]any{"username": org, "visibility": "public"}, nil); err != nil {
+		return fmt.Errorf("sandbox: create organisation %s: %w", org, err)
+	}
+	return nil
+}
+
+// CreateOrgRepo creates a public repository of the organisation, with an
+// initial commit on main when initial, empty (no branch at all) otherwise.
+func (f *Forge) CreateOrgRepo(ctx context.Context, ownerToken, org, name string, initial bool) error {
+	repo := map[string]any{"name": name, "auto_init": initial, "default_branch": "main"}
+	if _, err := f.Do(ctx, ownerToken, http.MethodPost, "/orgs/"+url.PathEscape(org)+"/repos", repo, nil); err != nil {
+		return fmt.Errorf("sandbox: create repo %s/%s: %w", org, name, err)
+	}
+	return nil
+}
+
+// AddOwner puts user in the organisation's Owners team.
+func (f *Forge) AddOwner(ctx context.Context, ownerToken, org, user string) error {
+	var teams []struct {
+		ID   int64  `json:"id"`
+		Name string `json:"name"`
+	}
+	if _, err := f.Do(ctx, ownerToken, http.MethodGet, "/orgs/"+url.PathEscape(org)+"/teams", nil, &teams); err != nil {
+		return fmt.Errorf("sandbox: list the teams of %s: %w", org, err)
+	}
+	for _, t := range teams {
+		if t.Name == "Owners" {
+			path := fmt.Sprintf("/teams/%d/members/%s", t.ID, url.PathEscape(user))
+			if _, err := f.Do(ctx, ownerToken, http.MethodPut, path, nil, nil); err != nil {
+				return fmt.Errorf("sandbox: add %s to the owners of %s: %w", user, org, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("sandbox: %s has no Owners team", org)
+}
+
+// ArchiveRepo archives owner/repo.
+func (f *Forge) ArchiveRepo(ctx context.Context, ownerToken, owner, repo string) error {
+	if _, err := f.Do(ctx, ownerToken, http.MethodPatch, repoPath(owner, repo), map[string]any{"archived": true}, nil); err != nil {
+		return fmt.Errorf("sandbox: archive %s/%s: %w", owner, repo, err)
+	}
+	return nil
+}
+
+// AddCollaborator gives user a permission ("read", "write" or "admin") on
+// owner/repo.
+func (f *Forge) AddCollaborator(ctx context.Context, ownerToken, owner, repo, user, permission string) error {
+	path := repoPath(owner, repo) + "/collaborators/" + url.PathEscape(user)
+	body := map[string]any{"permission": permission}
+	if _, err := f.Do(ctx, ownerToken, http.MethodPut, path, body, nil); err != nil {
+		return fmt.Errorf("sandbox: add collaborator %s to %s/%s: %w", user, owner, repo, err)
+	}
+	return nil
+}
+
+// ProtectBranch sets the branch protection rule named after branch, with
+// the given settings (the forge's BranchProtection fields, e.g.
+// "required_approvals": 2): it creates the rule, or edits it if it exists.
+func (f *Forge) ProtectBranch(ctx context.Context, token, owner, repo, branch string, settings map[string]any) error {
+	rule := repoPath(owner, repo) + "/branch_protections/" + url.PathEscape(branch)
+	status, err := f.Do(ctx, token, http.MethodGet, rule, nil, nil)
+	switch {
+	case status == http.StatusNotFound:
+		body := map[string]any{"rule_name": branch}
+		for k, v := range settings {
+			body[k] = v
+		}
+		_, err = f.Do(ctx, token, http.MethodPost, repoPath(owner, repo)+"/branch_protections", body, nil)
+	case err == nil:
+		_, err = f.Do(ctx, token, http.MethodPatch, rule, settings, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("sandbox: protect %s of %s/%s: %w", branch, owner, repo, err)
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+package sandbox
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/template"
+)
+
+// appINI keeps every path inside the work dir, delivers webhooks without
+// queue polling, and turns off what a test forge does not need: SSH, LFS, mail, actions, packages, the update checker,
+// the OAuth2 provider (its RSA key costs startup time) and the bleve issue
+// indexer (the db indexer makes new issues searchable at once).
+var appINI = template.Must(template.New("app.ini").Parse(`APP_NAME = pool test forge
+RUN_MODE = prod
+WORK_PATH = {{.Dir}}
+
+[server]
+PROTOCOL = http
+HTTP_ADDR = 127.0.0.1
+HTTP_PORT = {{.Port}}
+DOMAIN = 127.0.0.1
+ROOT_URL = http://127.0.0.1:{{.Port}}/
+DISABLE_SSH = true
+START_SSH_SERVER = false
+OFFLINE_MODE = true
+LFS_START_SERVER = false
+APP_DATA_PATH = {{.Dir}}/data
+STATIC_ROOT_PATH = {{.StaticRoot}}
+
+[database]
+DB_TYPE = sqlite3
+PATH = {{.Dir}}/data/gitea.db
+SQLITE_JOURNAL_MODE = WAL
+SQLITE_TIMEOUT = 5000
+
+[repository]
+ROOT = {{.Dir}}/repos
+DEFAULT_BRANCH = main
+
+[repository.signing]
+SIGNING_KEY = none
+
+[security]
+INSTALL_LOCK = true
+SECRET_KEY = {{.SecretKey}}
+INTERNAL_TOKEN = {{.InternalToken}}
+
+[oauth2]
+ENABLED = false
+JWT_SECRET = {{.JWTSecret}}
+
+[service]
+DISABLE_REGISTRATION = true
+REQUIRE_SIGNIN_VIEW = false
+ENABLE_NOTIFY_MAIL = false
+
+[mailer]
+ENABLED = false
+
+[session]
+PROVIDER = memory
+
+[cache]
+ADAPTER = memory
+
+[log]
+MODE = console
+LEVEL = Info
+ROOT_PATH = {{.Dir}}/log
+
+[indexer]
+ISSUE_INDEXER_TYPE = db
+REPO_INDEXER_ENABLED = false
+
+[webhook]
+ALLOWED_HOST_LIST = loopback
+
+; Deliver webhooks at once. The default level queue looks for new deliveries
+; on a timer that backs off to 2 s when idle, which delays them by up to that.
+[queue.webhook_sender]
+TYPE = channel
+
+[actions]
+ENABLED = false
+
+[packages]
+ENABLED = false
+
+[cron.update_checker]
+ENABLED = false
+`))
+
+// forgeSettings fill appINI. Only Port changes between attempts to start.
+type forgeSettings struct {
+	Dir, StaticRoot string
+	Port            int
+	SecretKey       string
+	InternalToken   string
+	JWTSecret       string
+}
+
+func newForgeSettings(dir, staticRoot string) *forgeSettings {
+	return &forgeSettings{
+		Dir:           dir,
+		StaticRoot:    staticRoot,
+		SecretKey:     randomHex(20),
+		InternalToken: randomHex(32),
+		// gitea wants exactly 32 bytes, unpadded URL-safe base64
+		JWTSecret: base64.RawURLEncoding.EncodeToString(randomBytes(32)),
+	}
+}
+
+// usePort picks a free port and writes dir/app.ini for it.
+func (s *forgeSettings) usePort() error {
+	port, err := freePort()
+	if err != nil {
+		return fmt.Errorf("free port: %w", err)
+	}
+	s.Port = port
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(s.confPath())
+	if err != nil {
+		return err
+	}
+	if err := appINI.Execute(f, s); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("write app.ini: %w", err)
+	}
+	return f.Close()
+}
+
+func (s *forgeSettings) confPath() string { return filepath.Join(s.Dir, "app.ini") }
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails on Linux
+	return b
+}
+
+func randomHex(n int) string { return hex.EncodeToString(randomBytes(n)) }

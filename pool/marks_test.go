@@ -1,0 +1,72 @@
+package pool
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"pool/forgejo"
+	"pool/lifecycle"
+)
+
+// TestFailedConflictNoteIsPostedNextTime: the merge finds a conflict and
+// posting its note fails; the conflict is remembered, not the note, so the
+// next pass posts it, once, and the PR is not merged again.
+func TestFailedConflictNoteIsPostedNextTime(t *testing.T) {
+	f := newFakeForge(1)
+	f.mergeAnswer[1] = forgejo.MergeResult{Outcome: forgejo.MergeConflict, Status: 409}
+	f.failNotes["Merge conflict detected"] = 1
+	rep := runPool(t, testConfig(1), f, newFakeAgent(approver(f, time.Millisecond)))
+	merges, notes := 0, 0
+	for _, e := range f.Effects() {
+		if strings.HasPrefix(e, "#1: merge") {
+			merges++
+		}
+		if strings.HasPrefix(e, "#1: comment Merge conflict detected.") {
+			notes++
+		}
+	}
+	if f.failNotes["Merge conflict detected"] != 0 {
+		t.Fatalf("the note's post never failed: the test tests nothing")
+	}
+	if merges != 1 || notes != 1 {
+		t.Errorf("merges %d, conflict notes %d, report %+v; want 1 merge and the note posted once after its failure\n%v", merges, notes, rep, f.Effects())
+	}
+}
+
+// TestFailedDisarmIsRetried: an auto-merge an older pool armed is
+// cancelled; when the cancel fails, the next decision cancels it again.
+func TestFailedDisarmIsRetried(t *testing.T) {
+	f := newFakeForge(1)
+	f.failTimes["cancel auto-merge"] = 1
+	store, err := OpenStore(t.TempDir(), "o", "r", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	head := f.prs[1].HeadSHA
+	armed := lifecycle.Track{State: lifecycle.MergeScheduled, HeadSHA: head, HeadSeen: time.Now(), ArmedSHA: head}
+	if err := store.Save(1, armed); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := New(ctx, testConfig(1), Deps{Forge: f, Agent: newFakeAgent(approver(f, time.Millisecond)), Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancels := 0
+	for _, e := range f.Effects() {
+		if e == "#1: cancel auto-merge" {
+			cancels++
+		}
+	}
+	if f.calls["cancel auto-merge"] < 2 || cancels != 1 {
+		t.Errorf("%d cancel calls, %d that went through; want the failed one tried again, once\n%v",
+			f.calls["cancel auto-merge"], cancels, f.Effects())
+	}
+}

@@ -1,0 +1,208 @@
+package pool
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"pool/forgejo"
+	"pool/lifecycle"
+)
+
+// A PR's track changes in this file only, through writeTrack: under the
+// PR's lock it reads the track as it is now, applies one change of package
+// lifecycle to it and saves the result. The loop, the merge queue and the
+// session followers each record what they saw through the functions below;
+// none reads a track, changes it and writes it back on its own. The marks
+// of an action (a note posted, an auto-merge cancelled) are recorded by
+// marked, after the action succeeded.
+
+// writeTrack is the one writer of the tracks. change gets the track as it
+// is now (had: the pool tracks the PR) and returns the new one, or keep
+// false to forget the PR.
+func (p *Pool) writeTrack(n int, change func(t lifecycle.Track, had bool) (next lifecycle.Track, keep bool)) lifecycle.Track {
+	lock := p.prLock(n)
+	lock.Lock()
+	defer lock.Unlock()
+	p.mu.Lock()
+	old, had := p.tracks[n]
+	p.mu.Unlock()
+	t, keep := change(old, had)
+	p.mu.Lock()
+	if keep {
+		p.tracks[n] = t
+	} else {
+		delete(p.tracks, n)
+	}
+	p.mu.Unlock()
+	p.save(n, old, had, t, keep)
+	return t
+}
+
+// prLock is PR n's lock, held while its track changes.
+func (p *Pool) prLock(n int) *sync.Mutex {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.locks[n]
+	if l == nil {
+		l = &sync.Mutex{}
+		p.locks[n] = l
+	}
+	return l
+}
+
+// save writes a changed track to the store, or deletes a forgotten one.
+func (p *Pool) save(n int, old lifecycle.Track, had bool, t lifecycle.Track, keep bool) {
+	var err error
+	switch {
+	case !keep && had:
+		err = p.store.Delete(n)
+	case !keep, had && old == t:
+		return
+	default:
+		if t.HeadSHA == old.HeadSHA && t.Attempts > old.Attempts {
+			p.metrics.RetryAttempted()
+		}
+		err = p.store.Save(n, t)
+	}
+	if err != nil {
+		p.log.Error("saving state failed", "pr", n, "err", err)
+	}
+}
+
+// set returns a change to t whatever the track was.
+func set(t lifecycle.Track) func(lifecycle.Track, bool) (lifecycle.Track, bool) {
+	return func(lifecycle.Track, bool) (lifecycle.Track, bool) { return t, true }
+}
+
+// step returns a change by a lifecycle function of the track.
+func step(f func(lifecycle.Track) lifecycle.Track) func(lifecycle.Track, bool) (lifecycle.Track, bool) {
+	return func(t lifecycle.Track, _ bool) (lifecycle.Track, bool) { return f(t), true }
+}
+
+// decided records a decision on an observation of the PR.
+func (p *Pool) decided(n int, obs lifecycle.Observation) (lifecycle.Track, lifecycle.Action) {
+	var act lifecycle.Action
+	t := p.writeTrack(n, step(func(t lifecycle.Track) lifecycle.Track {
+		t, act = lifecycle.Decide(p.policy, t, obs)
+		return t
+	}))
+	return t, act
+}
+
+// marked records the marks of an action that succeeded.
+func (p *Pool) marked(n int, m lifecycle.Marks) {
+	if m != (lifecycle.Marks{}) {
+		p.writeTrack(n, step(func(t lifecycle.Track) lifecycle.Track { return t.Mark(m) }))
+	}
+}
+
+// mergeAnswered records the forge's answer to the merge of head.
+func (p *Pool) mergeAnswered(n int, head string, res forgejo.MergeResult) (lifecycle.Track, lifecycle.Action) {
+	var act lifecycle.Action
+	t := p.writeTrack(n, step(func(t lifecycle.Track) lifecycle.Track {
+		t, act = lifecycle.AfterMerge(p.policy, t, head, res, p.now())
+		return t
+	}))
+	return t, act
+}
+
+// landed records a head found on the base that the forge refused to mark
+// merged (res) in commit.
+func (p *Pool) landed(n int, commit string, res forgejo.MergeResult) (lifecycle.Track, lifecycle.Action) {
+	var act lifecycle.Action
+	t := p.writeTrack(n, step(func(t lifecycle.Track) lifecycle.Track {
+		t, act = lifecycle.HeadOnBase(t, commit, res)
+		return t
+	}))
+	return t, act
+}
+
+// updateAnswered records the forge's answer to the update of pr's head in
+// style (diff: the hash of its diff before, for rebase). ok false: nothing
+// follows (an update made, or a PR closed meanwhile).
+func (p *Pool) updateAnswered(pr forgejo.PR, res forgejo.UpdateResult, style, diff string) (lifecycle.Track, lifecycle.Action, bool) {
+	var act lifecycle.Action
+	switch res.Outcome {
+	case forgejo.UpdateClosed:
+		return lifecycle.Track{}, act, false // the discovery loop decides again
+	case forgejo.UpdateDone:
+		p.writeTrack(pr.Number, step(func(t lifecycle.Track) lifecycle.Track {
+			return lifecycle.Updated(t, pr.HeadSHA, pr.BaseSHA, pr.MergeBase, style, diff, p.now())
+		}))
+		return lifecycle.Track{}, act, false
+	}
+	t := p.writeTrack(pr.Number, step(func(t lifecycle.Track) lifecycle.Track {
+		if res.Outcome == forgejo.UpdateConflict {
+			t, act = lifecycle.UpdateConflicted(t, pr.HeadSHA)
+		} else { // refused, or an answer the pool does not know: backs off, never a call every cycle
+			t, act = lifecycle.UpdateRefused(p.policy, t, pr.HeadSHA, res.Status, p.now())
+		}
+		return t
+	}))
+	return t, act, true
+}
+
+// sessionLeftNoReview records a session (or one that could not start)
+// that left no counted review; uncounted are the approvals on the head
+// that do not count.
+func (p *Pool) sessionLeftNoReview(n int, uncounted []string) (lifecycle.Track, lifecycle.Action) {
+	var act lifecycle.Action
+	t := p.writeTrack(n, step(func(t lifecycle.Track) lifecycle.Track {
+		t, act = lifecycle.SessionLeftNoReview(p.policy, t, p.now(), uncounted)
+		return t
+	}))
+	return t, act
+}
+
+// fixerStarted records a fixer session started for head.
+func (p *Pool) fixerStarted(n int, head string) {
+	p.writeTrack(n, step(func(t lifecycle.Track) lifecycle.Track { return lifecycle.FixerStarted(t, head) }))
+}
+
+// lostClaim holds the PR off until then: another pool won its claim.
+func (p *Pool) lostClaim(n int, until time.Time) {
+	p.writeTrack(n, step(func(t lifecycle.Track) lifecycle.Track { return lifecycle.LostClaim(t, until) }))
+}
+
+// recovered records the memory of an approved PR rebuilt from the forge.
+func (p *Pool) recovered(n int, head string, attempts int) {
+	p.writeTrack(n, set(lifecycle.Recovered(head, attempts)))
+}
+
+// forget stops tracking a PR: merged, closed, gone or retargeted.
+func (p *Pool) forget(n int) {
+	p.writeTrack(n, func(lifecycle.Track, bool) (lifecycle.Track, bool) { return lifecycle.Track{}, false })
+}
+
+// track returns the pool's memory of a PR.
+func (p *Pool) track(n int) lifecycle.Track {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.tracks[n]
+}
+
+func (p *Pool) hasTrack(n int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.tracks[n]
+	return ok
+}
+
+func (p *Pool) trackedNumbers() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]int, 0, len(p.tracks))
+	for n := range p.tracks {
+		out = append(out, n)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// knows reports whether the pool reviewed or tracked the PR's review.
+func (p *Pool) knows(n int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats.reviewed[n] || p.tracks[n].ReviewedSHA != ""
+}

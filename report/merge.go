@@ -1,0 +1,44 @@
+package report
+
+import (
+	"fmt"
+	"time"
+
+	"pool/forgejo"
+	"pool/lifecycle"
+)
+
+// observation is the snapshot as lifecycle decides on it: the PR's own
+// fields read as the supervisor reads them (lifecycle.Observe), its
+// reviews, the head's checks and the base branch's protection. The report
+// knows no claims and no session's hint: neither lets a PR merge.
+func (s Snapshot) observation(skipLabel string) lifecycle.Observation {
+	o := lifecycle.Observe(s.PR.PR, s.Owner+"/"+s.Repo, skipLabel, time.Now())
+	o.Reviews = reviewsOf(s.Reviews)
+	o.Checks = Checks(s.Statuses)
+	o.Protection = s.Protection
+	return o
+}
+
+// MayMerge answers "may it merge now?" by the supervisor's rule
+// (lifecycle.MayMerge) under policy p, with skipLabel the label that leaves
+// a PR to humans: yes, or why not. A read the answer needs that failed
+// (reviews, statuses, protection) makes it an error.
+func (s Snapshot) MayMerge(p lifecycle.Policy, skipLabel string) (bool, string, error) {
+	for _, err := range []error{s.ReviewsErr, s.StatusesErr, s.ProtectionErr} {
+		if err != nil {
+			return false, "", fmt.Errorf("may it merge: %w", err)
+		}
+	}
+	ok, reason := lifecycle.MayMerge(p, s.observation(skipLabel))
+	return ok, reason, nil
+}
+
+// reviewsOf drops what only the report reads of each review.
+func reviewsOf(details []forgejo.ReviewDetail) []forgejo.Review {
+	reviews := make([]forgejo.Review, len(details))
+	for i, r := range details {
+		reviews[i] = r.Review
+	}
+	return reviews
+}

@@ -1,0 +1,185 @@
+package reviewtool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"pool/forgejo"
+	"pool/internal/redact"
+	"pool/report"
+)
+
+// verdicts maps the tool's verdict words to the forge's review events.
+var verdicts = map[string]string{
+	"approve":         forgejo.ReviewApproved,
+	"request-changes": forgejo.ReviewRequestChanges,
+	"comment":         forgejo.ReviewComment,
+}
+
+var lineCommentRE = regexp.MustCompile(`(?s)^([^:]+):([0-9]+):(.+)$`)
+
+func runReview(ctx context.Context, t *tool, args []string, stdout, stderr io.Writer) int {
+	fs := flags("review", stderr)
+	commit := fs.String("commit", "", "the commit reviewed: the PR's head (required)")
+	verdict := fs.String("verdict", "", "approve, request-changes or comment (required)")
+	body := fs.String("body", "", "what the review says, and why (required)")
+	lines := fs.StringArray("comment", nil, "a line comment, PATH:LINE:TEXT (repeatable)")
+	target, ok := parse(fs, args, stderr)
+	if !ok {
+		return exitUsage
+	}
+	event, ok := verdicts[*verdict]
+	if !ok {
+		return usageErr(stderr, "review", fmt.Errorf("--verdict must be approve, request-changes or comment, got %q", *verdict))
+	}
+	r := forgejo.NewReview{Event: event, CommitID: *commit}
+	var err error
+	if r.Body, err = t.body(*body); err != nil {
+		return usageErr(stderr, "review", err)
+	}
+	if len(*lines) > maxComments {
+		return usageErr(stderr, "review", fmt.Errorf("at most %d line comments in one review", maxComments))
+	}
+	for _, l := range *lines {
+		lc, err := parseLineComment(l)
+		if err == nil {
+			err = t.checkText(lc.Body)
+		}
+		if err != nil {
+			return usageErr(stderr, "review", err)
+		}
+		r.Comments = append(r.Comments, lc)
+	}
+	return t.postReview(ctx, target, r, stdout, stderr)
+}
+
+// parseLineComment reads PATH:LINE:TEXT.
+func parseLineComment(s string) (forgejo.LineComment, error) {
+	m := lineCommentRE.FindStringSubmatch(s)
+	if m != nil {
+		n, err := strconv.Atoi(m[2])
+		if err == nil && n > 0 && strings.TrimSpace(m[3]) != "" {
+			return forgejo.LineComment{Path: m[1], Line: n, Body: m[3]}, nil
+		}
+	}
+	return forgejo.LineComment{}, fmt.Errorf("--comment wants PATH:LINE:TEXT with LINE from 1, got %q", redact.Clip(s, 80))
+}
+
+func runLine(ctx context.Context, t *tool, args []string, stdout, stderr io.Writer) int {
+	fs := flags("line", stderr)
+	commit := fs.String("commit", "", "the commit reviewed: the PR's head (required)")
+	path := fs.String("path", "", "the file, as the PR's head has it (required)")
+	line := fs.Int("line", 0, "the line in the head's version of the file, from 1 (required)")
+	body := fs.String("body", "", "the comment (required)")
+	target, ok := parse(fs, args, stderr)
+	if !ok {
+		return exitUsage
+	}
+	if *path == "" || *line <= 0 {
+		return usageErr(stderr, "line", errors.New("--path and --line (from 1) are required"))
+	}
+	text, err := t.body(*body)
+	if err != nil {
+		return usageErr(stderr, "line", err)
+	}
+	r := forgejo.NewReview{Event: forgejo.ReviewComment, CommitID: *commit,
+		Comments: []forgejo.LineComment{{Path: *path, Line: *line, Body: text}}}
+	return t.postReview(ctx, target, r, stdout, stderr)
+}
+
+// body checks a body the agent wrote and signs it. The tool reads bodies
+// from arguments only: a shell redirect is invisible to the agent server's
+// permission patterns, so reading standard input would let `< FILE` post
+// any file the server's user can read.
+func (t *tool) body(arg string) (string, error) {
+	text := strings.TrimSpace(arg)
+	if err := t.checkText(text); err != nil {
+		return "", err
+	}
+	return sign(text), nil
+}
+
+// checkText refuses an empty text, an oversized one, one meant for
+// standard input, and one that holds the token.
+func (t *tool) checkText(text string) error {
+	switch {
+	case text == "":
+		return errors.New("--body is required: say what you found and why")
+	case text == "-":
+		return errors.New("--body - (standard input) is not read: give the text itself")
+	case len(text) > maxBody:
+		return fmt.Errorf("the body is over %d bytes", maxBody)
+	case strings.Contains(text, t.token) || strings.Contains(text, t.pushToken):
+		return errors.New("the text holds the reviewer's token: refused")
+	}
+	return nil
+}
+
+// sign ends text with the signature, once.
+func sign(text string) string {
+	text = strings.TrimRight(text, "\n")
+	if strings.HasSuffix(text, strings.TrimSpace(Signature)) {
+		return text
+	}
+	return text + Signature
+}
+
+// postReview files r on the PR, refusing a commit that is not the PR's
+// current head (a review elsewhere is stale at once and counts for nothing)
+// and a PR that is no longer open.
+func (t *tool) postReview(ctx context.Context, target report.Target, r forgejo.NewReview, stdout, stderr io.Writer) int {
+	if r.CommitID == "" {
+		return usageErr(stderr, "review", errors.New("--commit is required: the head commit you reviewed"))
+	}
+	c, err := t.connect(ctx)
+	if err != nil {
+		return fail(stderr, "review", err)
+	}
+	pr, err := c.PR(ctx, target.Owner, target.Repo, target.Number)
+	if err != nil {
+		return fail(stderr, "review", err)
+	}
+	switch {
+	case pr.State != "open" || pr.Merged:
+		return fail(stderr, "review", fmt.Errorf("%s is %s: nothing to review", target, prState(pr)))
+	case !strings.HasPrefix(pr.HeadSHA, r.CommitID) || len(r.CommitID) < 7:
+		return fail(stderr, "review", fmt.Errorf("%s's head is %s, not %q: review the head", target, pr.HeadSHA, redact.Clip(r.CommitID, 64)))
+	}
+	r.CommitID = pr.HeadSHA
+	for i := range r.Comments {
+		r.Comments[i].Body = sign(strings.TrimSpace(r.Comments[i].Body))
+	}
+	got, err := c.PostReview(ctx, target.Owner, target.Repo, target.Number, r)
+	if err != nil {
+		return fail(stderr, "review", err)
+	}
+	return writeJSON(stdout, map[string]any{"posted": "review", "id": got.ID, "state": got.State,
+		"commit_id": got.CommitID, "author": got.Author, "official": got.Official, "line_comments": len(r.Comments)})
+}
+
+func runComment(ctx context.Context, t *tool, args []string, stdout, stderr io.Writer) int {
+	fs := flags("comment", stderr)
+	body := fs.String("body", "", "the comment (required)")
+	target, ok := parse(fs, args, stderr)
+	if !ok {
+		return exitUsage
+	}
+	text, err := t.body(*body)
+	if err != nil {
+		return usageErr(stderr, "comment", err)
+	}
+	c, err := t.connect(ctx)
+	if err != nil {
+		return fail(stderr, "comment", err)
+	}
+	cm, err := c.PostComment(ctx, target.Owner, target.Repo, target.Number, text)
+	if err != nil {
+		return fail(stderr, "comment", err)
+	}
+	return writeJSON(stdout, map[string]any{"posted": "comment", "id": cm.ID, "author": cm.Author})
+}
