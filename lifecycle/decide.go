@@ -54,6 +54,24 @@ func Decide(p Policy, t Track, o Observation) (Track, Action) {
 	return unreviewed(p, t, o)
 }
 
+// ClaimMatters reports whether the decision on o may depend on who holds
+// the PR (Observation.Claim): only one that could start a session asks.
+// It errs on the side of yes, so that the pool reads the claims before its
+// one decision whenever that decision might need them, and only then.
+func ClaimMatters(p Policy, t Track, o Observation) bool {
+	if o.Merged || !o.Open || o.Skip || t.ArmedSHA != "" {
+		return false
+	}
+	switch p.Approval(t, o).State {
+	case forge.ReviewApproved: // a fixer, for failing checks
+		return Summarize(o.Checks, RequiredContexts(o.Protection)) == ChecksFailing && noFixer(p, o) == "" &&
+			(t.FixerSHA != o.HeadSHA || o.HeadSHA != t.HeadSHA)
+	case forge.ReviewRequestChanges, forge.ReviewComment:
+		return false
+	}
+	return true // a reviewer
+}
+
 // atHead forgets what belonged to the previous head.
 // The pool's own update is kept for the head it made, whose approval it
 // judges, and forgotten at the next.

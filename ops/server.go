@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"sync"
 	"time"
 
-	"pool/internal/guard"
+	"pool/internal/httpserve"
 )
 
 // Check is one readiness condition: Probe returns why it fails, or nil.
@@ -128,37 +127,8 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = enc.Encode(v)
 }
 
-// shutdownGrace bounds how long Serve waits for requests in progress once
-// ctx ends.
-const shutdownGrace = 5 * time.Second
-
 // Serve listens on addr and serves h until ctx ends. It returns nil after a
 // shutdown caused by ctx, and an error if it cannot listen or serve.
 func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", addr)
-	if err != nil {
-		return fmt.Errorf("ops: listen on %s: %w", addr, err)
-	}
-	return serve(ctx, ln, h, log)
-}
-
-func serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second,
-		IdleTimeout: time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	served := make(chan error, 1)
-	guard.Go(ctx, log, "ops server", func() { served <- srv.Serve(ln) })
-	log.Info("ops listener serving", "addr", ln.Addr().String())
-	select {
-	case err := <-served:
-		return fmt.Errorf("ops: serve on %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		_ = srv.Close()
-		return fmt.Errorf("ops: shut down %s: %w", ln.Addr(), err)
-	}
-	return nil
+	return httpserve.Listen(ctx, addr, h, httpserve.Options{Name: "ops", WriteTimeout: 30 * time.Second}, log)
 }

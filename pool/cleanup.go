@@ -103,10 +103,10 @@ func (p *Pool) pruneTrees(ctx context.Context, keep []string) {
 	}
 }
 
-// retireAll, once the pool has run, removes every free tree and frees the
-// agent server's instances for them; the trees of sessions left running
-// stay.
-func (p *Pool) retireAll() {
+// RetireTrees, once the pool has run, removes every free work tree and
+// frees the agent server's instances for them; the trees of sessions left
+// running stay.
+func (p *Pool) RetireTrees() {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.ShutdownTimeout)
 	defer cancel()
 	p.retireTrees(ctx, time.Now())

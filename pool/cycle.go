@@ -185,8 +185,7 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (de
 			return decision{}, err
 		}
 	}
-	next, act := lifecycle.Decide(p.policy, p.track(pr.Number), obs)
-	if (act.Kind == lifecycle.Review || act.Kind == lifecycle.Fix) && p.freeSlots() > 0 {
+	if p.freeSlots() > 0 && lifecycle.ClaimMatters(p.policy, p.track(pr.Number), obs) {
 		// Claims matter only when a slot could take the PR now.
 		comments, err := p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 		if err != nil {
@@ -194,7 +193,7 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (de
 		}
 		obs.Claim, _ = claims.Judge(p.view(pr, comments, obs.Reviews), p.instance)
 	}
-	next, act = p.decided(pr.Number, obs)
+	next, act := p.decided(pr.Number, obs)
 	p.logDecision(pr.Number, next, act)
 	p.book.decided(pr, next, act, p.now())
 	return decision{Action: act, at: obs.Now}, p.act(ctx, pr, next, act)

@@ -6,6 +6,7 @@ import (
 
 	"pool/agent"
 	"pool/forgejo"
+	"pool/lifecycle"
 	"pool/report"
 )
 
@@ -78,4 +79,14 @@ type Trees interface {
 // which of its commits. The clone implements it.
 type History interface {
 	OnBase(ctx context.Context, pr int, head string) (commit string, ok bool, err error)
+}
+
+// State is where the pool keeps its memory: the instance identity and one
+// lifecycle Track per PR. Package store has it on the disk (store.Store)
+// and in memory only (store.Memory: a dry run, a test).
+type State interface {
+	InstanceID(configured string, generate func() string) (string, error)
+	Tracks() (map[int]lifecycle.Track, error)
+	Save(n int, t lifecycle.Track) error
+	Delete(n int) error
 }

@@ -9,10 +9,10 @@ import (
 	"pool/lifecycle"
 )
 
-// fullListEvery is how often a cycle lists every open PR instead of asking
+// FullListEvery is how often a cycle lists every open PR instead of asking
 // for the delta since the last cycle: the safety net for a missed change.
 // The pools of several repositories in one process take turns (Deps.FullList).
-const fullListEvery = 20
+const FullListEvery = 20
 
 // index is the discovery loop's view of the open PRs, kept between cycles so
 // a quiet cycle costs one forge request whatever the number of open PRs. It

@@ -8,6 +8,7 @@ import (
 
 	"pool/forgejo"
 	"pool/lifecycle"
+	"pool/store"
 )
 
 // TestFailedConflictNoteIsPostedNextTime: the merge finds a conflict and
@@ -40,19 +41,19 @@ func TestFailedConflictNoteIsPostedNextTime(t *testing.T) {
 func TestFailedDisarmIsRetried(t *testing.T) {
 	f := newFakeForge(1)
 	f.failTimes["cancel auto-merge"] = 1
-	store, err := OpenStore(t.TempDir(), "o", "r", nil)
+	st, err := store.Open(t.TempDir(), "o", "r", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	defer st.Close()
 	head := f.prs[1].HeadSHA
 	armed := lifecycle.Track{State: lifecycle.MergeScheduled, HeadSHA: head, HeadSeen: time.Now(), ArmedSHA: head}
-	if err := store.Save(1, armed); err != nil {
+	if err := st.Save(1, armed); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	p, err := New(ctx, testConfig(1), Deps{Forge: f, Agent: newFakeAgent(approver(f, time.Millisecond)), Store: store})
+	p, err := New(ctx, testConfig(1), Deps{Forge: f, Agent: newFakeAgent(approver(f, time.Millisecond)), Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,11 @@
-// Package pool runs the supervisor: one discovery loop that decides what each
-// open PR needs, does the mechanical steps itself (merging, comments), and
-// keeps at most N reviewer sessions running on the agent server, refilling a
-// slot as soon as its session ends.
+// Package pool is the loop of one repository: one discovery loop that
+// decides what each open PR needs (package lifecycle), does the mechanical
+// steps itself (notes, the merge queue), and keeps at most N reviewer
+// sessions running on the agent server, refilling a slot as soon as its
+// session ends. A PR's track changes only in track.go, under the PR's
+// lock; the marks of an action are recorded after it succeeded. Package
+// serve wires one or several pools into a process; package store keeps
+// their memory.
 package pool
 
 import (
@@ -11,8 +15,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"pool/internal/backoff"
 	"pool/internal/guard"
 	"pool/lifecycle"
+	"pool/store"
 )
 
 // Deps are the pool's collaborators; tests pass fakes.
@@ -40,7 +43,7 @@ type Deps struct {
 	WorkDir string
 	// Digests feeds open review items into re-review and fixer prompts; may be nil.
 	Digests Digester
-	Store   State // nil: a MemoryStore
+	Store   State // nil: a store.Memory
 	Log     *slog.Logger
 	Now     func() time.Time
 	Metrics Metrics // may be nil
@@ -52,7 +55,7 @@ type Deps struct {
 	Slots *Slots
 	// FullList spreads the full listings of the pools one process serves,
 	// so that a round of their cycles holds one at most; zero: every
-	// fullListEvery-th cycle.
+	// FullListEvery-th cycle.
 	FullList ListTurn
 }
 
@@ -131,12 +134,12 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	if cfg.DryRun {
 		// A dry run decides on what the forge shows and keeps nothing:
 		// its forge writes nothing, its memory ends with the process.
-		p.forge, p.store = dryForge{Forge: p.forge, log: p.log}, NewMemoryStore()
+		p.forge, p.store = dryForge{Forge: p.forge, log: p.log}, store.NewMemory()
 	}
 	p.slots, p.shared = d.Slots, d.Slots != nil
 	p.turn = d.FullList
 	if p.turn.Every <= 0 {
-		p.turn = ListTurn{Every: fullListEvery}
+		p.turn = ListTurn{Every: FullListEvery}
 	}
 	if p.slots == nil {
 		p.slots = NewSlots(cfg.Workers, 0)
@@ -185,67 +188,10 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	return p, nil
 }
 
-// checkAgent fails when the agent server does not know the configured
-// agent: it would accept every prompt for it and never run one.
-func (p *Pool) checkAgent(ctx context.Context, dir string) error {
-	names, err := p.agent.Agents(ctx, dir)
-	if err != nil {
-		return fmt.Errorf("pool: list the agent server's agents: %w", err)
-	}
-	if slices.Contains(names, p.cfg.AgentName) {
-		return nil
-	}
-	return &configs.Error{Key: "agent.name", Reason: fmt.Sprintf("the agent server has no agent %q; its agents: %s",
-		p.cfg.AgentName, strings.Join(names, ", "))}
-}
-
-// warnMightyReviewers warns about each configured reviewer account that
-// could merge or push: the reviewer reads hostile text and needs only read
-// access and a place on the branch's approvals whitelist. The forge tells
-// an account's permission only to an admin of the repository; when it does
-// not, the pool cannot tell and says so at debug level only.
-func (p *Pool) warnMightyReviewers(ctx context.Context) {
-	for _, account := range p.cfg.Reviewers {
-		perm, err := p.forge.Permission(ctx, p.cfg.Owner, p.cfg.Name, account)
-		switch {
-		case err != nil:
-			p.log.Debug("cannot tell whether the reviewer account could merge", "account", account, "err", err)
-		case perm == "write" || perm == "admin" || perm == "owner":
-			p.log.Warn("the reviewer account could merge and push: it needs only read access and a place on the branch's approvals whitelist",
-				"account", account, "permission", perm)
-		}
-	}
-}
-
-// checkAgentPassword looks whether the agent server answers without a
-// password. Then any process that reaches it gets a shell as its user, in
-// work trees of the pool's: on loopback the pool warns; off loopback it
-// refuses to start unless agent.allow_no_password says so.
-func (p *Pool) checkAgentPassword(ctx context.Context) error {
-	open, err := p.agent.OpenToAnyone(ctx)
-	if err != nil {
-		return fmt.Errorf("pool: %w", err)
-	}
-	if !open {
-		return nil
-	}
-	const fix = "set OPENCODE_SERVER_PASSWORD on it and agent.password (POOL_AGENT_PASSWORD) here"
-	switch {
-	case p.cfg.AgentAllowNoPassword:
-		p.log.Warn("the agent server answers without a password, as agent.allow_no_password allows", "agent_url", p.cfg.AgentURL)
-	case p.cfg.AgentOnLoopback():
-		p.log.Warn("the agent server answers without a password: any local process can run commands as its user; "+fix, "agent_url", p.cfg.AgentURL)
-	default:
-		return &configs.Error{Key: "agent.password", Reason: fmt.Sprintf("the agent server at %s answers without a password, off loopback: %s, "+
-			"or set agent.allow_no_password: true", p.cfg.AgentURL, fix)}
-	}
-	return nil
-}
-
 func (p *Pool) loadState() error {
 	generate := func() string { return fmt.Sprintf("pr-reviewer-pool-%d-%d", os.Getpid(), p.now().Unix()) }
 	if p.store == nil {
-		p.store = NewMemoryStore()
+		p.store = store.NewMemory()
 	}
 	var err error
 	if p.instance, err = p.store.InstanceID(p.cfg.InstanceID, generate); err != nil {
@@ -425,65 +371,6 @@ func retryWait(n int, base, max time.Duration, err error) time.Duration {
 	return backoff.Policy{Base: base, Max: max, Jitter: 0.25}.DelayAtLeast(n, rand.Float64(), forgejo.RetryAfter(err))
 }
 
-// refreshProtection reads the base branch's protection again, unless it was
-// read within the last poll interval. A failed read keeps the last one: the
-// forge itself still enforces the rule it has.
-func (p *Pool) refreshProtection(ctx context.Context) {
-	if p.now().Sub(p.protectionRead) < p.cfg.PollInterval {
-		return
-	}
-	prot, err := p.forge.Protection(ctx, p.cfg.Owner, p.cfg.Name, p.base)
-	if err != nil {
-		p.log.Warn("reading the branch protection failed; keeping the last reading", "err", err)
-		return
-	}
-	p.protectionRead = p.now()
-	p.mu.Lock()
-	changed := !reflect.DeepEqual(prot, p.protection)
-	p.protection = prot
-	p.mu.Unlock()
-	if changed {
-		p.rules++
-		p.logProtection()
-	}
-}
-
-// currentProtection is the last reading of the base branch's protection,
-// with what the forge's refusals taught of the parts the token cannot read.
-func (p *Pool) currentProtection() forgejo.Protection {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	prot := p.protection
-	for _, rule := range p.learned {
-		prot, _ = lifecycle.Learn(prot, rule)
-	}
-	return prot
-}
-
-// learn takes in the rule a refused merge named, when the protection as
-// read did not show it.
-func (p *Pool) learn(rule string) {
-	if _, isNew := lifecycle.Learn(p.currentProtection(), rule); !isNew {
-		return
-	}
-	p.mu.Lock()
-	p.learned = append(p.learned, rule)
-	p.mu.Unlock()
-	p.log.Warn("learned from a refused merge a rule of the branch protection the token cannot read", "branch", p.base, "rule", rule)
-}
-
-func (p *Pool) logProtection() {
-	pr := p.currentProtection()
-	p.log.Info("branch protection", "branch", p.base, "protected", pr.Protected, "rule", pr.Rule, "fully_read", pr.Full,
-		"pool_may_merge", pr.UserCanMerge, "required_approvals", pr.RequiredApprovals,
-		"required_contexts", lifecycle.RequiredContexts(pr))
-	if unseen := lifecycle.Unreadable(pr); len(unseen) > 0 {
-		p.log.Warn("the token cannot read the whole branch protection rule (it needs repository admin); "+
-			"decisions use the branch summary, and the forge enforces the rest; the pool learns block_on_outdated_branch "+
-			"from the forge's refusals, and carries no approval over an update", "unseen", strings.Join(unseen, ","))
-	}
-}
-
 // comment posts a signed comment.
 func (p *Pool) comment(ctx context.Context, n int, body string) (forgejo.Comment, error) {
 	return p.forge.PostComment(ctx, p.cfg.Owner, p.cfg.Name, n, sign(body))
@@ -493,3 +380,24 @@ func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
 }
+
+// Base is the repository's default branch, whose PRs the pool serves.
+func (p *Pool) Base() string { return p.base }
+
+// Clone is the repository's clone: work trees for the sessions, and the
+// base branch's history.
+type Clone interface {
+	Trees
+	History
+}
+
+// UseClone gives the pool its clone, before it runs.
+func (p *Pool) UseClone(c Clone) { p.trees, p.history = c, c }
+
+// Leave gives up the turn in the shared slots of a pool New made that will
+// not run.
+func (p *Pool) Leave() { p.slots.leave(p.cfg.Repo()) }
+
+// LeftRunning counts the sessions left running at exit: their work trees
+// must stay.
+func (p *Pool) LeftRunning() int { return p.leftRunning() }

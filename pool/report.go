@@ -3,6 +3,7 @@ package pool
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -42,7 +43,7 @@ type Report struct {
 	Cycles           int
 	PeakSlots        int
 	// Repo is the repository a pool of several reported on; Repos, in a
-	// total, the reports of each (see several). Both are empty for a pool
+	// total, the reports of each (see package serve). Both are empty for a pool
 	// that serves one repository alone.
 	Repo  string
 	Repos []Report
@@ -119,4 +120,26 @@ func (r Report) pendingNames() []string {
 		}
 	}
 	return out
+}
+
+// Add adds a repository's report (o, whose Repo is set) to a total: the
+// figures summed, and o kept in Repos, sorted by name.
+func (r Report) Add(o Report) Report {
+	r.Repos = append(slices.Clone(r.Repos), o)
+	slices.SortFunc(r.Repos, func(a, b Report) int { return strings.Compare(a.Repo, b.Repo) })
+	if r.InstanceID == "" {
+		r.InstanceID = o.InstanceID
+	}
+	r.Reviewed += o.Reviewed
+	r.Merged += o.Merged
+	r.Scheduled += o.Scheduled
+	r.ChangesRequested += o.ChangesRequested
+	r.Conflicts += o.Conflicts
+	r.Skipped += o.Skipped
+	r.Retrying += o.Retrying
+	r.PendingMerge = append(r.PendingMerge, o.PendingMerge...)
+	r.CIFixes += o.CIFixes
+	r.Cycles += o.Cycles
+	r.PeakSlots = max(r.PeakSlots, o.PeakSlots) // the busiest repository's
+	return r
 }

@@ -11,17 +11,10 @@ import (
 	"pool/ops"
 )
 
-func TestMergeTargetsKeepsEachRepositoryOnce(t *testing.T) {
-	got := mergeTargets([]string{"x/y", "acme/a"}, []string{"ACME/A", "acme/b"})
-	if want := []string{"x/y", "acme/a", "acme/b"}; !slices.Equal(got, want) {
-		t.Errorf("mergeTargets = %v, want %v", got, want)
-	}
-}
-
 func TestReportsOfSeveralRepositoriesAdd(t *testing.T) {
 	a := Report{Repo: "acme/b", InstanceID: "i-a", Reviewed: 8, Merged: 7, Retrying: 1, PendingMerge: []int{3}, Cycles: 20, PeakSlots: 2}
 	b := Report{Repo: "acme/a", InstanceID: "i-b", Reviewed: 1, Merged: 1, Cycles: 5, PeakSlots: 1}
-	got := Report{}.add(a).add(b)
+	got := Report{}.Add(a).Add(b)
 	if got.InstanceID != "i-a" || got.Reviewed != 9 || got.Merged != 8 || got.Retrying != 1 || got.Cycles != 25 ||
 		got.PeakSlots != 2 || !slices.Equal(got.PendingMerge, []int{3}) || len(got.Repos) != 2 || got.Repos[0].Repo != "acme/a" {
 		t.Errorf("sum = %+v", got)
@@ -53,7 +46,7 @@ func TestReportOfOneRepositoryIsAsBefore(t *testing.T) {
 func TestStatusOfSeveralRepositories(t *testing.T) {
 	ctx := context.Background()
 	slots := NewSlots(2, 0)
-	s := &several{cfg: testConfig(2), warnings: ops.NewWarnings(5), pools: map[string]*Pool{}}
+	var each []ops.Status
 	for _, repo := range []string{"o/b", "o/a"} {
 		cfg := testConfig(2)
 		cfg.Owner, cfg.Name = "o", repo[2:]
@@ -66,9 +59,11 @@ func TestStatusOfSeveralRepositories(t *testing.T) {
 			p.book.decided(*f.prs[n], lifecycle.Track{State: lifecycle.Unreviewed}, lifecycle.Action{Kind: lifecycle.Review}, time.Now())
 			p.tracks[n] = lifecycle.Track{State: lifecycle.Unreviewed} // a fixture: no pool runs
 		}
-		s.pools[repo] = p
+		st := p.Status()
+		st.Repo = repo
+		each = append(each, st)
 	}
-	st := s.status()
+	st := ops.Combine(ops.Status{Workers: 2}, each)
 	if len(st.Repos) != 2 || st.Repos[0].Repo != "o/a" || st.Repos[0].Open != 2 || st.Total().Open != 4 {
 		t.Errorf("repositories %+v", st.Repos)
 	}
@@ -78,22 +73,5 @@ func TestStatusOfSeveralRepositories(t *testing.T) {
 	}
 	if want := []string{"o/a#1", "o/a#2", "o/b#1", "o/b#2"}; !slices.Equal(names, want) {
 		t.Errorf("PRs %v, want %v", names, want)
-	}
-}
-
-// TestPoolsTakeFullListingTurns: the pools of a process take consecutive
-// phases; with more repositories than fullListEvery, one turn per
-// repository, so that a round holds one full listing at most.
-func TestPoolsTakeFullListingTurns(t *testing.T) {
-	for _, n := range []int{3, 20, 100} {
-		s := &several{listEvery: max(fullListEvery, n)}
-		phases := map[int]bool{}
-		for range n {
-			turn := s.nextTurn("acme")
-			if turn.Every != max(fullListEvery, n) || phases[turn.Phase] {
-				t.Fatalf("%d repositories: turn %+v (phases so far %v)", n, turn, phases)
-			}
-			phases[turn.Phase] = true
-		}
 	}
 }

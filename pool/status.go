@@ -170,7 +170,7 @@ func (p *Pool) Status() ops.Status {
 	b := p.book
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	st := ops.Status{Instance: p.instance, Version: version(), Repo: p.cfg.Repo(), ForgeURL: p.cfg.ForgejoURL,
+	st := ops.Status{Instance: p.instance, Version: Version(), Repo: p.cfg.Repo(), ForgeURL: p.cfg.ForgejoURL,
 		AgentURL: p.cfg.AgentURL, Started: b.started, Now: now, LastCycle: b.lastCycle, Workers: p.cfg.Workers}
 	for n, s := range busy {
 		slot := ops.Slot{PR: n, Since: b.dispatched[n]}
@@ -243,7 +243,8 @@ func (p *Pool) OwnStatusRequired() bool {
 // Changed is signalled whenever something the status shows may have changed.
 func (p *Pool) Changed() <-chan struct{} { return p.book.changed }
 
-func version() string {
+// Version is the build's version and commit, for the status page.
+func Version() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"

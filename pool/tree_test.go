@@ -107,7 +107,7 @@ func TestFreeTreesAreRetiredWithTheirInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	made := slices.Sorted(maps.Keys(trees.made))
-	p.retireAll()
+	p.RetireTrees()
 	slices.Sort(a.disposed)
 	if len(made) == 0 || !slices.Equal(a.disposed, made) || len(trees.live) != 0 {
 		t.Errorf("trees %v; disposed %v, left %v: want every tree removed and its instance disposed", made, a.disposed, trees.live)

@@ -20,6 +20,7 @@ import (
 	"pool/internal/faultproxy"
 	"pool/internal/sandbox"
 	"pool/pool"
+	"pool/serve"
 )
 
 // runLabelled runs f under a profiler label of its own: every goroutine f
@@ -103,7 +104,7 @@ func loadConfig(t *testing.T, sb *sandbox.Sandbox, forgeURL, agentURL string, ar
 // With 12 PRs and 2 workers every PR merges, each head gets one reviewer
 // session, the pool runs until its idle exit, and no goroutine is left.
 //
-// The pool runs in-process through pool.Run, not as the binary: only then
+// The pool runs in-process through serve.Run, not as the binary: only then
 // can the test see its goroutines after it returns. The scripted reviewer's
 // own pool-review calls go straight to the forge: the pool is what is under test.
 func TestTwentyPercentFaults(t *testing.T) {
@@ -127,19 +128,19 @@ func TestTwentyPercentFaults(t *testing.T) {
 	start := time.Now()
 	var rep pool.Report
 	var err error
-	runLabelled(ctx, t.Name(), func(ctx context.Context) { rep, err = pool.Run(ctx, cfg, log) })
+	runLabelled(ctx, t.Name(), func(ctx context.Context) { rep, err = serve.Run(ctx, cfg, log) })
 	took := time.Since(start)
 	forgeStats, agentStats := forge.Stats(), agentProxy.Stats()
 	forge.Close()
 	agentProxy.Close()
 	if err != nil {
-		t.Fatalf("pool.Run: %v\nlogs:\n%s", err, logs.String())
+		t.Fatalf("serve.Run: %v\nlogs:\n%s", err, logs.String())
 	}
 	if ctx.Err() != nil {
 		t.Fatalf("the test ran out of time\nlogs:\n%s", logs.String())
 	}
 	if left := goroutinesLeft(t.Name(), 5*time.Second); left != "" {
-		t.Errorf("goroutines left after pool.Run returned:\n%s", left)
+		t.Errorf("goroutines left after serve.Run returned:\n%s", left)
 	}
 
 	for _, n := range sb.PRs {

@@ -32,8 +32,8 @@ import (
 	"pool/configs"
 	"pool/internal/guard"
 	"pool/ops"
-	"pool/pool"
 	"pool/report"
+	"pool/serve"
 )
 
 // panicExitAfter is how long a panicked pool gets to shut down cleanly
@@ -150,7 +150,7 @@ func supervise(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	log := newLogger(stderr, cfg.LogFormat)
 	logConfigFile(log, cfg)
-	summary, err := pool.Run(ctx, cfg, log)
+	summary, err := serve.Run(ctx, cfg, log)
 	if summary.InstanceID != "" { // the pool started: report, whatever ended it
 		if werr := summary.Write(stdout); werr != nil {
 			log.Error("writing the report failed", "err", werr)
@@ -193,14 +193,14 @@ func hook(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return configFailure(err, stderr)
 	}
 	logConfigFile(slog.New(slog.NewTextHandler(stderr, nil)), cfg)
-	if err := pool.InstallHook(ctx, cfg); err != nil {
+	if err := serve.InstallHook(ctx, cfg); err != nil {
 		if configs.IsConfigError(err) {
 			return configFailure(err, stderr)
 		}
 		fmt.Fprintf(stderr, "pool: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "webhook installed on %s for %s\n", pool.HookTargets(cfg), cfg.HookURL)
+	fmt.Fprintf(stdout, "webhook installed on %s for %s\n", serve.HookTargets(cfg), cfg.HookURL)
 	return 0
 }
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"pool/pool"
+	"pool/serve"
 )
 
 // TestAPRMergedBehindTheForgesBackIsMarkedMerged: a PR as a merge cut off
@@ -29,9 +29,9 @@ func TestAPRMergedBehindTheForgesBackIsMarkedMerged(t *testing.T) {
 	}
 	cfg := loadConfig(t, sb, sb.Forge.URL, sb.Agent.URL, "--workers", "1", "--poll-interval", "1s", "--idle-exit", "3")
 	var logs syncBuffer
-	rep, err := pool.Run(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	rep, err := serve.Run(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil || ctx.Err() != nil {
-		t.Fatalf("pool.Run: %v, %v\nlogs:\n%s", err, ctx.Err(), logs.String())
+		t.Fatalf("serve.Run: %v, %v\nlogs:\n%s", err, ctx.Err(), logs.String())
 	}
 	assertMerged(t, ctx, sb, n)
 	if rep.Merged != 1 {

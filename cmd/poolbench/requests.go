@@ -16,6 +16,7 @@ import (
 	"pool/configs"
 	"pool/forgejo"
 	"pool/pool"
+	"pool/store"
 )
 
 // countingTransport records every request it carries.
@@ -67,7 +68,7 @@ func (b *bench) figure3(ctx context.Context) (requestCount, error) {
 	return requestCount{perCycle: steady, burst: burst}, nil
 }
 
-// countRequests runs the pool in-process, as pool.Run wires it but with a
+// countRequests runs the pool in-process, as serve.Run wires it but with a
 // counting HTTP client for the forge and without the clone (its git fetch
 // each cycle would be extra, and is not counted), and returns the forge
 // requests of each cycle after the first, checked against the cycles the
@@ -119,7 +120,7 @@ func (b *bench) runInProcess(ctx context.Context, name string, forgeTransport ht
 	return runPoolInProcess(ctx, cfg, forgeTransport, log)
 }
 
-// runPoolInProcess is pool.Run's wiring without the clone, the webhook
+// runPoolInProcess is serve.Run's wiring without the clone, the webhook
 // receiver and the review-item digests (only re-reviews and fixes read
 // them; quiet PRs get neither).
 func runPoolInProcess(ctx context.Context, cfg configs.Config, forgeTransport http.RoundTripper, log *slog.Logger) (pool.Report, error) {
@@ -127,13 +128,13 @@ func runPoolInProcess(ctx context.Context, cfg configs.Config, forgeTransport ht
 	if err != nil {
 		return pool.Report{}, fmt.Errorf("in-process pool: connect to the forge: %w", err)
 	}
-	store, err := pool.OpenStore(cfg.StateDir, cfg.Owner, cfg.Name, log)
+	st, err := store.Open(cfg.StateDir, cfg.Owner, cfg.Name, log)
 	if err != nil {
 		return pool.Report{}, fmt.Errorf("in-process pool: %w", err)
 	}
-	defer store.Close()
+	defer st.Close()
 	d := pool.Deps{Forge: fc, Agent: agent.New(cfg.AgentURL, cfg.AgentPassword, agent.Options{MaxBody: cfg.MaxBody}),
-		Store: store, Log: log}
+		Store: st, Log: log}
 	p, err := pool.New(ctx, cfg, d)
 	if err != nil {
 		return pool.Report{}, fmt.Errorf("in-process pool: %w", err)

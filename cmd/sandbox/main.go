@@ -21,7 +21,7 @@ import (
 
 	"pool/configs"
 	"pool/internal/sandbox"
-	"pool/pool"
+	"pool/serve"
 )
 
 func main() {
@@ -92,7 +92,7 @@ func runPool(ctx context.Context, sb *sandbox.Sandbox, workers int, verbose bool
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	report, err := pool.Run(ctx, cfg, log)
+	report, err := serve.Run(ctx, cfg, log)
 	fmt.Println()
 	if werr := report.Write(os.Stdout); werr != nil {
 		return werr

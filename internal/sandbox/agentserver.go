@@ -20,89 +20,11 @@ import (
 	"time"
 )
 
-// OpencodeVersion is the agent server the tests run (1.x API; see FACTS.md,
-// "The agent server").
-const OpencodeVersion = "1.18.33"
-
 const (
 	agentStartTimeout = 60 * time.Second
 	agentStopGrace    = 5 * time.Second
 	agentUser         = "opencode" // the basic-auth user the server expects
 )
-
-// OpencodeBinary returns <CacheDir>/opencode/node_modules/.bin/opencode,
-// installing opencode-ai@OpencodeVersion with npm in <CacheDir>/opencode when
-// it is missing or another version. Concurrent callers wait for one install.
-func OpencodeBinary(ctx context.Context, log io.Writer) (string, error) {
-	if log == nil {
-		log = io.Discard
-	}
-	cache, err := CacheDir()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(cache, "opencode")
-	bin := filepath.Join(dir, "node_modules", ".bin", "opencode")
-	if opencodeInstalled(dir) {
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("sandbox: opencode binary: %w", err)
-	}
-	unlock, err := lockFile(ctx, filepath.Join(dir, "install.lock"), io.Discard)
-	if err != nil {
-		return "", fmt.Errorf("sandbox: opencode binary: lock: %w", err)
-	}
-	defer unlock()
-	if opencodeInstalled(dir) { // another process installed it while we waited
-		return bin, nil
-	}
-	if err := npmInstallOpencode(ctx, dir, log); err != nil {
-		return "", fmt.Errorf("sandbox: install opencode-ai@%s: %w", OpencodeVersion, err)
-	}
-	return bin, nil
-}
-
-// opencodeInstalled reports whether dir holds opencode-ai at OpencodeVersion
-// with its executable.
-func opencodeInstalled(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, "node_modules", "opencode-ai", "package.json"))
-	if err != nil {
-		return false
-	}
-	var pkg struct{ Version string }
-	if json.Unmarshal(b, &pkg) != nil || pkg.Version != OpencodeVersion {
-		return false
-	}
-	fi, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", "opencode"))
-	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o100 != 0
-}
-
-// npmInstallOpencode runs npm in dir, logging to dir/npm.log. npm skips the
-// package's postinstall script here; the binary works without it.
-func npmInstallOpencode(ctx context.Context, dir string, log io.Writer) error {
-	start := time.Now()
-	logPath := filepath.Join(dir, "npm.log")
-	fmt.Fprintf(log, "sandbox: installing opencode-ai@%s into %s (npm output in %s)\n", OpencodeVersion, dir, logPath)
-	out, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	defer out.Close()
-	cmd := exec.CommandContext(ctx, "npm", "i", "--no-audit", "--no-fund", "opencode-ai@"+OpencodeVersion)
-	cmd.Dir = dir
-	cmd.Stdout = out
-	cmd.Stderr = out
-	if err := cmd.Run(); err != nil {
-		b, _ := os.ReadFile(logPath)
-		return fmt.Errorf("npm i: %w: %s", err, tail(b, 2000))
-	}
-	if !opencodeInstalled(dir) {
-		return errors.New("npm i finished but node_modules/.bin/opencode is missing")
-	}
-	fmt.Fprintf(log, "sandbox: opencode installed in %s\n", time.Since(start).Round(time.Second))
-	return nil
-}
 
 // AgentOptions shape a test agent server.
 type AgentOptions struct {
@@ -175,91 +97,6 @@ func StartAgentServer(ctx context.Context, dir string, opts AgentOptions) (*Agen
 		a.URL, time.Since(start).Round(10*time.Millisecond), dir)
 	return a, nil
 }
-
-// prepareAgentDir writes the server's config and its private home.
-func prepareAgentDir(dir string, opts AgentOptions) error {
-	if opts.AgentName == "" {
-		return errors.New("no agent name")
-	}
-	config := opencodeConfig(opts)
-	if opts.Shipped {
-		var err error
-		if config, err = shippedConfig(config); err != nil {
-			return err
-		}
-	}
-	cfg, err := json.MarshalIndent(config, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if err := seedConfigDir(agentConfigDir(dir)); err != nil {
-		return err
-	}
-	if opts.Shipped {
-		if err := copyShippedAgents(agentConfigDir(dir)); err != nil {
-			return err
-		}
-	}
-	return os.WriteFile(agentConfigFile(dir), cfg, 0o644)
-}
-
-// opencodeConfig is the server's opencode.json: the scripted model as the
-// only model, the pool's agent, every tool allowed, and no title generation
-// (its requests would reach the scripted model).
-func opencodeConfig(opts AgentOptions) map[string]any {
-	permission := opts.Permission
-	if permission == nil {
-		permission = "allow"
-	}
-	model := ModelProvider + "/" + ModelID
-	return map[string]any{
-		"autoupdate":  false,
-		"share":       "disabled",
-		"model":       model,
-		"small_model": model,
-		"permission":  permission,
-		"provider": map[string]any{ModelProvider: map[string]any{
-			"npm":     "@ai-sdk/openai-compatible",
-			"name":    "Scripted model",
-			"options": map[string]any{"baseURL": opts.ModelURL, "apiKey": "sandbox"},
-			"models": map[string]any{ModelID: map[string]any{
-				"name": "Scripted model", "tool_call": true,
-				"limit": map[string]any{"context": 1000000, "output": 32000},
-			}},
-		}},
-		"agent": map[string]any{
-			"title": map[string]any{"disable": true},
-			opts.AgentName: map[string]any{
-				"mode":        "primary",
-				"description": "The pool's reviewer, answered by the scripted model.",
-				"prompt":      "You review pull requests.",
-			},
-		},
-	}
-}
-
-// seedConfigDir makes the server's global config dir look as if its plugin
-// package were installed. Otherwise, at every start in a fresh home, the
-// server npm-installs @opencode-ai/plugin there (about 95 MB) in the
-// background; it skips that when node_modules exists and package-lock.json
-// lists the package (Npm.install in opencode 1.18). The tests use no plugins.
-func seedConfigDir(dir string) error {
-	if err := os.MkdirAll(filepath.Join(dir, "node_modules"), 0o755); err != nil {
-		return err
-	}
-	lock := fmt.Sprintf(`{"lockfileVersion": 3, "packages": {"": {"dependencies": {"@opencode-ai/plugin": %q}}}}`, OpencodeVersion)
-	return os.WriteFile(filepath.Join(dir, "package-lock.json"), []byte(lock+"\n"), 0o644)
-}
-
-func agentHome(dir string) string { return filepath.Join(dir, "home") }
-
-// agentConfigDir is the server's global config dir ($XDG_CONFIG_HOME/opencode).
-func agentConfigDir(dir string) string { return filepath.Join(agentHome(dir), ".config", "opencode") }
-
-func agentConfigFile(dir string) string { return filepath.Join(agentConfigDir(dir), "opencode.json") }
 
 // agentEnv is the server's environment: ours without any OPENCODE_* or XDG_*
 // setting, a private home, no update checks or downloads, then opts.Env.

@@ -1,4 +1,4 @@
-package pool
+package serve
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"pool/agent"
 	"pool/internal/guard"
+	"pool/pool"
 )
 
 // hubBuffer is the events held for each slow subscriber of an eventHub.
@@ -94,9 +95,14 @@ func (h *eventHub) leave(s *hubSub) {
 	}
 }
 
+// eventSource is the agent server's event stream.
+type eventSource interface {
+	Events(ctx context.Context) <-chan agent.Event
+}
+
 // hubAgent is the agent server with its event stream shared through a hub.
 type hubAgent struct {
-	Agent
+	pool.Agent
 	hub *eventHub
 }
 

@@ -1,4 +1,4 @@
-package pool
+package store
 
 import (
 	"encoding/json"
@@ -62,12 +62,3 @@ func (s *Store) Forget(h commitstatus.Head) error {
 }
 
 func headKey(h commitstatus.Head) []byte { return []byte(strconv.Itoa(h.PR) + "/" + h.SHA) }
-
-// statusMemory is the store on disk, as the publisher's memory; nil for a
-// memory-only one.
-func (p *Pool) statusMemory() commitstatus.Memory {
-	if m, ok := p.store.(commitstatus.Memory); ok {
-		return m
-	}
-	return nil
-}

@@ -1,4 +1,4 @@
-package pool
+package store
 
 import (
 	"testing"
@@ -12,7 +12,7 @@ import (
 // and a forgotten one is gone.
 func TestStoreKeepsWrittenStatusesAcrossAReopen(t *testing.T) {
 	dir := t.TempDir()
-	s, err := OpenStore(dir, "o", "r", nil)
+	s, err := Open(dir, "o", "r", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestStoreKeepsWrittenStatusesAcrossAReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if s, err = OpenStore(dir, "o", "r", nil); err != nil {
+	if s, err = Open(dir, "o", "r", nil); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()

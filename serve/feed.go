@@ -1,4 +1,4 @@
-package pool
+package serve
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"pool/forgejo"
+	"pool/pool"
 )
 
 // searcher reads the PRs changed since a moment, across an owner's
@@ -133,7 +134,7 @@ func (f *changeFeed) search(ctx context.Context, owner string, of *ownerFeed, si
 // feedForge is a repository's forge with its quiet-cycle delta answered by
 // a changeFeed shared with the other repositories' pools.
 type feedForge struct {
-	Forge
+	pool.Forge
 	feed *changeFeed
 }
 

@@ -1,4 +1,4 @@
-package pool
+package store
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 
 func TestStoreKeepsIdentityAndTracksAcrossReopen(t *testing.T) {
 	dir := t.TempDir()
-	s, err := OpenStore(dir, "acme", "widgets", nil)
+	s, err := Open(dir, "acme", "widgets", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestStoreKeepsIdentityAndTracksAcrossReopen(t *testing.T) {
 	}
 	s.Close()
 
-	s, err = OpenStore(dir, "acme", "widgets", nil)
+	s, err = Open(dir, "acme", "widgets", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,12 +50,12 @@ func TestStoreKeepsIdentityAndTracksAcrossReopen(t *testing.T) {
 
 func TestStoreRefusesASecondOpener(t *testing.T) {
 	dir := t.TempDir()
-	s, err := OpenStore(dir, "a", "b", nil)
+	s, err := Open(dir, "a", "b", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := OpenStore(dir, "a", "b", nil); err == nil {
+	if _, err := Open(dir, "a", "b", nil); err == nil {
 		t.Error("a second pool on the same state dir opened the store")
 	}
 }

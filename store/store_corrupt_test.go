@@ -1,4 +1,4 @@
-package pool
+package store
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 // returns the path of its file.
 func healthyStore(t *testing.T, dir string) string {
 	t.Helper()
-	s, err := OpenStore(dir, "acme", "widgets", nil)
+	s, err := Open(dir, "acme", "widgets", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestCorruptStoreIsMovedAsideAndRebuilt(t *testing.T) {
 				t.Fatal(err)
 			}
 			var logs bytes.Buffer
-			s, err := OpenStore(dir, "acme", "widgets", slog.New(slog.NewTextHandler(&logs, nil)))
+			s, err := Open(dir, "acme", "widgets", slog.New(slog.NewTextHandler(&logs, nil)))
 			if err != nil {
 				t.Fatalf("OpenStore on a corrupt file: %v", err)
 			}
@@ -160,7 +160,7 @@ func TestHealthyStoreIsNotMovedAside(t *testing.T) {
 	dir := t.TempDir()
 	path := healthyStore(t, dir)
 	var logs bytes.Buffer
-	s, err := OpenStore(dir, "acme", "widgets", slog.New(slog.NewTextHandler(&logs, nil)))
+	s, err := Open(dir, "acme", "widgets", slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestUnopenableStoreIsAnErrorNotMovedAside(t *testing.T) {
 	if err := os.MkdirAll(path, 0o700); err != nil { // a directory where the file belongs
 		t.Fatal(err)
 	}
-	if _, err := OpenStore(dir, "acme", "widgets", nil); err == nil {
+	if _, err := Open(dir, "acme", "widgets", nil); err == nil {
 		t.Fatal("OpenStore over a directory succeeded")
 	}
 	if aside, _ := filepath.Glob(path + ".corrupt-*"); len(aside) != 0 {

@@ -1,4 +1,4 @@
-package pool
+package serve
 
 import (
 	"context"
@@ -43,6 +43,17 @@ func retryStart(ctx context.Context, log *slog.Logger, what string, firstWait ti
 // forgeRetryable: a forge error marked retryable (a 5xx, a 429, a broken
 // connection, an answer that did not parse), by the one rule (retry.Later).
 func forgeRetryable(err error) bool { return retry.Later(err) }
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
 
 // cloneRetryable: any failed clone but a cancelled one. The token was
 // checked just before, so a failure is the forge's or the network's.

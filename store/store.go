@@ -1,4 +1,8 @@
-package pool
+// Package store keeps a pool's memory: the instance identity and one
+// lifecycle.Track per PR, on the disk (Store, one bbolt file per
+// repository under the state dir) or in memory only (Memory: a dry run).
+// Everything in it can be rebuilt from the forge.
+package store
 
 import (
 	"encoding/json"
@@ -35,13 +39,13 @@ var (
 	instanceKey  = []byte("instance_id")
 )
 
-// OpenStore opens (or creates) the store for one repository under dir. A
+// Open opens (or creates) the store for one repository under dir. A
 // file that cannot be opened or read as a store (garbage, truncated, a
 // broken page) is moved aside to state.db.corrupt-<time> and an empty store
 // made in its place: the forge is the record. log (may be nil) gets one
 // warning saying so. A store locked by another process, or a file the
 // pool may not open, is an error.
-func OpenStore(dir, owner, name string, log *slog.Logger) (*Store, error) {
+func Open(dir, owner, name string, log *slog.Logger) (*Store, error) {
 	repoDir := filepath.Join(dir, safeName(owner)+"_"+safeName(name))
 	if err := os.MkdirAll(repoDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state: create %s: %w", repoDir, err)

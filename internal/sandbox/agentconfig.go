@@ -1,0 +1,94 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// prepareAgentDir writes the server's config and its private home.
+func prepareAgentDir(dir string, opts AgentOptions) error {
+	if opts.AgentName == "" {
+		return errors.New("no agent name")
+	}
+	config := opencodeConfig(opts)
+	if opts.Shipped {
+		var err error
+		if config, err = shippedConfig(config); err != nil {
+			return err
+		}
+	}
+	cfg, err := json.MarshalIndent(config, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := seedConfigDir(agentConfigDir(dir)); err != nil {
+		return err
+	}
+	if opts.Shipped {
+		if err := copyShippedAgents(agentConfigDir(dir)); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(agentConfigFile(dir), cfg, 0o644)
+}
+
+// opencodeConfig is the server's opencode.json: the scripted model as the
+// only model, the pool's agent, every tool allowed, and no title generation
+// (its requests would reach the scripted model).
+func opencodeConfig(opts AgentOptions) map[string]any {
+	permission := opts.Permission
+	if permission == nil {
+		permission = "allow"
+	}
+	model := ModelProvider + "/" + ModelID
+	return map[string]any{
+		"autoupdate":  false,
+		"share":       "disabled",
+		"model":       model,
+		"small_model": model,
+		"permission":  permission,
+		"provider": map[string]any{ModelProvider: map[string]any{
+			"npm":     "@ai-sdk/openai-compatible",
+			"name":    "Scripted model",
+			"options": map[string]any{"baseURL": opts.ModelURL, "apiKey": "sandbox"},
+			"models": map[string]any{ModelID: map[string]any{
+				"name": "Scripted model", "tool_call": true,
+				"limit": map[string]any{"context": 1000000, "output": 32000},
+			}},
+		}},
+		"agent": map[string]any{
+			"title": map[string]any{"disable": true},
+			opts.AgentName: map[string]any{
+				"mode":        "primary",
+				"description": "The pool's reviewer, answered by the scripted model.",
+				"prompt":      "You review pull requests.",
+			},
+		},
+	}
+}
+
+// seedConfigDir makes the server's global config dir look as if its plugin
+// package were installed. Otherwise, at every start in a fresh home, the
+// server npm-installs @opencode-ai/plugin there (about 95 MB) in the
+// background; it skips that when node_modules exists and package-lock.json
+// lists the package (Npm.install in opencode 1.18). The tests use no plugins.
+func seedConfigDir(dir string) error {
+	if err := os.MkdirAll(filepath.Join(dir, "node_modules"), 0o755); err != nil {
+		return err
+	}
+	lock := fmt.Sprintf(`{"lockfileVersion": 3, "packages": {"": {"dependencies": {"@opencode-ai/plugin": %q}}}}`, OpencodeVersion)
+	return os.WriteFile(filepath.Join(dir, "package-lock.json"), []byte(lock+"\n"), 0o644)
+}
+
+func agentHome(dir string) string { return filepath.Join(dir, "home") }
+
+// agentConfigDir is the server's global config dir ($XDG_CONFIG_HOME/opencode).
+func agentConfigDir(dir string) string { return filepath.Join(agentHome(dir), ".config", "opencode") }
+
+func agentConfigFile(dir string) string { return filepath.Join(agentConfigDir(dir), "opencode.json") }

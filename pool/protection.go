@@ -1,0 +1,69 @@
+package pool
+
+import (
+	"context"
+	"reflect"
+	"strings"
+
+	"pool/forgejo"
+	"pool/lifecycle"
+)
+
+// refreshProtection reads the base branch's protection again, unless it was
+// read within the last poll interval. A failed read keeps the last one: the
+// forge itself still enforces the rule it has.
+func (p *Pool) refreshProtection(ctx context.Context) {
+	if p.now().Sub(p.protectionRead) < p.cfg.PollInterval {
+		return
+	}
+	prot, err := p.forge.Protection(ctx, p.cfg.Owner, p.cfg.Name, p.base)
+	if err != nil {
+		p.log.Warn("reading the branch protection failed; keeping the last reading", "err", err)
+		return
+	}
+	p.protectionRead = p.now()
+	p.mu.Lock()
+	changed := !reflect.DeepEqual(prot, p.protection)
+	p.protection = prot
+	p.mu.Unlock()
+	if changed {
+		p.rules++
+		p.logProtection()
+	}
+}
+
+// currentProtection is the last reading of the base branch's protection,
+// with what the forge's refusals taught of the parts the token cannot read.
+func (p *Pool) currentProtection() forgejo.Protection {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	prot := p.protection
+	for _, rule := range p.learned {
+		prot, _ = lifecycle.Learn(prot, rule)
+	}
+	return prot
+}
+
+// learn takes in the rule a refused merge named, when the protection as
+// read did not show it.
+func (p *Pool) learn(rule string) {
+	if _, isNew := lifecycle.Learn(p.currentProtection(), rule); !isNew {
+		return
+	}
+	p.mu.Lock()
+	p.learned = append(p.learned, rule)
+	p.mu.Unlock()
+	p.log.Warn("learned from a refused merge a rule of the branch protection the token cannot read", "branch", p.base, "rule", rule)
+}
+
+func (p *Pool) logProtection() {
+	pr := p.currentProtection()
+	p.log.Info("branch protection", "branch", p.base, "protected", pr.Protected, "rule", pr.Rule, "fully_read", pr.Full,
+		"pool_may_merge", pr.UserCanMerge, "required_approvals", pr.RequiredApprovals,
+		"required_contexts", lifecycle.RequiredContexts(pr))
+	if unseen := lifecycle.Unreadable(pr); len(unseen) > 0 {
+		p.log.Warn("the token cannot read the whole branch protection rule (it needs repository admin); "+
+			"decisions use the branch summary, and the forge enforces the rest; the pool learns block_on_outdated_branch "+
+			"from the forge's refusals, and carries no approval over an update", "unseen", strings.Join(unseen, ","))
+	}
+}
