@@ -134,6 +134,9 @@ func (p *Publisher) want(pr ops.PR, required bool) (forgejo.NewStatus, bool) {
 		return forgejo.NewStatus{}, false
 	}
 	s := forgejo.NewStatus{Context: p.Context, State: "pending", Description: pr.Next}
+	if pr.Commit != "" {
+		s.Description = pr.Commit
+	}
 	if pr.Merged || required {
 		s.State = "success"
 	}

@@ -90,6 +90,21 @@ func TestWritesOnlyWhenTheTextChanges(t *testing.T) {
 	}
 }
 
+// TestCommitTextOverridesNext: a PR whose place in the merge queue moves
+// keeps one commit status text, written once.
+func TestCommitTextOverridesNext(t *testing.T) {
+	f := &fakeForge{}
+	p := newPublisher(f)
+	ctx := context.Background()
+	for ahead := 3; ahead >= 0; ahead-- {
+		p.Sync(ctx, status(ops.PR{Number: 3, Head: "h1", Next: fmt.Sprintf("approved; queued to merge (%d ahead)", ahead), Commit: "approved; merging"}))
+	}
+	want := []string{`o/r@h1 pool=pending "approved; merging" https://pool.example/#pr-3`}
+	if !slices.Equal(f.writes, want) {
+		t.Errorf("writes:\n%q\nwant\n%q", f.writes, want)
+	}
+}
+
 func TestAStatusAlreadyOnTheForgeIsNotWrittenAgain(t *testing.T) {
 	f := &fakeForge{existing: map[string][]forgejo.Status{"h1": {
 		{ID: 1, Context: "pool", State: "pending", Description: "reviewing since 10:40 UTC", TargetURL: "https://pool.example/#pr-3"},

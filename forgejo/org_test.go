@@ -116,6 +116,34 @@ func TestAnEmptyPageMidListDoesNotEndIt(t *testing.T) {
 	}
 }
 
+// TestAFilteredListEndsAtTheForgesCount: a review list whose X-Total-Count
+// (the unfiltered count) is reached by a short page costs no request for an
+// empty page after it; without the header the client reads on to one.
+func TestAFilteredListEndsAtTheForgesCount(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		total bool
+		want  int
+	}{{"with X-Total-Count", true, 2}, {"without", false, 3}} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeForge(t, 4)
+			reviews := []map[string]any{review(1, ""), review(2, ""), review(3, ""), review(4, ""), review(5, "")}
+			h := pagedList(reviews, func(m map[string]any) bool { return m["id"] != 2 })
+			if tt.total {
+				h = withTotal(len(reviews), h)
+			}
+			f.mux.HandleFunc("/api/v1/repos/o/r/pulls/1/reviews", h)
+			got, err := f.client(Options{}).Reviews(context.Background(), "o", "r", 1)
+			if err != nil || len(got) != 4 {
+				t.Fatalf("Reviews = %v, %v; want the 4 shown", got, err)
+			}
+			if n := len(f.served()); n != tt.want {
+				t.Errorf("%d requests, want %d: %v", n, tt.want, f.served())
+			}
+		})
+	}
+}
+
 // withTotal adds the forge's X-Total-Count header, the list's unfiltered length.
 func withTotal(total int, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {

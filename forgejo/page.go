@@ -91,6 +91,8 @@ func (c *Client) eachPage(ctx context.Context, l listing, read func(page int, bo
 			return nil
 		case n == 0 && !moreListed(a.header, pos+size):
 			return nil
+		case l.filtered && listedAll(a.header, pos+size):
+			return nil // the forge's count of the unfiltered list ends here: no page to ask for
 		case n == 0:
 			if empty++; empty > maxEmptyPages {
 				return &Error{Op: l.op, Err: fmt.Errorf("%d empty pages in a row before X-Total-Count %s", empty, a.header.Get("X-Total-Count"))}
@@ -119,6 +121,14 @@ const maxEmptyPages = 100
 func moreListed(hdr http.Header, passed int) bool {
 	total, err := strconv.Atoi(hdr.Get("X-Total-Count"))
 	return err == nil && passed < total
+}
+
+// listedAll reports whether the forge's X-Total-Count (the unfiltered
+// count) says no entry lies past the first passed. Without the header it
+// says nothing: false.
+func listedAll(hdr http.Header, passed int) bool {
+	total, err := strconv.Atoi(hdr.Get("X-Total-Count"))
+	return err == nil && passed >= total
 }
 
 // smallerPage is the largest page size below size that divides it, so the

@@ -90,8 +90,13 @@ type PR struct {
 	// the checks' state.
 	LastAnswer string `json:"last_answer"`
 	// Next says in plain words where the PR stands and what happens next;
-	// it is also the description of the pool's commit status.
+	// it is also the description of the pool's commit status, unless Commit
+	// says otherwise.
 	Next string `json:"next"`
+	// Commit is the description of the pool's commit status where it
+	// differs from Next: without the PR's place in the merge queue, which
+	// moves at every merge and would be written again on every queued head.
+	Commit string `json:"-"`
 	// Done: merged (or closed); kept on the page for a while.
 	Done   bool      `json:"done"`
 	Merged bool      `json:"merged"`

@@ -53,6 +53,7 @@ type fakeForge struct {
 	peakInAir   int
 	now         func() time.Time
 	calls       map[string]int // requests by kind, for cost tests
+	trail       []string       // reads of one PR ("read #n") and merges ("merged #n"), in order
 	// commentDelay makes PostComment take this long, unless its context
 	// ends first; started, if set, hears when one begins.
 	commentDelay time.Duration
@@ -172,6 +173,7 @@ func (f *fakeForge) PR(_ context.Context, _, _ string, n int) (forgejo.PR, error
 	if !ok {
 		return forgejo.PR{}, &forgejo.Error{Op: "get", Status: 404, Err: forgejo.ErrNotFound}
 	}
+	f.trail = append(f.trail, fmt.Sprintf("read #%d", n))
 	out := *pr
 	out.Mergeable = out.Mergeable && !f.checking()
 	out.BaseSHA = f.base
@@ -347,6 +349,7 @@ func (f *fakeForge) Merge(ctx context.Context, _, _ string, n int, opt forgejo.M
 			Rule: forgejo.RefusalRule(405, msg)}, nil
 	}
 	f.setMerged(n)
+	f.trail = append(f.trail, fmt.Sprintf("merged #%d", n))
 	f.base = fakeSHA(fmt.Sprintf("base-%d", len(f.merged)))
 	f.checkedAt = f.now().Add(f.recheck)
 	if f.lostRace[n] {

@@ -14,10 +14,16 @@ import (
 // Waits of the merge queue for the forge: a PR the forge is still checking
 // against its base is read again after a second (or the poll interval, if
 // shorter), doubling to queueWaitMax, jittered; a merge or a webhook starts
-// the waits over.
+// the waits over. After a merge of the queue's own, only the next PR (the
+// oldest) is read, every queuePace (or the poll interval, if shorter), as
+// the forge re-tests it against the new base: for queuePaceFor at most,
+// then every PR is read again on the doubling waits, so a PR the forge
+// never finds mergeable holds the others no longer.
 const (
 	queueWaitBase = time.Second
 	queueWaitMax  = 30 * time.Second
+	queuePace     = 200 * time.Millisecond
+	queuePaceFor  = 30 * time.Second
 )
 
 // onBaseCheckEvery: every so many merge calls answered "try again later"
@@ -31,12 +37,15 @@ const onBaseCheckEvery = 3
 // new base again, refusing merges ("try again later") until it has, and a
 // merge made meanwhile only adds to that work. The oldest entry that the
 // forge reports mergeable goes first; an entry the forge is still checking
-// holds no other.
+// holds no other, except for queuePaceFor after a merge, when the queue
+// reads the next entry alone, at the pace the forge re-tests it.
 type mergeQueue struct {
 	mu      sync.Mutex
 	entries map[int]*queued // guarded by mu
+	moved   time.Time       // guarded by mu: the queue's last merge answered
 	wake    chan struct{}   // buffered 1
 	base    time.Duration   // first wait for the forge
+	pace    time.Duration   // the wait for the next PR after a merge
 }
 
 // queued is one PR in the merge queue.
@@ -51,7 +60,8 @@ type queued struct {
 }
 
 func newMergeQueue(poll time.Duration) *mergeQueue {
-	return &mergeQueue{entries: map[int]*queued{}, wake: make(chan struct{}, 1), base: min(queueWaitBase, poll)}
+	return &mergeQueue{entries: map[int]*queued{}, wake: make(chan struct{}, 1), base: min(queueWaitBase, poll),
+		pace: min(queuePace, poll)}
 }
 
 // add queues PR n at head, unless it is queued already, and wakes the worker.
@@ -135,17 +145,33 @@ func (q *mergeQueue) backOff(n int, now time.Time, err error) {
 	}
 }
 
-// refusedAgain counts one more merge call answered "try again later" while
-// PR n read mergeable, and returns the count.
-func (q *mergeQueue) refusedAgain(n int) int {
+// tryLater records a merge call of PR n answered "try again later" while
+// it read mergeable, moved being when the queue's last merge was answered
+// (zero if the call was not the first after it). The first such answer
+// within queuePaceFor of a merge is the forge's flag from before that merge
+// (read before the forge marked the PR for testing again): the PR is read
+// again at the pace. Any other waits as a PR not ready, and at every
+// onBaseCheckEvery-th, tryLater reports that the caller should look whether
+// the head is on the base already (checkOnBase).
+func (q *mergeQueue) tryLater(n int, moved, now time.Time) (lookOnBase bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	e, ok := q.entries[n]
 	if !ok {
-		return 0
+		return false
 	}
 	e.refused++
-	return e.refused
+	e.tried = true
+	switch {
+	case e.refused == 1 && !moved.IsZero() && now.Before(moved.Add(queuePaceFor)):
+		q.moved, e.notBefore = moved, now.Add(q.pace)
+		return false
+	case e.refused%onBaseCheckEvery == 0:
+		return true
+	}
+	e.waits++
+	e.notBefore = now.Add(retryWait(e.waits, q.base, queueWaitMax, nil))
+	return false
 }
 
 // restart makes every entry due now: the base moved, or the forge said
@@ -159,17 +185,61 @@ func (q *mergeQueue) restart() {
 	q.kick()
 }
 
-// settle makes every entry due one base wait from now: the base has just
-// moved, and the forge needs a moment to mark the other PRs as being tested
-// again (until it has, their mergeable flag is the one from before, and a
-// merge call is answered "try again later").
-func (q *mergeQueue) settle(now time.Time) {
+// merged starts the waits over after a merge of the queue's own: the base
+// moved, and the forge tests every other PR against it again. For
+// queuePaceFor the queue reads only the next entry, at once and then every
+// pace until the forge reads it mergeable (a flag read before the forge
+// marked it for testing may be the one from before: the merge call is then
+// answered "try again later", and the PR waits as after any such answer).
+func (q *mergeQueue) merged(now time.Time) {
 	q.mu.Lock()
+	q.moved = now
 	for _, e := range q.entries {
-		e.waits, e.notBefore = 0, now.Add(q.base)
+		e.waits, e.notBefore = 0, time.Time{}
 	}
 	q.mu.Unlock()
 	q.kick()
+}
+
+// next returns the oldest entry, if the queue is within queuePaceFor of its
+// last merge: then it alone is read.
+func (q *mergeQueue) next(now time.Time) (queued, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.moved.IsZero() || !now.Before(q.moved.Add(queuePaceFor)) {
+		return queued{}, false
+	}
+	var head *queued
+	for _, e := range q.entries {
+		if head == nil || e.since.Before(head.since) || (e.since.Equal(head.since) && e.n < head.n) {
+			head = e
+		}
+	}
+	if head == nil {
+		return queued{}, false
+	}
+	return *head, true
+}
+
+// unpace ends the reading of the next entry alone, and returns when the
+// queue's last merge was answered (zero if it was not pacing).
+func (q *mergeQueue) unpace() time.Time {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	moved := q.moved
+	q.moved = time.Time{}
+	return moved
+}
+
+// paced has the next entry read again one pace from now: the forge is
+// re-testing it against the base the queue just moved.
+func (q *mergeQueue) paced(n int, now time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if e, ok := q.entries[n]; ok {
+		e.tried = true
+		e.notBefore = now.Add(q.pace)
+	}
 }
 
 func (q *mergeQueue) kick() {
@@ -202,6 +272,13 @@ func (p *Pool) runQueue(ctx, work context.Context) {
 // turn.
 func (p *Pool) workQueue(ctx context.Context) time.Duration {
 	entries, _ := p.queue.due(p.now())
+	head, paced := p.queue.next(p.now())
+	if paced {
+		if wait := head.notBefore.Sub(p.now()); wait > 0 {
+			return wait
+		}
+		entries = []queued{head}
+	}
 	for _, e := range entries {
 		pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, e.n)
 		switch {
@@ -214,11 +291,15 @@ func (p *Pool) workQueue(ctx context.Context) time.Duration {
 		case pr.State != "open" || pr.Merged || pr.HeadSHA != e.head || pr.BaseRef != p.base:
 			p.leaveQueue(ctx, pr)
 			continue
+		case !pr.Mergeable && paced:
+			p.queue.paced(e.n, p.now())
+			return 0
 		case !pr.Mergeable:
 			p.queue.notReady(e.n, p.now())
 			continue
 		}
-		p.mergeQueued(ctx, pr)
+		moved := p.queue.unpace() // the forge has tested it: a merge paces the queue again, anything else does not
+		p.mergeQueued(ctx, pr, moved)
 		return 0
 	}
 	dueNow, next := p.queue.due(p.now())
@@ -234,8 +315,9 @@ func (p *Pool) workQueue(ctx context.Context) time.Duration {
 // mergeQueued decides once more on fresh reads and, if the decision still
 // is to merge, makes the merge call. A PR the decision no longer merges, or
 // whose merge the forge refused for good, leaves the queue; the discovery
-// loop decides it again.
-func (p *Pool) mergeQueued(ctx context.Context, pr forgejo.PR) {
+// loop decides it again. moved is when the queue's last merge was answered,
+// if this is the first PR read mergeable after it.
+func (p *Pool) mergeQueued(ctx context.Context, pr forgejo.PR, moved time.Time) {
 	act, err := p.decideAndAct(ctx, pr, "")
 	if err != nil {
 		p.log.Warn("merge queue: deciding failed; waiting", "pr", pr.Number, "err", err)
@@ -256,14 +338,14 @@ func (p *Pool) mergeQueued(ctx context.Context, pr forgejo.PR) {
 	case err != nil:
 		p.log.Warn("merge queue: the merge call failed; waiting", "pr", pr.Number, "err", err)
 		p.queue.backOff(pr.Number, p.now(), err)
-	case res.Outcome == forgejo.MergeNotReady && p.queue.refusedAgain(pr.Number)%onBaseCheckEvery == 0:
-		p.checkOnBase(ctx, pr)
 	case res.Outcome == forgejo.MergeNotReady:
-		p.queue.notReady(pr.Number, p.now())
+		if p.queue.tryLater(pr.Number, moved, p.now()) {
+			p.checkOnBase(ctx, pr)
+		}
 	case res.Outcome == forgejo.MergeDone || res.Outcome == forgejo.MergeAlready:
 		p.queue.remove(pr.Number)
-		p.queue.settle(p.now()) // the base moved: every other PR is checked again, once the forge has caught up
 		p.settleMerged(ctx, pr.Number)
+		p.queue.merged(p.now()) // the base moved: the forge tests the next PR against it again
 	default:
 		p.queue.remove(pr.Number)
 	}

@@ -213,23 +213,83 @@ func TestMergeQueuePosition(t *testing.T) {
 	}
 }
 
-// TestMergeQueueSettlesAfterAMerge: after a merge, the other queued PRs are
-// read again one base wait later, not at once (the forge's mergeable flag
-// is stale until it has marked them for testing), whatever their back-off.
-func TestMergeQueueSettlesAfterAMerge(t *testing.T) {
+// TestMergeQueuePacesTheNextPRAfterAMerge: after a merge, the oldest PR is
+// read at once and then every pace while the forge re-tests it, whatever
+// its back-off, and the others wait; queuePaceFor later every PR is read
+// again.
+func TestMergeQueuePacesTheNextPRAfterAMerge(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	q := newMergeQueue(time.Second)
+	q := newMergeQueue(5 * time.Second)
+	q.add(2, "b", t0.Add(time.Second))
 	q.add(1, "a", t0)
-	q.add(2, "b", t0)
 	for range 4 {
-		q.notReady(2, t0) // backed off well beyond a second
+		q.notReady(1, t0) // backed off well beyond a pace
+		q.notReady(2, t0)
 	}
-	q.settle(t0)
-	if due, next := q.due(t0); len(due) != 0 || !next.Equal(t0.Add(time.Second)) {
-		t.Errorf("right after a merge: due %v, next %v; want none, next at %v", due, next, t0.Add(time.Second))
+	if _, ok := q.next(t0); ok {
+		t.Fatalf("before any merge the queue reads the next PR alone; want every due PR read")
 	}
-	if due, _ := q.due(t0.Add(time.Second)); len(due) != 2 {
-		t.Errorf("a second after a merge: due %v, want both", due)
+	q.merged(t0)
+	head, ok := q.next(t0)
+	if !ok || head.n != 1 || head.notBefore.After(t0) {
+		t.Fatalf("right after a merge: next %+v (%v); want #1, due at once", head, ok)
+	}
+	q.paced(1, t0)
+	if head, _ := q.next(t0.Add(time.Millisecond)); !head.notBefore.Equal(t0.Add(queuePace)) {
+		t.Errorf("#1 read not mergeable: read again at %v, want one pace later, %v", head.notBefore, t0.Add(queuePace))
+	}
+	later := t0.Add(queuePaceFor)
+	if _, ok := q.next(later); ok {
+		t.Errorf("%s after the merge the queue still reads the next PR alone", queuePaceFor)
+	}
+	if due, _ := q.due(later); len(due) != 2 {
+		t.Errorf("%s after the merge: due %v, want both", queuePaceFor, due)
+	}
+	q.merged(t0)
+	q.unpace()
+	if _, ok := q.next(t0); ok {
+		t.Errorf("after unpace the queue still reads the next PR alone")
+	}
+}
+
+// TestMergeQueueTryLaterRightAfterAMerge: the first "try again later" to
+// the first call after a merge is the forge's flag from before the merge:
+// the PR is read again at the pace, the queue still reading it alone. A
+// second one waits the base wait, doubling, and every third asks to look
+// whether the head is on the base.
+func TestMergeQueueTryLaterRightAfterAMerge(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	q := newMergeQueue(5 * time.Second)
+	q.add(1, "a", t0)
+	q.add(2, "b", t0.Add(time.Second))
+	q.merged(t0)
+	moved := q.unpace() // #1 read mergeable: its merge call follows
+	at := t0.Add(50 * time.Millisecond)
+	if q.tryLater(1, moved, at) {
+		t.Errorf("the first refusal asks to look on the base")
+	}
+	head, paced := q.next(at)
+	if !paced || head.n != 1 || !head.notBefore.Equal(at.Add(queuePace)) {
+		t.Errorf("after the first refusal: next %+v (paced %v); want #1 alone, read again one pace later", head, paced)
+	}
+	moved = q.unpace()
+	at = at.Add(queuePace)
+	if q.tryLater(1, moved, at) {
+		t.Errorf("the second refusal asks to look on the base")
+	}
+	if _, paced := q.next(at); paced {
+		t.Errorf("after the second refusal the queue still reads #1 alone")
+	}
+	if due, next := q.due(at); len(due) != 1 || due[0].n != 2 || next.Sub(at) < time.Second*3/4 {
+		t.Errorf("after the second refusal: due %v, next %v; want #2, and #1 about a second later", due, next)
+	}
+	if !q.tryLater(1, time.Time{}, at) {
+		t.Errorf("the third refusal does not ask to look on the base")
+	}
+	q.merged(t0)
+	q.unpace()
+	if q.tryLater(2, time.Time{}, at); !q.moved.IsZero() {
+		t.Errorf("a refusal of a call that was not the first after a merge paces the queue again")
 	}
 }
 

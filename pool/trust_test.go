@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -235,7 +236,32 @@ func TestMergeQueueWaitsForTheForge(t *testing.T) {
 			}
 		}
 	}
+	if read := readsBetweenMerges(f.trail); len(read) > 0 {
+		t.Errorf("after a merge the queue read PRs other than the next one merged: %v", read)
+	}
 	t.Logf("merge calls: %d for %d PRs", f.calls["merge"], len(prs))
+}
+
+// readsBetweenMerges lists the reads, between two merges, of a PR other
+// than the two merged (the merged one is read again to confirm it).
+func readsBetweenMerges(trail []string) []string {
+	var out []string
+	last := -1
+	for i, e := range trail {
+		if !strings.HasPrefix(e, "merged ") {
+			continue
+		}
+		if last >= 0 {
+			prev, next := strings.TrimPrefix(trail[last], "merged "), strings.TrimPrefix(e, "merged ")
+			for _, r := range trail[last+1 : i] {
+				if n := strings.TrimPrefix(r, "read "); n != prev && n != next {
+					out = append(out, fmt.Sprintf("%s between the merges of %s and %s", r, prev, next))
+				}
+			}
+		}
+		last = i
+	}
+	return out
 }
 
 // TestSlotsRefillWhileTheQueueWaits: a merge call that does not come back

@@ -116,10 +116,8 @@ func (b *bench) countStart(ctx context.Context) (startCount, error) {
 
 // matching lists the requests whose URI holds part.
 func (c *countingProxy) matching(part string) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	var out []string
-	for _, r := range c.reqs {
+	for _, r := range c.requests() {
 		if strings.Contains(r, part) {
 			out = append(out, r)
 		}

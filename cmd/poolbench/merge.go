@@ -6,14 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"sync"
 	"time"
 
 	"pool/internal/sandbox"
@@ -35,6 +31,8 @@ type mergeRun struct {
 	calls    map[int]int // merge calls per PR
 	requests int         // forge requests in all
 	merged   int
+	timeline []mergeGaps    // the gaps between successive merges
+	kinds    map[string]int // forge requests by kind (the pool's only)
 }
 
 type mergeTable struct {
@@ -90,9 +88,11 @@ func (b *bench) approvedBacklog(ctx context.Context, t *mergeTable, prefix strin
 func (b *bench) mergeSerially(ctx context.Context, numbers []int) (mergeRun, error) {
 	b.progress("serial: merging %d PRs one at a time", len(numbers))
 	run := mergeRun{calls: map[int]int{}}
+	var events []event
 	start := time.Now()
 	for _, n := range numbers {
 		for {
+			at := time.Now()
 			pr, err := b.readPR(ctx, n)
 			run.requests++
 			if err != nil {
@@ -101,10 +101,14 @@ func (b *bench) mergeSerially(ctx context.Context, numbers []int) (mergeRun, err
 			if pr.Merged {
 				break
 			}
+			events = append(events, event{pr: n, start: at, end: time.Now(), ok: pr.Mergeable})
 			if pr.Mergeable {
 				run.calls[n]++
 				run.requests++
-				if b.mergeOnce(ctx, n, pr.Head.SHA) == http.StatusOK {
+				at = time.Now()
+				status := b.mergeOnce(ctx, n, pr.Head.SHA)
+				events = append(events, event{pr: n, merge: true, start: at, end: time.Now(), ok: status == http.StatusOK})
+				if status == http.StatusOK {
 					continue // read again: only the forge's word counts
 				}
 			}
@@ -117,6 +121,7 @@ func (b *bench) mergeSerially(ctx context.Context, numbers []int) (mergeRun, err
 		run.merged++
 	}
 	run.took = time.Since(start)
+	run.timeline = timelineOf(events)
 	b.progress("serial: %d merged in %s, %d merge calls", run.merged, round(run.took), sum(run.calls))
 	return run, nil
 }
@@ -167,7 +172,11 @@ func (b *bench) mergeWithPool(ctx context.Context, numbers []int) (mergeRun, err
 	run := mergeRun{}
 	err = b.awaitMerged(ctx, numbers, 20*time.Minute)
 	run.took = time.Since(start)
-	run.requests = counter.count()
+	calls := counter.recorded()
+	run.requests, run.kinds, run.timeline = len(calls), requestKinds(calls), timelineOf(eventsOf(calls))
+	if err := writeCalls(filepath.Join(b.dir, name+"-requests.txt"), calls); err != nil {
+		return run, err
+	}
 	if serr := p.stop(stopGrace); serr != nil && err == nil {
 		err = serr
 	}
@@ -230,47 +239,6 @@ func mergeCallsInLog(path string) (map[int]int, error) {
 	return calls, sc.Err()
 }
 
-// countingProxy is a loopback reverse proxy to the forge that counts the
-// requests it carries, and when.
-type countingProxy struct {
-	*httptest.Server
-	mu    sync.Mutex
-	times []time.Time
-	reqs  []string // method and request URI, in the order of times
-}
-
-func newCountingProxy(target string) (*countingProxy, error) {
-	u, err := url.Parse(target)
-	if err != nil {
-		return nil, fmt.Errorf("counting proxy: %w", err)
-	}
-	c := &countingProxy{}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		c.times = append(c.times, time.Now())
-		c.reqs = append(c.reqs, r.Method+" "+r.URL.RequestURI())
-		c.mu.Unlock()
-		rp.ServeHTTP(w, r)
-	}))
-	return c, nil
-}
-
-func (c *countingProxy) count() int { return c.countSince(time.Time{}) }
-
-// countSince counts the requests made at or after from.
-func (c *countingProxy) countSince(from time.Time) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, t := range c.times {
-		if !t.Before(from) {
-			n++
-		}
-	}
-	return n
-}
-
 func sum(m map[int]int) int {
 	total := 0
 	for _, v := range m {
@@ -303,10 +271,17 @@ func (t *mergeTable) render(w io.Writer) {
 			fmtDuration(float64(r.run.took)/float64(max(r.run.merged, 1))), median(calls), maxOf(calls), r.run.requests)
 	}
 	ratio := float64(t.pooled.took) / float64(t.serial.took)
-	fmt.Fprintf(w, "\nPool time / serial limit: %.2f (target ≤ 1.15). Merge calls per merged PR: median %.1f (target ≤ 2), max %d (target ≤ 5).\n",
+	fmt.Fprintf(w, "\nPool time / serial limit: %.2f (target ≤ 1.10). Merge calls per merged PR: median %.1f (target ≤ 2), max %d (target ≤ 5).\n",
 		ratio, median(values(t.pooled.calls)), maxOf(values(t.pooled.calls)))
-	fmt.Fprintf(w, "The serial strategy reads the PR every %s until the forge reports it mergeable. Seeding (AGit pushes, statuses, approvals): %s. Whole run: %s.\n",
+	serialPer, poolPer := perPR(t.serial), perPR(t.pooled)
+	fmt.Fprintf(w, "Forge requests per merged PR: serial %.1f, pool %.1f, ratio %.2f (target ≤ 2).\n", serialPer, poolPer, poolPer/serialPer)
+	fmt.Fprintf(w, "The serial strategy reads the PR every %s until the forge reports it mergeable. Seeding (AGit pushes, statuses, approvals): %s. Whole run: %s.\n\n",
 		serialPoll, round(t.seed), round(t.total))
+	renderTimeline(w, []namedRun{{"serial", t.serial}, {"pool", t.pooled}})
+	fmt.Fprintln(w)
+	renderRequests(w, t.pooled.kinds, t.pooled.merged)
 }
+
+func perPR(r mergeRun) float64 { return float64(r.requests) / float64(max(r.merged, 1)) }
 
 func (t *mergeTable) finish(total time.Duration) { t.total = total }

@@ -80,9 +80,7 @@ func (b *bench) manyRepos(ctx context.Context) (*reposTable, error) {
 		return nil, fmt.Errorf("pool: no rusage")
 	}
 	t.peakKiB = ru.Maxrss
-	counter.mu.Lock()
-	reqs := append([]string(nil), counter.reqs...)
-	counter.mu.Unlock()
+	reqs := counter.requests()
 	t.requests = len(reqs)
 	t.rounds = searchRounds(reqs)
 	b.progress("pool: %d requests in all; per round of quiet cycles %v; peak RSS %.1f MiB", t.requests, t.rounds, float64(t.peakKiB)/1024)
