@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"pool/texts"
 	"slices"
 	"strings"
 	"sync"
@@ -510,7 +511,7 @@ func (a *fakeAgent) PromptAsync(_ context.Context, id, _, text string) error {
 		return errDown
 	}
 	s := a.sessions[id]
-	_, pr, _ := parseTitle(s.title)
+	_, pr, _ := texts.ParseTitle(s.title)
 	d, effect, reply := a.behave(pr)
 	s.busy, s.prompted = true, true
 	a.prompts = append(a.prompts, text)
