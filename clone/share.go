@@ -71,7 +71,7 @@ func (c *Clone) shareClone() error {
 	if err := AllowTraverse(c.group, c.Dir, c.treesDir(), c.repoDir()); err != nil {
 		return err
 	}
-	return c.shareObjects()
+	return c.shareObjects() // a reused clone's fetch ran before the group was known
 }
 
 // shareObjects lets the group read repo.git/objects, as a fetch left it.

@@ -31,7 +31,8 @@ func asAgent(t *testing.T, u sandbox.OSUser, dir, script string) string {
 // agent server's user (another OS user, in that group) can review and fix
 // in a work tree (read the diff against the base, commit), and cannot read
 // the clone's config, list or write its hooks, or list repo.git; its commit
-// stays in the work tree's own objects; the pool deletes the tree whole.
+// stays in the work tree's own objects; a reset gives the next session a
+// clean tree it can use; the pool deletes the tree whole.
 func TestSharedTreeIsTheAgentUsersAndNothingElse(t *testing.T) {
 	u, err := sandbox.SeparateUser()
 	if err != nil {
@@ -49,7 +50,7 @@ func TestSharedTreeIsTheAgentUsersAndNothingElse(t *testing.T) {
 	if err := sandbox.OpenWayTo(c.Dir); err != nil {
 		t.Fatal(err)
 	}
-	dir, err := c.AddTree(ctx, 1, head)
+	dir, err := c.TakeTree(ctx, 1, head)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +77,21 @@ true`)
 	commit, _, _ = strings.Cut(commit, "\n")
 	if commit != "" && exec.Command("git", "-C", repo, "cat-file", "-e", commit).Run() == nil {
 		t.Error("the agent's commit is in the pool's object store")
+	}
+
+	// The tree, given back and taken for the next session, is reset: the
+	// session's commit and files are gone, and it is the group's again.
+	if kept, err := c.GiveTree(ctx, dir, 1); err != nil || !kept {
+		t.Fatalf("GiveTree = %v, %v; want kept", kept, err)
+	}
+	again, err := c.TakeTree(ctx, 1, head)
+	if err != nil || again != dir {
+		t.Fatalf("TakeTree = %s, %v; want the reset %s", again, err, dir)
+	}
+	out = asAgent(t, u, dir, `git rev-parse HEAD; git status --porcelain; ls sub 2>&1; echo y > more.txt && git add more.txt && git commit -qm more && echo COMMITTED`)
+	t.Logf("as %s, after the reset:\n%s", u.Name, out)
+	if !strings.HasPrefix(out, head+"\n") || !strings.Contains(out, "No such file") || !strings.Contains(out, "COMMITTED") {
+		t.Errorf("after the reset the tree is not at the head, clean and usable by the agent's user:\n%s", out)
 	}
 	if err := c.RemoveTree(ctx, dir); err != nil {
 		t.Fatal(err)

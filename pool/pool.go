@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"pool/texts"
 	"strings"
 	"sync"
 	"time"
@@ -373,7 +374,7 @@ func retryWait(n int, base, max time.Duration, err error) time.Duration {
 
 // comment posts a signed comment.
 func (p *Pool) comment(ctx context.Context, n int, body string) (forgejo.Comment, error) {
-	return p.forge.PostComment(ctx, p.cfg.Owner, p.cfg.Name, n, sign(body))
+	return p.forge.PostComment(ctx, p.cfg.Owner, p.cfg.Name, n, texts.Sign(body))
 }
 
 func firstLine(s string) string {
