@@ -7,8 +7,9 @@
 //	repo.git/                       a bare clone: the default branch as
 //	                                refs/remotes/origin/<base>, each PR's head
 //	                                as refs/remotes/origin/pr/<N>
-//	trees/pr-<N>-<sha12>-<random>/  one work tree per session, detached at the
-//	                                PR's head
+//	trees/tree-<random>/            a work tree for one session at a time,
+//	                                detached at its PR's head, kept warm for
+//	                                the next session (warm.go)
 //
 // go-git clones and fetches, so the token stays in the pool's memory: it is
 // sent with each request and never written to the clone's config, a remote
@@ -71,6 +72,10 @@ type Clone struct {
 	branch string
 	config []byte // the clone's config as configure wrote it
 	log    *slog.Logger
+
+	// guarded by mu (warm.go)
+	trees   map[string]*tree // the work trees made in this run, by directory
+	retired []string         // trees removed since RetireTrees last said so
 }
 
 // Open makes the clone in opt.Dir. A clone left there by a pool that was
@@ -207,7 +212,13 @@ func (c *Clone) AddTree(ctx context.Context, pr int, head string) (string, error
 	if err := c.fetch(ctx, c.baseSpec(), prSpec(pr)); err != nil {
 		return "", err
 	}
-	dir, err := os.MkdirTemp(c.treesDir(), fmt.Sprintf("pr-%d-%s-", pr, head[:min(12, len(head))]))
+	return c.addTree(ctx, pr, head)
+}
+
+// addTree adds a work tree detached at head in a new directory. Callers
+// hold mu.
+func (c *Clone) addTree(ctx context.Context, pr int, head string) (string, error) {
+	dir, err := os.MkdirTemp(c.treesDir(), "tree-") // reused for other PRs: named for none
 	if err != nil {
 		return "", fmt.Errorf("clone: add work tree for #%d: %w", pr, err)
 	}
@@ -322,9 +333,24 @@ func (c *Clone) git(ctx context.Context, args ...string) error {
 // gitOut is git that returns the standard output, trimmed. Its error wraps
 // git's *exec.ExitError and carries the error output.
 func (c *Clone) gitOut(ctx context.Context, args ...string) (string, error) {
+	return runGit(ctx, "", slices.Concat([]string{"-C", c.repoDir()}, args))
+}
+
+// gitIn runs git in work tree dir, whose admin directory is admin, never
+// through the tree's .git file, and keeps no reflog (it would name the
+// heads checked out before).
+func (c *Clone) gitIn(ctx context.Context, dir, admin string, args ...string) (string, error) {
+	where := []string{"-c", "core.logAllRefUpdates=false", "--git-dir=" + admin, "--work-tree=" + dir}
+	return runGit(ctx, dir, slices.Concat(where, args))
+}
+
+// runGit runs git with args in dir ("": the pool's own), with the tree
+// deadline, gitSafeArgs and gitEnv.
+func runGit(ctx context.Context, dir string, args []string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, deadlines.tree)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", slices.Concat(gitSafeArgs, []string{"-C", c.repoDir()}, args)...)
+	cmd := exec.CommandContext(ctx, "git", slices.Concat(gitSafeArgs, args)...)
+	cmd.Dir = dir
 	cmd.Env = gitEnv()
 	cmd.WaitDelay = 5 * time.Second
 	var out, errOut strings.Builder
@@ -334,9 +360,21 @@ func (c *Clone) gitOut(ctx context.Context, args ...string) (string, error) {
 		if len(msg) > 500 {
 			msg = msg[:500] + "..."
 		}
-		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args[:min(2, len(args))], " "), err, msg)
+		return "", fmt.Errorf("git %s: %w: %s", strings.Join(gitVerb(args), " "), err, msg)
 	}
 	return strings.TrimSpace(out.String()), nil
+}
+
+// gitVerb is the command and its first argument, past the options that
+// say where git runs.
+func gitVerb(args []string) []string {
+	for len(args) > 0 && (args[0] == "-C" || args[0] == "-c" || strings.HasPrefix(args[0], "--git-dir=") || strings.HasPrefix(args[0], "--work-tree=")) {
+		if (args[0] == "-C" || args[0] == "-c") && len(args) > 1 {
+			args = args[1:]
+		}
+		args = args[1:]
+	}
+	return args[:min(2, len(args))]
 }
 
 // Remove deletes the clone and its work trees. It is safe to call more than

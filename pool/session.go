@@ -34,25 +34,34 @@ type session struct {
 // work outlives it by the shutdown timeout.
 func (p *Pool) runSlot(ctx, work context.Context, c candidate) {
 	log := p.log.With("pr", c.pr.Number)
+	// The work tree is made, and the claims read, while the PR is re-read,
+	// and the tree while the claim is posted and verified: the clone is
+	// this pool's alone, and a tree no session got goes back.
+	tree := p.takeTree(work, c.pr)
+	read := p.readClaims(work, c.pr)
 	pr, ok, err := p.confirm(work, c)
 	if err != nil || !ok {
 		if err != nil {
 			log.Warn("re-checking before dispatch failed", "err", err)
 		}
+		<-read
+		p.unusedTree(work, tree)
 		return
 	}
 	// Reviewers and fixers alike work under a claim, so that two pools never
 	// start either for one head.
-	if won, err := p.claim(work, pr); err != nil || !won {
+	if won, err := p.claim(work, pr, read); err != nil || !won {
 		if err != nil {
 			log.Warn("claiming failed", "err", err)
 		}
+		p.unusedTree(work, tree)
 		return
 	}
 	if ctx.Err() != nil {
+		p.unusedTree(work, tree)
 		return // shutting down: keep the claim, start nothing
 	}
-	s, err := p.dispatch(work, pr, c.kind)
+	s, err := p.dispatch(work, pr, c.kind, tree)
 	if err != nil {
 		log.Warn("starting a session failed; backing off", "err", err)
 		p.sessionLeftNoReview(pr.Number, nil)
@@ -74,9 +83,11 @@ func (p *Pool) confirm(ctx context.Context, c candidate) (forgejo.PR, bool, erro
 }
 
 // claim posts this pool's claim unless it already holds one, then verifies:
-// the lowest live claim id wins, and a loser deletes its own claim.
-func (p *Pool) claim(ctx context.Context, pr forgejo.PR) (bool, error) {
-	v, err := p.claimView(ctx, pr)
+// the lowest live claim id wins, and a loser deletes its own claim. first
+// is the claims read at pr's head before.
+func (p *Pool) claim(ctx context.Context, pr forgejo.PR, first <-chan viewResult) (bool, error) {
+	r := <-first
+	v, err := r.view, r.err
 	if err != nil {
 		return false, err
 	}
@@ -118,9 +129,9 @@ func (p *Pool) deleteLosers(ctx context.Context, v claims.View) error {
 }
 
 // dispatch starts a session in a new work tree at the PR's head and
-// registers it with the watcher. A session it made but could not texts.Prompt is
+// registers it with the watcher. A session it made but could not prompt is
 // deleted, now or, if the agent server does not answer, later.
-func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind) (*session, error) {
+func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind, tree <-chan treeResult) (*session, error) {
 	in := texts.PromptInput{PR: pr.Number, Repo: p.cfg.Repo(), Head: pr.HeadSHA, Spec: p.spec, Tag: report.NewTag(),
 		Reviewed: p.track(pr.Number).ReviewedSHA != "", Fix: kind == lifecycle.Fix, Base: p.base, Rule: p.policy.Rule,
 		PushRepo: pr.HeadRepo, PushBranch: pr.HeadRef,
@@ -128,6 +139,7 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind)
 	if in.Fix {
 		history, err := p.forge.StatusHistory(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
 		if err != nil {
+			p.unusedTree(ctx, tree)
 			return nil, err
 		}
 		in.Data.Checks = lifecycle.Failing(lifecycle.Checks(history))
@@ -137,10 +149,11 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind)
 		in.Answer = items.AnswerInstructions()
 		in.Data.Items, in.Data.Errors = items.Items, items.Errors
 	}
-	var err error
-	if in.Dir, err = p.addTree(ctx, pr); err != nil {
-		return nil, err
+	t := <-tree
+	if t.err != nil {
+		return nil, t.err
 	}
+	in.Dir = t.dir
 	created, err := p.agent.CreateSession(ctx, texts.SessionTitle(p.cfg.Repo(), pr.Number), in.Dir)
 	if err != nil {
 		// The server may have made it and lost the answer: delete whatever
@@ -168,14 +181,6 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind)
 	}
 	p.log.Info("session started", "pr", pr.Number, "session", created.ID, "kind", kind, "head", pr.HeadSHA)
 	return s, nil
-}
-
-// addTree makes the session's work tree, or returns "" without trees.
-func (p *Pool) addTree(ctx context.Context, pr forgejo.PR) (string, error) {
-	if p.trees == nil {
-		return "", nil
-	}
-	return p.trees.AddTree(ctx, pr.Number, pr.HeadSHA)
 }
 
 func (p *Pool) register(id string, n int, kind lifecycle.Kind, dir string) *session {

@@ -75,13 +75,15 @@ func (r *repo) run(ctx context.Context, fc *forgejo.Client, log *slog.Logger, se
 	}
 	return runPublishing(ctx, r.cfg, r.pool, log, &commitstatus.Publisher{Forge: fc, Owner: r.cfg.Owner, Repo: r.cfg.Name,
 		Context: r.cfg.StatusContext, PageURL: r.cfg.OpsURL, OnePageOfSeveral: several, Required: r.pool.OwnStatusRequired,
-		Log: log.With("component", "commitstatus")})
+		Memory: r.store, Log: log.With("component", "commitstatus")})
 }
 
-// close removes the clone after the pool ran, unless sessions were left
-// running in its work trees for the next start, and closes the store.
+// close frees the agent server's instances for the free work trees, and
+// removes the clone after the pool ran, unless sessions were left running
+// in its work trees for the next start, and closes the store.
 func (r *repo) close(log *slog.Logger) {
 	if r.clone != nil {
+		r.pool.RetireTrees()
 		if left := r.pool.LeftRunning(); left > 0 {
 			log.Info("keeping the clone: sessions left running work in it", "sessions", left, "dir", r.clone.Dir)
 		} else if err := r.clone.Remove(); err != nil {
