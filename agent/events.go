@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"pool/internal/backoff"
+	"pool/forge"
 	"pool/internal/bounded"
 	"pool/internal/guard"
 )
@@ -395,7 +395,7 @@ func decodeEvent(payload string) (Event, error) {
 // reconnectBackoff is the wait before reconnecting: from 250 ms, doubled per
 // failed attempt in a row, capped at 5 s, less up to half at random so that
 // many clients do not reconnect in step.
-var reconnectBackoff = backoff.Policy{Base: 250 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}
+var reconnectBackoff = forge.Backoff{Base: 250 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}
 
 // reconnectDelay is the wait after failures failed reconnects in a row (0
 // after a stream that was up broke), with r in [0, 1) from rand.Float64.

@@ -38,11 +38,31 @@ type Publisher struct {
 	// context; then the status is success from the start, so that it never
 	// holds a merge. May be nil.
 	Required func() bool
-	Log      *slog.Logger
+	// Memory keeps what was written across restarts; may be nil. With it,
+	// a head it knows nothing of is written without reading the forge
+	// first (one request instead of two), and a relaunch rewrites nothing
+	// that has not changed. Without it, the forge is read at the first look
+	// at each head.
+	Memory Memory
+	Log    *slog.Logger
 
 	written map[key]forgejo.NewStatus // what the forge shows now, as far as we know
 	failed  map[key]bool              // the last write failed: logged once
 	absent  map[key]int               // syncs in a row a written PR head was not in the status
+	unsure  map[key]bool              // a write's answer was lost: read the forge before the next
+}
+
+// Memory is where a publisher keeps what it wrote on each PR head.
+type Memory interface {
+	Written() (map[Head]forgejo.NewStatus, error)
+	Remember(h Head, s forgejo.NewStatus) error
+	Forget(h Head) error
+}
+
+// Head is a PR's head commit.
+type Head struct {
+	PR  int
+	SHA string
 }
 
 // forgetAfter is how many syncs in a row a PR head must be missing from
@@ -51,10 +71,7 @@ type Publisher struct {
 // its status must not be written again then.
 const forgetAfter = 30
 
-type key struct {
-	pr   int
-	head string
-}
+type key = Head
 
 // Run publishes whenever changed signals and every interval, until ctx ends.
 func (p *Publisher) Run(ctx context.Context, status func() ops.Status, changed <-chan struct{}, interval time.Duration) {
@@ -75,7 +92,8 @@ func (p *Publisher) Run(ctx context.Context, status func() ops.Status, changed <
 // state or text differ from what the forge shows.
 func (p *Publisher) Sync(ctx context.Context, st ops.Status) {
 	if p.written == nil {
-		p.written, p.failed, p.absent = map[key]forgejo.NewStatus{}, map[key]bool{}, map[key]int{}
+		p.failed, p.absent, p.unsure = map[key]bool{}, map[key]int{}, map[key]bool{}
+		p.written = p.recall()
 	}
 	live := map[key]bool{}
 	required := p.Required != nil && p.Required()
@@ -84,7 +102,7 @@ func (p *Publisher) Sync(ctx context.Context, st ops.Status) {
 		if !ok || ctx.Err() != nil {
 			continue
 		}
-		k := key{pr.Number, pr.Head}
+		k := key{PR: pr.Number, SHA: pr.Head}
 		live[k] = true
 		if err := p.sync(ctx, k, want); err != nil {
 			if !p.failed[k] {
@@ -103,6 +121,7 @@ func (p *Publisher) Sync(ctx context.Context, st ops.Status) {
 		if p.absent[k]++; p.absent[k] >= forgetAfter {
 			delete(p.written, k)
 			delete(p.absent, k)
+			p.forget(k)
 		}
 	}
 }
@@ -133,28 +152,73 @@ func (p *Publisher) want(pr ops.PR, required bool) (forgejo.NewStatus, bool) {
 
 func (p *Publisher) sync(ctx context.Context, k key, want forgejo.NewStatus) error {
 	have, known := p.written[k]
-	if !known {
-		// First look at this head since the start: the forge may already
-		// show it from an earlier run.
-		statuses, err := p.Forge.StatusHistory(ctx, p.Owner, p.Repo, k.head)
+	if !known && (p.Memory == nil || p.unsure[k]) {
+		// First look at this head since the start, with nothing
+		// remembered, or after a write whose answer was lost: the forge may
+		// already show it.
+		statuses, err := p.Forge.StatusHistory(ctx, p.Owner, p.Repo, k.SHA)
 		if err != nil {
 			return err
 		}
 		have = own(statuses, p.Context)
 		p.written[k] = have
+		delete(p.unsure, k)
 	}
 	if have == want {
 		return nil
 	}
-	if err := p.Forge.PostStatus(ctx, p.Owner, p.Repo, k.head, want); err != nil {
+	if err := p.Forge.PostStatus(ctx, p.Owner, p.Repo, k.SHA, want); err != nil {
 		// The write may have landed with its answer lost (a timeout, or the
 		// pool stopping mid-call): read the forge again before the next one.
 		delete(p.written, k)
+		p.unsure[k] = true
+		p.remember(k, forgejo.NewStatus{}) // unsure, after a restart too
 		return err
 	}
 	p.written[k] = want
-	p.log().Debug("commit status set", "pr", k.pr, "state", want.State, "description", want.Description)
+	p.remember(k, want)
+	p.log().Debug("commit status set", "pr", k.PR, "state", want.State, "description", want.Description)
 	return nil
+}
+
+// recall is what Memory holds, or nothing. A head remembered with no
+// status had a write whose answer was lost: the forge is read first.
+func (p *Publisher) recall() map[key]forgejo.NewStatus {
+	out := map[key]forgejo.NewStatus{}
+	if p.Memory == nil {
+		return out
+	}
+	got, err := p.Memory.Written()
+	if err != nil {
+		p.log().Warn("reading the commit statuses written before failed; writing them again", "err", err)
+		return out
+	}
+	for k, s := range got {
+		if s == (forgejo.NewStatus{}) {
+			p.unsure[k] = true
+			continue
+		}
+		out[k] = s
+	}
+	return out
+}
+
+func (p *Publisher) remember(k key, s forgejo.NewStatus) {
+	if p.Memory == nil {
+		return
+	}
+	if err := p.Memory.Remember(k, s); err != nil {
+		p.log().Warn("keeping a written commit status failed", "pr", k.PR, "err", err)
+	}
+}
+
+func (p *Publisher) forget(k key) {
+	if p.Memory == nil {
+		return
+	}
+	if err := p.Memory.Forget(k); err != nil {
+		p.log().Warn("forgetting a written commit status failed", "pr", k.PR, "err", err)
+	}
 }
 
 // own is the newest status under context, as a NewStatus to compare with.

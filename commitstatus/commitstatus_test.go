@@ -227,3 +227,60 @@ func TestAPRMissingFromOneSnapshotIsNotWrittenAgain(t *testing.T) {
 		t.Errorf("after %d syncs without it, still remembered: %v", forgetAfter, p.written)
 	}
 }
+
+// mapMemory is a Memory in a map, as the state store keeps it.
+type mapMemory map[Head]forgejo.NewStatus
+
+func (m mapMemory) Written() (map[Head]forgejo.NewStatus, error) {
+	out := map[Head]forgejo.NewStatus{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out, nil
+}
+func (m mapMemory) Remember(h Head, s forgejo.NewStatus) error { m[h] = s; return nil }
+func (m mapMemory) Forget(h Head) error                        { delete(m, h); return nil }
+
+// TestMemoryWritesOnceAndNotAgainAfterARestart: with a memory, a head never
+// seen is written without a read (one request), and a restarted publisher
+// with the same memory neither reads nor writes a status that has not
+// changed; one that has is written once.
+func TestMemoryWritesOnceAndNotAgainAfterARestart(t *testing.T) {
+	ctx := context.Background()
+	mem := mapMemory{}
+	f := &fakeForge{}
+	p := newPublisher(f)
+	p.Memory = mem
+	a := ops.PR{Number: 1, Head: "h1", Next: "labelled needs feedback: humans only"}
+	b := ops.PR{Number: 2, Head: "h2", Next: "queued for review"}
+	p.Sync(ctx, status(a, b))
+	if f.reads != 0 || len(f.writes) != 2 {
+		t.Fatalf("first start: %d reads, writes %q; want no read, two writes", f.reads, f.writes)
+	}
+	restarted := newPublisher(f)
+	restarted.Memory = mem
+	b.Next = "reviewing since 10:00 UTC"
+	restarted.Sync(ctx, status(a, b))
+	if f.reads != 0 || len(f.writes) != 3 || !strings.Contains(f.writes[2], "reviewing since") {
+		t.Errorf("after a restart: %d reads, writes %q; want no read, one more write for PR 2", f.reads, f.writes)
+	}
+}
+
+// TestMemoryOfALostAnswerReadsFirst: a write whose answer was lost is
+// remembered as unsure, so even a restarted publisher reads the forge
+// before writing, and does not write the same status twice.
+func TestMemoryOfALostAnswerReadsFirst(t *testing.T) {
+	ctx := context.Background()
+	mem := mapMemory{}
+	f := &fakeForge{loseAnswers: true}
+	p := newPublisher(f)
+	p.Memory = mem
+	merged := ops.PR{Number: 3, Head: "h1", Next: "merged", Done: true, Merged: true}
+	p.Sync(ctx, status(merged))
+	restarted := newPublisher(f)
+	restarted.Memory = mem
+	restarted.Sync(ctx, status(merged))
+	if len(f.writes) != 1 || f.reads != 1 {
+		t.Errorf("writes %q, %d reads; want the one write, read back once", f.writes, f.reads)
+	}
+}

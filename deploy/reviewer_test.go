@@ -14,7 +14,7 @@ import (
 	"pool/agent"
 	"pool/deploy"
 	"pool/internal/sandbox"
-	"pool/pool"
+	"pool/texts"
 )
 
 // recorder is a scripted model that makes the calls in turns, one per
@@ -284,7 +284,7 @@ func TestShippedReviewerFilesItsReviewThroughTheTool(t *testing.T) {
 	}
 	r := reviews[0]
 	if r.State != "APPROVED" || r.CommitID != head || r.User.Login != reviewer || !r.Official ||
-		r.Body != "The new file is what the PR says."+pool.Signature {
+		r.Body != "The new file is what the PR says."+texts.Signature {
 		t.Errorf("review %+v; want APPROVED on the head %s by %s, official, signed", r, head, reviewer)
 	}
 	var lines []struct {
@@ -294,7 +294,7 @@ func TestShippedReviewerFilesItsReviewThroughTheTool(t *testing.T) {
 	if _, err := f.Do(ctx, ch.Token, "GET", fmt.Sprintf("/repos/%s/%s/pulls/%d/reviews/%d/comments", author, repo, ch.PR, r.ID), nil, &lines); err != nil {
 		t.Fatal(err)
 	}
-	if len(lines) != 1 || lines[0].Path != "feature.txt" || lines[0].Body != "Fine as a first line."+pool.Signature {
+	if len(lines) != 1 || lines[0].Path != "feature.txt" || lines[0].Body != "Fine as a first line."+texts.Signature {
 		t.Errorf("line comments %+v; want one, signed, on feature.txt", lines)
 	}
 

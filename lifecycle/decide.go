@@ -7,7 +7,6 @@ import (
 
 	"pool/claims"
 	"pool/forge"
-	"pool/internal/backoff"
 )
 
 // Decide returns the PR's next Track and the one action to take now.
@@ -347,7 +346,7 @@ const NoReviewNoteAfter = 3
 func SessionLeftNoReview(p Policy, t Track, now time.Time, uncounted []string) (Track, Action) {
 	t.Failures++
 	// No jitter: the decision stays a pure function of its inputs.
-	t.NotBefore = now.Add(backoff.Policy{Base: p.RetryBase, Max: p.RetryMax}.Delay(t.Failures, 0))
+	t.NotBefore = now.Add(forge.Backoff{Base: p.RetryBase, Max: p.RetryMax}.Delay(t.Failures, 0))
 	if t.Failures != NoReviewNoteAfter {
 		return t, Action{Kind: Wait, Reason: "backing off after a session that left no review"}
 	}

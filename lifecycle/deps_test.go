@@ -10,10 +10,10 @@ import (
 )
 
 // linked are the packages outside the standard library that the decision
-// packages may link: themselves, the leaf of plain forge types, and the
-// pure back-off arithmetic (standard library only). No SDK, no HTTP client
-// of the project, no SSH.
-var linked = []string{"pool/lifecycle", "pool/claims", "pool/forge", "pool/internal/backoff"}
+// packages may link: themselves and the leaf of plain forge types and pure
+// rules (standard library only). No SDK, no HTTP client of the project, no
+// SSH.
+var linked = []string{"pool/lifecycle", "pool/claims", "pool/forge"}
 
 // TestLinksOnlyTheLeaf: lifecycle and claims, with everything they import,
 // link nothing outside the standard library but the packages above.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"pool/forge"
-	"pool/internal/backoff"
 )
 
 // A merge the forge refuses for a rule (the storage quota, a branch behind
@@ -29,7 +28,7 @@ func refused(p Policy, t Track, head string, res forge.MergeResult, now time.Tim
 	}
 	t.Refusals++
 	t.Refused = rule
-	t.RefusedUntil = now.Add(backoff.Policy{Base: p.RetryBase, Max: p.RetryMax}.Delay(t.Refusals, 0))
+	t.RefusedUntil = now.Add(forge.Backoff{Base: p.RetryBase, Max: p.RetryMax}.Delay(t.Refusals, 0))
 	t.RefusedSeen, t.RefusedOn = time.Time{}, ""
 	t.LastStatus = fmt.Sprintf("%s (HTTP %d: %s)", res.Outcome, res.Status, res.Message)
 	return blockedAs(refusedState(rule), t, head, refusalReason(rule))

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"pool/texts"
 	"strings"
 
 	"pool/forgejo"
@@ -21,7 +22,7 @@ func (p *Pool) act(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a life
 
 func (p *Pool) perform(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a lifecycle.Action) error {
 	if a.Diagnostic {
-		if _, err := p.comment(ctx, pr.Number, diagnosticBody(t.Attempts, t.LastStatus)); err != nil {
+		if _, err := p.comment(ctx, pr.Number, texts.DiagnosticBody(t.Attempts, t.LastStatus)); err != nil {
 			return err
 		}
 	}
@@ -36,13 +37,13 @@ func (p *Pool) perform(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a 
 		return p.forge.CancelAutoMerge(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 	case lifecycle.NoteConflict:
 		p.count(pr.Number, &p.stats.conflicts)
-		_, err := p.comment(ctx, pr.Number, conflictBody(p.base))
+		_, err := p.comment(ctx, pr.Number, texts.ConflictBody(p.base))
 		return err
 	case lifecycle.NoteBlocked:
 		return p.noteBlocked(ctx, pr, a.Reason)
 	case lifecycle.NoteNoReview:
 		p.log.Warn("sessions leave no counted review; still retrying", "pr", pr.Number, "reason", a.Reason)
-		_, err := p.comment(ctx, pr.Number, noReviewBody(pr.HeadSHA, a.Reason))
+		_, err := p.comment(ctx, pr.Number, texts.NoReviewBody(pr.HeadSHA, a.Reason))
 		return err
 	case lifecycle.Skip:
 		p.count(pr.Number, &p.stats.skipped)
@@ -113,11 +114,11 @@ func (p *Pool) noteBlocked(ctx context.Context, pr forgejo.PR, reason string) er
 		return err
 	}
 	for _, c := range comments {
-		if strings.EqualFold(c.Author, p.me) && blockedNoted(c.Body, pr.HeadSHA, reason) {
+		if strings.EqualFold(c.Author, p.me) && texts.BlockedNoted(c.Body, pr.HeadSHA, reason) {
 			return nil
 		}
 	}
-	_, err = p.comment(ctx, pr.Number, blockedBody(pr.HeadSHA, reason))
+	_, err = p.comment(ctx, pr.Number, texts.BlockedBody(pr.HeadSHA, reason))
 	return err
 }
 
@@ -128,8 +129,8 @@ func (p *Pool) drop(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a lif
 		p.count(pr.Number, &p.stats.merged)
 	}
 	if a.Announce {
-		for _, issue := range linkedIssues(pr.Body, pr.Number) {
-			if _, err := p.comment(ctx, issue, scheduledMergedBody(pr.Number)); err != nil {
+		for _, issue := range texts.LinkedIssues(pr.Body, pr.Number) {
+			if _, err := p.comment(ctx, issue, texts.ScheduledMergedBody(pr.Number)); err != nil {
 				p.log.Warn("announcing the merge on a linked issue failed", "pr", pr.Number, "issue", issue, "err", err)
 			}
 		}
@@ -147,7 +148,7 @@ func (p *Pool) recoverAttempts(ctx context.Context, pr forgejo.PR) error {
 	attempts := 0
 	for _, c := range comments {
 		if strings.EqualFold(c.Author, p.me) {
-			attempts = max(attempts, retryAttempt(c.Body))
+			attempts = max(attempts, texts.RetryAttempt(c.Body))
 		}
 	}
 	if attempts > 0 {

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"time"
 )
 
 // orphan is a session to delete: by id, or, when the agent server may have
@@ -11,15 +12,22 @@ type orphan struct {
 	id, dir string
 }
 
-// release ends a session's life: it deletes the session, removes its work
-// tree and frees the agent server's instance for it. A session the server
-// does not let it delete now is kept for sweep.
+// release ends a session's life: it deletes the session and gives its
+// work tree back, to be reset for the next session with the agent
+// server's instance for it kept warm. A tree whose session may still be
+// alive (the server did not let the pool delete it, or never said it made
+// it) is never given to another session: it is removed and its instance
+// freed, which stops whatever still runs there, and the session is kept
+// for sweep.
 func (p *Pool) release(ctx context.Context, o orphan) {
 	if o.id != "" {
-		if err := p.agent.Delete(ctx, o.id); err != nil {
-			p.log.Warn("deleting a session failed; will retry", "session", o.id, "err", err)
-			p.keepOrphan(o)
+		err := p.agent.Delete(ctx, o.id)
+		if err == nil {
+			p.giveTree(ctx, o.dir)
+			return
 		}
+		p.log.Warn("deleting a session failed; will retry", "session", o.id, "err", err)
+		p.keepOrphan(o)
 	} else if p.ownsTree(o.dir) {
 		p.keepOrphan(o) // only sweep can find it
 	}
@@ -34,6 +42,22 @@ func (p *Pool) keepOrphan(o orphan) {
 
 func (p *Pool) ownsTree(dir string) bool { return p.trees != nil && p.trees.Owns(dir) }
 
+// giveTree gives a tree no session works in back to the clone, which keeps
+// it warm, or removes it if enough are kept: then the agent server's
+// instance for it is freed.
+func (p *Pool) giveTree(ctx context.Context, dir string) {
+	if !p.ownsTree(dir) {
+		return
+	}
+	kept, err := p.trees.GiveTree(ctx, dir, p.slots.perRepo())
+	if err != nil {
+		p.log.Warn("giving back a work tree failed", "dir", dir, "err", err)
+	}
+	if !kept {
+		p.dispose(ctx, dir)
+	}
+}
+
 // removeTree removes a work tree of ours and disposes of the agent server's
 // instance for it. Failures cost only disk and memory: logged.
 func (p *Pool) removeTree(ctx context.Context, dir string) {
@@ -43,8 +67,28 @@ func (p *Pool) removeTree(ctx context.Context, dir string) {
 	if err := p.trees.RemoveTree(ctx, dir); err != nil {
 		p.log.Warn("removing a work tree failed", "dir", dir, "err", err)
 	}
+	p.dispose(ctx, dir)
+}
+
+func (p *Pool) dispose(ctx context.Context, dir string) {
 	if err := p.agent.Dispose(ctx, dir); err != nil {
 		p.log.Debug("disposing of the agent server's instance for a work tree failed", "dir", dir, "err", err)
+	}
+}
+
+// warmFor is how long a free work tree is kept for the next session; then
+// it is removed and the agent server's instance for it freed.
+const warmFor = 10 * time.Minute
+
+// retireTrees removes the free trees unused since idleSince and frees the
+// agent server's instances for them, and for trees removed since it last
+// ran. No session works in them.
+func (p *Pool) retireTrees(ctx context.Context, idleSince time.Time) {
+	if p.trees == nil {
+		return
+	}
+	for _, dir := range p.trees.RetireTrees(ctx, idleSince) {
+		p.dispose(ctx, dir)
 	}
 }
 
@@ -57,6 +101,15 @@ func (p *Pool) pruneTrees(ctx context.Context, keep []string) {
 	if err := p.trees.PruneTrees(ctx, keep); err != nil {
 		p.log.Warn("removing work trees left behind failed", "err", err)
 	}
+}
+
+// RetireTrees, once the pool has run, removes every free work tree and
+// frees the agent server's instances for them; the trees of sessions left
+// running stay.
+func (p *Pool) RetireTrees() {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.ShutdownTimeout)
+	defer cancel()
+	p.retireTrees(ctx, time.Now())
 }
 
 // sweep deletes the sessions release could not, now that the agent server

@@ -147,6 +147,9 @@ func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) int {
 		if ctx.Err() != nil || !p.takeSlot(c.pr.Number) {
 			break
 		}
+		// The session's end is observed by the loop: once the slot is
+		// free, the PR is decided again, whatever its follower managed.
+		p.index.forget(c.pr.Number)
 		p.workers.Add(1)
 		guard.Go(ctx, p.log, "slot", func() {
 			defer p.workers.Done()
@@ -199,14 +202,14 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (de
 	return decision{Action: act, at: obs.Now}, p.act(ctx, pr, next, act)
 }
 
-// observe reads what the decision needs: the reviews always, the head's
-// statuses when the counted reviews approve it, and the PR's open
-// dependencies when the checks let it merge.
+// observe reads what the decision needs: the reviews, unless the PR is left
+// to humans; the head's statuses when the counted reviews approve it; and
+// the PR's open dependencies when the checks let it merge.
 func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observation, error) {
 	obs := lifecycle.Observe(pr, p.cfg.Repo(), p.cfg.SkipLabel, p.now())
 	obs.Protection = p.currentProtection()
-	if !obs.Open || obs.Merged {
-		return obs, nil
+	if !obs.Open || obs.Merged || obs.Skip {
+		return obs, nil // a PR left to humans is decided without its reviews
 	}
 	reviews, err := p.forge.Reviews(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 	if err != nil {
@@ -261,13 +264,18 @@ func (p *Pool) judgeClaims(ctx context.Context, pr forgejo.PR) (claims.Verdict, 
 	return verdict, nil
 }
 
+// claimView reads the PR's comments and reviews, at once.
 func (p *Pool) claimView(ctx context.Context, pr forgejo.PR) (claims.View, error) {
+	var reviews []forgejo.Review
+	var rerr error
+	done := make(chan struct{})
+	guard.Go(ctx, p.log, "reviews read", func() {
+		defer close(done)
+		reviews, rerr = p.forge.Reviews(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+	})
 	comments, err := p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
-	if err != nil {
-		return claims.View{}, err
-	}
-	reviews, err := p.forge.Reviews(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
-	if err != nil {
+	<-done
+	if err = errors.Join(err, rerr); err != nil {
 		return claims.View{}, err
 	}
 	return p.view(pr, comments, reviews), nil

@@ -55,10 +55,21 @@ type Digester interface {
 	Digest(ctx context.Context, n int) (report.Digest, error)
 }
 
-// Trees makes a work tree of the pool's clone for each session. The clone
-// implements it.
+// Trees gives each session a work tree of the pool's clone, and keeps a
+// tree whose session is gone for the next one, reset (its agent server
+// instance stays warm). The clone implements it.
 type Trees interface {
-	AddTree(ctx context.Context, pr int, head string) (dir string, err error)
+	// TakeTree returns a tree detached at head that no session uses.
+	TakeTree(ctx context.Context, pr int, head string) (dir string, err error)
+	// GiveTree takes back a tree no session works in any more; false: it
+	// was removed instead of kept (keep free trees are kept already).
+	GiveTree(ctx context.Context, dir string, keep int) (kept bool, err error)
+	// SpareTree makes a free tree before any session, if there is none:
+	// "" if not.
+	SpareTree(ctx context.Context) (dir string, err error)
+	// RetireTrees removes the free trees freed before idleSince and
+	// returns every tree removed since it last did.
+	RetireTrees(ctx context.Context, idleSince time.Time) []string
 	Owns(dir string) bool
 	RemoveTree(ctx context.Context, dir string) error
 	PruneTrees(ctx context.Context, keep []string) error

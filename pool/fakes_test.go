@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"pool/texts"
 	"slices"
 	"strings"
 	"sync"
@@ -71,6 +72,9 @@ type fakeForge struct {
 	// when it passes each.
 	ciDelay time.Duration
 	ciAt    map[string]time.Time
+	// quiet: a review or a comment leaves the PR's update time as it was,
+	// as the forge's list of changed PRs may not show them at once.
+	quiet bool
 	// updateAnswer overrides the update's answer per PR.
 	updateAnswer map[int]forgejo.UpdateResult
 }
@@ -252,7 +256,7 @@ func (f *fakeForge) PostComment(ctx context.Context, _, _ string, n int, body st
 	f.nextID++
 	c := forgejo.Comment{ID: f.nextID, Author: f.me, Body: body, Created: f.now()}
 	f.comments[n] = append(f.comments[n], c)
-	if _, ok := f.prs[n]; ok {
+	if _, ok := f.prs[n]; ok && !f.quiet {
 		f.touch(n)
 	}
 	f.record("#%d: comment %s", n, firstLine(body))
@@ -416,7 +420,9 @@ func (f *fakeForge) addReview(n int, author, state string, official bool) {
 	f.nextID++
 	f.reviews[n] = append(f.reviews[n], forgejo.Review{ID: f.nextID, Author: author, State: state,
 		CommitID: f.prs[n].HeadSHA, Official: official, Submitted: f.now()})
-	f.touch(n)
+	if !f.quiet {
+		f.touch(n)
+	}
 }
 
 func (f *fakeForge) claimsOn(n int) int {
@@ -510,7 +516,7 @@ func (a *fakeAgent) PromptAsync(_ context.Context, id, _, text string) error {
 		return errDown
 	}
 	s := a.sessions[id]
-	_, pr, _ := parseTitle(s.title)
+	_, pr, _ := texts.ParseTitle(s.title)
 	d, effect, reply := a.behave(pr)
 	s.busy, s.prompted = true, true
 	a.prompts = append(a.prompts, text)
@@ -645,25 +651,87 @@ func (a *fakeAgent) Permissions(_ context.Context, dir string) ([]agent.Permissi
 	return out, nil
 }
 
-// fakeTrees hands out work tree directories under /trees and records what
-// happens to them as plain strings.
+// fakeTrees hands out work tree directories under /trees, keeps those
+// given back for the next take as the clone does, and records what happens
+// to them as plain strings. inUse, if set, says whether a session still
+// works in a directory: giving such a tree back is recorded in shared.
 type fakeTrees struct {
 	mu      sync.Mutex
 	next    int
 	live    map[string]bool
+	made    map[string]bool      // made by TakeTree: kept when given back
+	free    map[string]time.Time // kept, by when given back
 	effects []string
+	shared  []string
+	inUse   func(dir string) bool
 }
 
-func newFakeTrees() *fakeTrees { return &fakeTrees{live: map[string]bool{}} }
+func newFakeTrees() *fakeTrees {
+	return &fakeTrees{live: map[string]bool{}, made: map[string]bool{}, free: map[string]time.Time{}}
+}
 
-func (t *fakeTrees) AddTree(_ context.Context, pr int, head string) (string, error) {
+// TakeTree takes the tree freed last, or makes one: "take <dir> <head>".
+func (t *fakeTrees) TakeTree(_ context.Context, pr int, head string) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.next++
-	dir := fmt.Sprintf("/trees/pr-%d-%s-%d", pr, head, t.next)
-	t.live[dir] = true
-	t.effects = append(t.effects, "add "+dir)
+	dir := ""
+	for d, at := range t.free {
+		if dir == "" || at.After(t.free[dir]) {
+			dir = d
+		}
+	}
+	if dir == "" {
+		t.next++
+		dir = fmt.Sprintf("/trees/t-%d", t.next)
+		t.live[dir], t.made[dir] = true, true
+	}
+	delete(t.free, dir)
+	t.effects = append(t.effects, fmt.Sprintf("take %s %s", dir, head))
 	return dir, nil
+}
+
+// SpareTree makes a free tree when none was made yet.
+func (t *fakeTrees) SpareTree(context.Context) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.next > 0 {
+		return "", nil
+	}
+	t.next++
+	dir := fmt.Sprintf("/trees/t-%d", t.next)
+	t.live[dir], t.made[dir], t.free[dir] = true, true, time.Now()
+	t.effects = append(t.effects, "spare "+dir)
+	return dir, nil
+}
+
+func (t *fakeTrees) GiveTree(_ context.Context, dir string, keep int) (bool, error) {
+	if t.inUse != nil && t.inUse(dir) {
+		t.mu.Lock()
+		t.shared = append(t.shared, dir)
+		t.mu.Unlock()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.made[dir] || len(t.free) >= keep {
+		t.removeLocked(dir)
+		return false, nil
+	}
+	t.free[dir] = time.Now()
+	t.effects = append(t.effects, "give "+dir)
+	return true, nil
+}
+
+func (t *fakeTrees) RetireTrees(_ context.Context, idleSince time.Time) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for dir, at := range t.free {
+		if at.Before(idleSince) {
+			t.removeLocked(dir)
+			out = append(out, dir)
+		}
+	}
+	return out
 }
 
 func (t *fakeTrees) Owns(dir string) bool { return strings.HasPrefix(dir, "/trees/") }
@@ -671,9 +739,15 @@ func (t *fakeTrees) Owns(dir string) bool { return strings.HasPrefix(dir, "/tree
 func (t *fakeTrees) RemoveTree(_ context.Context, dir string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.live, dir)
-	t.effects = append(t.effects, "remove "+dir)
+	t.removeLocked(dir)
 	return nil
+}
+
+func (t *fakeTrees) removeLocked(dir string) {
+	delete(t.live, dir)
+	delete(t.made, dir)
+	delete(t.free, dir)
+	t.effects = append(t.effects, "remove "+dir)
 }
 
 func (t *fakeTrees) PruneTrees(_ context.Context, keep []string) error {
@@ -704,15 +778,30 @@ func (h *fakeHistory) OnBase(_ context.Context, _ int, head string) (string, boo
 	return commit, ok, nil
 }
 
+// left lists the trees taken and never given back or removed.
 func (t *fakeTrees) left() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []string
 	for dir := range t.live {
-		out = append(out, dir)
+		if _, free := t.free[dir]; !free {
+			out = append(out, dir)
+		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// worksIn reports whether a session the server holds works in dir.
+func (a *fakeAgent) worksIn(dir string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, s := range a.sessions {
+		if s.dir == dir {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *fakeAgent) count() (sessions, prompts, peak int) {

@@ -15,13 +15,14 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"pool/texts"
 	"strings"
 	"sync"
 	"time"
 
 	"pool/configs"
+	"pool/forge"
 	"pool/forgejo"
-	"pool/internal/backoff"
 	"pool/internal/guard"
 	"pool/lifecycle"
 	"pool/store"
@@ -368,12 +369,12 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // base doubled per failure, capped at max, less up to 25% jitter; or, when
 // longer, the wait a 429 or 503 asked for (Retry-After), capped at max.
 func retryWait(n int, base, max time.Duration, err error) time.Duration {
-	return backoff.Policy{Base: base, Max: max, Jitter: 0.25}.DelayAtLeast(n, rand.Float64(), forgejo.RetryAfter(err))
+	return forge.Backoff{Base: base, Max: max, Jitter: 0.25}.DelayAtLeast(n, rand.Float64(), forgejo.RetryAfter(err))
 }
 
 // comment posts a signed comment.
 func (p *Pool) comment(ctx context.Context, n int, body string) (forgejo.Comment, error) {
-	return p.forge.PostComment(ctx, p.cfg.Owner, p.cfg.Name, n, sign(body))
+	return p.forge.PostComment(ctx, p.cfg.Owner, p.cfg.Name, n, texts.Sign(body))
 }
 
 func firstLine(s string) string {

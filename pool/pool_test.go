@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"pool/texts"
 	"slices"
 	"strings"
 	"testing"
@@ -292,36 +293,14 @@ func waitFor(ctx context.Context, cond func() bool) {
 	}
 }
 
-func TestParseResult(t *testing.T) {
-	tests := []struct {
-		name string
-		text string
-		want Result
-	}{
-		{"well formed", "ok\nREVIEW-RESULT: {\"decision\": \"approved\", \"merge_status\": \"merged\"}", Result{"approved", "merged"}},
-		{"last line wins", "REVIEW-RESULT: {\"decision\": \"approved\", \"merge_status\": \"merged\"}\nREVIEW-RESULT: {\"decision\": \"changes_requested\", \"merge_status\": \"none\"}", Result{"changes_requested", "none"}},
-		{"missing", "I looked at it.", Unknown},
-		{"malformed json", "REVIEW-RESULT: {decision: approved}", Unknown},
-		{"unknown values", "REVIEW-RESULT: {\"decision\": \"yolo\", \"merge_status\": \"merged\"}", Unknown},
-		{"empty", "", Unknown},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := ParseResult(tt.text); got != tt.want {
-				t.Errorf("ParseResult = %+v, want %+v", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestRelaunchAdoptsSessionsInsteadOfStartingNewOnes(t *testing.T) {
 	f := newFakeForge(1, 2)
 	a := newFakeAgent(approver(f, time.Millisecond))
 	// A previous run left a finished session for PR 1 (its reviewer approved)
 	// and a session for PR 2 that it never got to prompt.
 	f.review(1, "reviewer", forgejo.ReviewApproved)
-	a.sessions["old-1"] = &fakeSession{id: "old-1", title: sessionTitle("o/r", 1), prompted: true, done: true, reply: approvedReply}
-	a.sessions["old-2"] = &fakeSession{id: "old-2", title: sessionTitle("o/r", 2)}
+	a.sessions["old-1"] = &fakeSession{id: "old-1", title: texts.SessionTitle("o/r", 1), prompted: true, done: true, reply: approvedReply}
+	a.sessions["old-2"] = &fakeSession{id: "old-2", title: texts.SessionTitle("o/r", 2)}
 	rep := runPool(t, testConfig(2), f, a)
 
 	if !f.prs[1].Merged || !f.prs[2].Merged {
@@ -347,9 +326,9 @@ func TestRelaunchLeavesAnotherRepositorysSessions(t *testing.T) {
 	f := newFakeForge(1, 2)
 	a := newFakeAgent(approver(f, time.Millisecond))
 	f.review(2, "reviewer", forgejo.ReviewApproved)
-	a.sessions["theirs-1"] = &fakeSession{id: "theirs-1", title: sessionTitle("o/other", 1), prompted: true, busy: true}
-	a.sessions["theirs-2"] = &fakeSession{id: "theirs-2", title: sessionTitle("o/other", 2)} // never prompted
-	a.sessions["old-2"] = &fakeSession{id: "old-2", title: SessionTitlePrefix + "PR-2", prompted: true, done: true, reply: approvedReply}
+	a.sessions["theirs-1"] = &fakeSession{id: "theirs-1", title: texts.SessionTitle("o/other", 1), prompted: true, busy: true}
+	a.sessions["theirs-2"] = &fakeSession{id: "theirs-2", title: texts.SessionTitle("o/other", 2)} // never prompted
+	a.sessions["old-2"] = &fakeSession{id: "old-2", title: texts.SessionTitlePrefix + "PR-2", prompted: true, done: true, reply: approvedReply}
 	cfg := testConfig(2)
 	cfg.SessionTimeout = time.Second // a pool that took theirs-1 would time it out and delete it
 	runPool(t, cfg, f, a)
@@ -383,8 +362,8 @@ func TestLostStateRebuildsAttemptsFromDiagnostics(t *testing.T) {
 	f.review(1, "reviewer", forgejo.ReviewApproved)
 	f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{ID: 1, Context: "ci", State: "pending"}}
 	f.comments[1] = []forgejo.Comment{
-		{ID: 50, Author: "pool-bot", Body: sign(diagnosticBody(20, "pending"))},
-		{ID: 51, Author: "mallory", Body: diagnosticBody(90, "pending")},
+		{ID: 50, Author: "pool-bot", Body: texts.Sign(texts.DiagnosticBody(20, "pending"))},
+		{ID: 51, Author: "mallory", Body: texts.DiagnosticBody(90, "pending")},
 	}
 	f.nextID = 100
 	cfg := testConfig(1)

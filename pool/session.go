@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"pool/texts"
 	"time"
 
 	"pool/agent"
@@ -33,25 +34,34 @@ type session struct {
 // work outlives it by the shutdown timeout.
 func (p *Pool) runSlot(ctx, work context.Context, c candidate) {
 	log := p.log.With("pr", c.pr.Number)
+	// The work tree is made, and the claims read, while the PR is re-read,
+	// and the tree while the claim is posted and verified: the clone is
+	// this pool's alone, and a tree no session got goes back.
+	tree := p.takeTree(work, c.pr)
+	read := p.readClaims(work, c.pr)
 	pr, ok, err := p.confirm(work, c)
 	if err != nil || !ok {
 		if err != nil {
 			log.Warn("re-checking before dispatch failed", "err", err)
 		}
+		<-read
+		p.unusedTree(work, tree)
 		return
 	}
 	// Reviewers and fixers alike work under a claim, so that two pools never
 	// start either for one head.
-	if won, err := p.claim(work, pr); err != nil || !won {
+	if won, err := p.claim(work, pr, read); err != nil || !won {
 		if err != nil {
 			log.Warn("claiming failed", "err", err)
 		}
+		p.unusedTree(work, tree)
 		return
 	}
 	if ctx.Err() != nil {
+		p.unusedTree(work, tree)
 		return // shutting down: keep the claim, start nothing
 	}
-	s, err := p.dispatch(work, pr, c.kind)
+	s, err := p.dispatch(work, pr, c.kind, tree)
 	if err != nil {
 		log.Warn("starting a session failed; backing off", "err", err)
 		p.sessionLeftNoReview(pr.Number, nil)
@@ -73,9 +83,11 @@ func (p *Pool) confirm(ctx context.Context, c candidate) (forgejo.PR, bool, erro
 }
 
 // claim posts this pool's claim unless it already holds one, then verifies:
-// the lowest live claim id wins, and a loser deletes its own claim.
-func (p *Pool) claim(ctx context.Context, pr forgejo.PR) (bool, error) {
-	v, err := p.claimView(ctx, pr)
+// the lowest live claim id wins, and a loser deletes its own claim. first
+// is the claims read at pr's head before.
+func (p *Pool) claim(ctx context.Context, pr forgejo.PR, first <-chan viewResult) (bool, error) {
+	r := <-first
+	v, err := r.view, r.err
 	if err != nil {
 		return false, err
 	}
@@ -89,7 +101,7 @@ func (p *Pool) claim(ctx context.Context, pr forgejo.PR) (bool, error) {
 	if stale := claims.Stale(v); len(stale) > 0 {
 		cl.Takeover = stale[0].Instance
 	}
-	if _, err := p.forge.PostComment(ctx, p.cfg.Owner, p.cfg.Name, pr.Number, sign(claims.Body(cl))); err != nil {
+	if _, err := p.forge.PostComment(ctx, p.cfg.Owner, p.cfg.Name, pr.Number, texts.Sign(claims.Body(cl))); err != nil {
 		return false, err
 	}
 	if v, err = p.claimView(ctx, pr); err != nil {
@@ -119,14 +131,15 @@ func (p *Pool) deleteLosers(ctx context.Context, v claims.View) error {
 // dispatch starts a session in a new work tree at the PR's head and
 // registers it with the watcher. A session it made but could not prompt is
 // deleted, now or, if the agent server does not answer, later.
-func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind) (*session, error) {
-	in := promptInput{PR: pr.Number, Repo: p.cfg.Repo(), Head: pr.HeadSHA, Spec: p.spec, Tag: report.NewTag(),
+func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind, tree <-chan treeResult) (*session, error) {
+	in := texts.PromptInput{PR: pr.Number, Repo: p.cfg.Repo(), Head: pr.HeadSHA, Spec: p.spec, Tag: report.NewTag(),
 		Reviewed: p.track(pr.Number).ReviewedSHA != "", Fix: kind == lifecycle.Fix, Base: p.base, Rule: p.policy.Rule,
 		PushRepo: pr.HeadRepo, PushBranch: pr.HeadRef,
 		Data: report.Data{Target: fmt.Sprintf("%s#%d", p.cfg.Repo(), pr.Number)}}
 	if in.Fix {
 		history, err := p.forge.StatusHistory(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
 		if err != nil {
+			p.unusedTree(ctx, tree)
 			return nil, err
 		}
 		in.Data.Checks = lifecycle.Failing(lifecycle.Checks(history))
@@ -136,18 +149,19 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind)
 		in.Answer = items.AnswerInstructions()
 		in.Data.Items, in.Data.Errors = items.Items, items.Errors
 	}
-	var err error
-	if in.Dir, err = p.addTree(ctx, pr); err != nil {
-		return nil, err
+	t := <-tree
+	if t.err != nil {
+		return nil, t.err
 	}
-	created, err := p.agent.CreateSession(ctx, sessionTitle(p.cfg.Repo(), pr.Number), in.Dir)
+	in.Dir = t.dir
+	created, err := p.agent.CreateSession(ctx, texts.SessionTitle(p.cfg.Repo(), pr.Number), in.Dir)
 	if err != nil {
 		// The server may have made it and lost the answer: delete whatever
 		// works in this directory.
 		p.release(ctx, orphan{dir: in.Dir})
 		return nil, err
 	}
-	if err := p.agent.PromptAsync(ctx, created.ID, p.cfg.AgentName, prompt(in)); err != nil {
+	if err := p.agent.PromptAsync(ctx, created.ID, p.cfg.AgentName, texts.Prompt(in)); err != nil {
 		if !p.promptLanded(ctx, created.ID) {
 			p.release(ctx, orphan{id: created.ID, dir: in.Dir})
 			return nil, err
@@ -167,14 +181,6 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind)
 	}
 	p.log.Info("session started", "pr", pr.Number, "session", created.ID, "kind", kind, "head", pr.HeadSHA)
 	return s, nil
-}
-
-// addTree makes the session's work tree, or returns "" without trees.
-func (p *Pool) addTree(ctx context.Context, pr forgejo.PR) (string, error) {
-	if p.trees == nil {
-		return "", nil
-	}
-	return p.trees.AddTree(ctx, pr.Number, pr.HeadSHA)
 }
 
 func (p *Pool) register(id string, n int, kind lifecycle.Kind, dir string) *session {
@@ -237,7 +243,7 @@ func (p *Pool) collect(ctx context.Context, s *session) {
 	p.count(s.pr, &p.stats.reviewed)
 	p.metrics.SessionFinished(s.outcome)
 	log := p.log.With("pr", s.pr, "session", s.id)
-	if res == Unknown {
+	if res == texts.Unknown {
 		log.Warn("session gave no usable result; the forge decides", "outcome", s.outcome, "tail", tail(text, 200))
 	} else {
 		log.Info("session finished", "outcome", s.outcome, "decision", res.Decision, "merge_status", res.MergeStatus)
@@ -289,14 +295,14 @@ func (p *Pool) uncounted(ctx context.Context, pr forgejo.PR) []string {
 }
 
 // result reads the session's final assistant text and parses it.
-func (p *Pool) result(ctx context.Context, s *session) (Result, string) {
+func (p *Pool) result(ctx context.Context, s *session) (texts.Result, string) {
 	msgs, err := p.agent.Messages(ctx, s.id)
 	if err != nil {
 		p.log.Warn("reading session messages failed", "session", s.id, "err", err)
-		return Unknown, ""
+		return texts.Unknown, ""
 	}
 	_, text, _ := agent.Finished(msgs)
-	return ParseResult(text), text
+	return texts.ParseResult(text), text
 }
 
 func tail(s string, n int) string {
@@ -318,7 +324,7 @@ func (p *Pool) adopt(ctx, work context.Context) error {
 	var keep []string
 	defer func() { p.pruneTrees(ctx, keep) }()
 	for _, s := range sessions {
-		n, ok := titlePR(s.Title, p.cfg.Repo(), !p.shared)
+		n, ok := texts.TitlePR(s.Title, p.cfg.Repo(), !p.shared)
 		if !ok || p.isBusy(n) {
 			continue
 		}
@@ -366,11 +372,11 @@ func (p *Pool) wasPrompted(ctx context.Context, id string) bool {
 	return false
 }
 
-// promptLanded reports whether a session holds a user prompt after a prompt
-// call failed: the server may have taken the prompt and lost only its
+// promptLanded reports whether a session holds a user texts.Prompt after a texts.Prompt
+// call failed: the server may have taken the texts.Prompt and lost only its
 // answer (a 502 from a proxy, a connection cut), and deleting that session
 // would start a second reviewer on the same head. It asks up to three times,
-// a second apart, as the prompt is stored asynchronously; when it cannot
+// a second apart, as the texts.Prompt is stored asynchronously; when it cannot
 // tell, it says no and the session is deleted.
 func (p *Pool) promptLanded(ctx context.Context, id string) bool {
 	for attempt := range 3 {

@@ -108,6 +108,14 @@ func (s *Slots) release(repo string) {
 	next()
 }
 
+// perRepo is the most slots one repository may hold at once.
+func (s *Slots) perRepo() int {
+	if s.maxPerRepo > 0 {
+		return min(s.workers, s.maxPerRepo)
+	}
+	return s.workers
+}
+
 // free is how many slots are free in all.
 func (s *Slots) free() int {
 	s.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"pool/describe"
 	"pool/forgejo"
 	"pool/lifecycle"
 	"pool/ops"
@@ -193,18 +194,18 @@ func (p *Pool) Status() ops.Status {
 		}
 		ahead, queued := b.ahead[n]
 		mergeAhead, merging := p.queue.ahead(n)
-		in := standing{merging: merging, mergeAhead: mergeAhead, track: t, act: e.act, queued: queued, ahead: ahead, waitingFor: e.waitingFor,
-			failing: e.failing, merge: e.merge, base: p.base, skipLabel: p.cfg.SkipLabel}
+		in := describe.Standing{Merging: merging, MergeAhead: mergeAhead, Track: t, Act: e.act, Queued: queued, Ahead: ahead,
+			WaitingFor: e.waitingFor, Failing: e.failing, Merge: e.merge, Base: p.base, SkipLabel: p.cfg.SkipLabel}
 		if s, ok := busy[n]; ok {
-			in.busy = true
+			in.Busy = true
 			if s != nil {
-				in.session, in.kind = s.started, s.kind
+				in.Session, in.Kind = s.started, s.kind
 			}
 		}
 		commit := in
-		commit.noPlace = true
+		commit.NoPlace = true
 		st.PRs = append(st.PRs, ops.PR{Number: n, Title: e.title, URL: e.url, Head: e.head, State: string(t.State),
-			Attempts: t.Attempts, LastAnswer: t.LastStatus, Next: describe(in), Commit: describe(commit), Done: e.done(),
+			Attempts: t.Attempts, LastAnswer: t.LastStatus, Next: describe.Next(in), Commit: describe.Next(commit), Done: e.done(),
 			Merged: t.State == lifecycle.Merged, Seen: e.seen})
 	}
 	sort.Slice(st.PRs, func(i, j int) bool { return st.PRs[i].Number < st.PRs[j].Number })

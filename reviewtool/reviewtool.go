@@ -40,7 +40,7 @@ const (
 )
 
 // Signature ends everything the tool posts; it is the pool's own
-// (pool.Signature), which a test keeps equal.
+// (texts.Signature), which a test keeps equal.
 const Signature = "\n\n---\n**Automated by CleverAgents Bot**\nSupervisor: PR Review | Agent: ca-continuous-pr-reviewer"
 
 // ReviewerScopes are the token scopes the tool needs on Forgejo and Gitea:

@@ -15,12 +15,12 @@ import (
 	"time"
 
 	"pool/internal/sandbox"
-	"pool/pool"
+	"pool/texts"
 )
 
 func TestSignatureIsThePools(t *testing.T) {
-	if Signature != pool.Signature {
-		t.Errorf("Signature = %q, want the pool's %q", Signature, pool.Signature)
+	if Signature != texts.Signature {
+		t.Errorf("Signature = %q, want the pool's %q", Signature, texts.Signature)
 	}
 	if !slices.Equal(ReviewerScopes, sandbox.ReviewerScopes) {
 		t.Errorf("the sandbox's reviewer has scopes %v, the tool says it needs %v", sandbox.ReviewerScopes, ReviewerScopes)

@@ -178,7 +178,7 @@ func (s *process) note(repo string, r pool.Report, err error) {
 		return
 	}
 	r.Repo = repo
-	s.total = s.total.Add(r)
+	s.total = add(s.total, r)
 	if err != nil && s.firstErr == nil {
 		s.firstErr = fmt.Errorf("%s: %w", repo, err)
 	}

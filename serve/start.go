@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"pool/internal/backoff"
+	"pool/forge"
 	"pool/internal/retry"
 )
 
@@ -27,7 +27,7 @@ const (
 // retryStart runs step until it succeeds, fails for good, has been tried
 // startAttempts times, or ctx ends, and returns its last error.
 func retryStart(ctx context.Context, log *slog.Logger, what string, firstWait time.Duration, retryable func(error) bool, step func() error) error {
-	waits := backoff.Policy{Base: firstWait, Max: startMaxWait}
+	waits := forge.Backoff{Base: firstWait, Max: startMaxWait}
 	for attempt := 1; ; attempt++ {
 		err := step()
 		if err == nil || attempt == startAttempts || !retryable(err) || ctx.Err() != nil {

@@ -150,7 +150,7 @@ func readAll(tx *bolt.Tx) error {
 }
 
 func makeBuckets(tx *bolt.Tx) error {
-	for _, b := range [][]byte{metaBucket, tracksBucket} {
+	for _, b := range [][]byte{metaBucket, tracksBucket, statusesBucket} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 			return err
 		}

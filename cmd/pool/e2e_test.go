@@ -17,7 +17,7 @@ import (
 	"pool/agent"
 	"pool/claims"
 	"pool/internal/sandbox"
-	"pool/pool"
+	"pool/texts"
 )
 
 // The end-to-end tests share one test forge and one agent server (see
@@ -290,7 +290,7 @@ func ownSessions(t *testing.T, ctx context.Context, sb *sandbox.Sandbox) []agent
 	}
 	var own []agent.Session
 	for _, s := range sessions {
-		rest, ok := strings.CutPrefix(s.Title, pool.SessionTitlePrefix)
+		rest, ok := strings.CutPrefix(s.Title, texts.SessionTitlePrefix)
 		repo, _, _ := strings.Cut(rest, " ")
 		if ok && sb.Owns(repo) {
 			own = append(own, s)

@@ -152,7 +152,7 @@ func supervise(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	logConfigFile(log, cfg)
 	summary, err := serve.Run(ctx, cfg, log)
 	if summary.InstanceID != "" { // the pool started: report, whatever ended it
-		if werr := summary.Write(stdout); werr != nil {
+		if werr := serve.WriteReport(stdout, summary); werr != nil {
 			log.Error("writing the report failed", "err", werr)
 		}
 	}

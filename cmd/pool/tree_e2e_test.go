@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"pool/deploy"
 	"pool/internal/sandbox"
 )
 
@@ -110,4 +111,94 @@ func TestUnknownAgentExitsTwo(t *testing.T) {
 		t.Errorf("the pool commented before failing: %+v", cs)
 	}
 	assertNoSessions(t, ctx, sb)
+}
+
+// probeTurns is what a session looks at first: where it is, and anything git
+// sees changed, untracked or ignored in its work tree.
+var probeTurns = []sandbox.Turn{{Bash: "pwd"}, {Bash: "git status --porcelain --ignored"}}
+
+// messTurns is what a session may leave in its work tree: a tracked file
+// changed, an untracked file, and a file its own .gitignore ignores.
+var messTurns = []sandbox.Turn{
+	{Tool: "read", Args: map[string]any{"filePath": "README.md"}},
+	{Tool: "write", Args: map[string]any{"filePath": "README.md", "content": "changed by a session\n"}},
+	{Tool: "write", Args: map[string]any{"filePath": "untracked.txt", "content": "untracked\n"}},
+	{Tool: "write", Args: map[string]any{"filePath": ".gitignore", "content": "*.log\n"}},
+	{Tool: "write", Args: map[string]any{"filePath": "ignored.log", "content": "ignored\n"}},
+	{Bash: "git status --porcelain --ignored"},
+}
+
+// TestReusedTreeCarriesNothing: with one worker, the second PR's session
+// runs in the first one's work tree, kept warm, and finds nothing the first
+// session wrote there: its changed tracked file is restored, its untracked
+// and ignored files are gone. One session per head. The sessions are the
+// shipped fixer agent's, which may write files.
+func TestReusedTreeCarriesNothing(t *testing.T) {
+	parallel(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	probes := map[string][2]string{} // PR number -> pwd, status its session saw first
+	left := map[string]string{}      // PR number -> status after its session wrote
+	review := sandbox.Reviewer(sandbox.Approve)
+	steps := append(append([]sandbox.Turn{}, probeTurns...), messTurns...)
+	script := func(prompt string, outputs []string) sandbox.Turn {
+		pr, _, _, ok := sandbox.PromptTarget(prompt)
+		if !ok {
+			return review(prompt, outputs)
+		}
+		if len(outputs) == len(probeTurns) {
+			mu.Lock()
+			probes[pr] = [2]string{strings.TrimSpace(outputs[0]), strings.TrimSpace(outputs[1])}
+			mu.Unlock()
+		}
+		if len(outputs) == len(steps) {
+			mu.Lock()
+			left[pr] = outputs[len(steps)-1]
+			mu.Unlock()
+		}
+		if len(outputs) < len(steps) {
+			return steps[len(outputs)]
+		}
+		return review(prompt, outputs[len(steps):])
+	}
+	sb := startSandbox(t, ctx, 2, script)
+	tmp := t.TempDir()
+	pool := startPool(t, ctx, buildPool(t), poolEnv(t, sb, tmp), "--workers", "1", "--agent", deploy.Fixer)
+	pool.wait(t, ctx)
+
+	for _, n := range sb.PRs {
+		assertMerged(t, ctx, sb, n)
+	}
+	if prompts := sb.Model.Prompts(); len(prompts) != 2 {
+		t.Errorf("model received %d reviewer prompts, want 2 (one per head)", len(prompts))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	trees := filepath.Join(cloneDir(sb, tmp), "trees") + "/"
+	var dirs []string
+	for _, n := range sb.PRs {
+		got, ok := probes[itoa(n)]
+		if !ok {
+			t.Fatalf("PR #%d: its session never ran the probeTurns", n)
+		}
+		t.Logf("PR #%d: the session ran in %s and found git status %q", n, got[0], got[1])
+		if !strings.HasPrefix(got[0], trees) {
+			t.Errorf("PR #%d: session ran in %s, not in a work tree under %s", n, got[0], trees)
+		}
+		if got[1] != "" && got[1] != "(no output)" {
+			t.Errorf("PR #%d: the session found its work tree not clean:\n%s", n, got[1])
+		}
+		for _, want := range []string{" M README.md", "?? untracked.txt", "!! ignored.log"} {
+			if !strings.Contains(left[itoa(n)], want) {
+				t.Errorf("PR #%d: after its writes git status lacks %q:\n%s", n, want, left[itoa(n)])
+			}
+		}
+		dirs = append(dirs, got[0])
+	}
+	if len(dirs) == 2 && dirs[0] != dirs[1] {
+		t.Errorf("the sessions ran in %v; want the second in the first one's tree, kept warm", dirs)
+	}
+	assertNoSessions(t, ctx, sb)
+	assertNoClone(t, sb, tmp)
 }

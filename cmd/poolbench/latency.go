@@ -46,6 +46,9 @@ func (b *bench) runPool(ctx context.Context, name string, extraEnv []string, arg
 // reaction (woken → session started).
 type openings struct {
 	latency, delivery, reaction []time.Duration
+	// model: opened → the reviewer's first model request; toModel: session
+	// created → that request.
+	model, toModel []time.Duration
 }
 
 // webhookPoll is the poll interval with webhooks: long enough that only a
@@ -115,10 +118,10 @@ func (b *bench) timeOpenings(ctx context.Context, p *poolProc, branches []string
 			return o, err
 		}
 		o.note(opened, woken, started.time)
-		b.progress("  PR #%d: session after %s%s", n, started.time.Sub(opened).Round(time.Millisecond), wokenNote(opened, woken))
 		if _, err := p.waitFor(ctx, sessionLimit, fmt.Sprintf("PR #%d's session to end", n), isSessionEnd(n)); err != nil {
 			return o, err
 		}
+		b.progress("  PR #%d: session after %s%s%s", n, started.time.Sub(opened).Round(time.Millisecond), wokenNote(opened, woken), o.noteModel(b.calls, n, opened, started.time))
 	}
 	return o, nil
 }
@@ -129,6 +132,17 @@ func (o *openings) note(opened, woken, started time.Time) {
 		o.delivery = append(o.delivery, woken.Sub(opened))
 		o.reaction = append(o.reaction, started.Sub(woken))
 	}
+}
+
+// noteModel notes when the model first heard from PR n's reviewer.
+func (o *openings) noteModel(calls *firstCalls, n int, opened, started time.Time) string {
+	at, ok := calls.of(n)
+	if !ok {
+		return "; the model heard nothing from its reviewer"
+	}
+	o.model = append(o.model, at.Sub(opened))
+	o.toModel = append(o.toModel, at.Sub(started))
+	return fmt.Sprintf("; first model request after %s", at.Sub(opened).Round(time.Millisecond))
 }
 
 func wokenNote(opened, woken time.Time) string {

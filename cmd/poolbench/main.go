@@ -17,6 +17,7 @@
 //	go run ./cmd/poolbench -mode merge -k 50               issue 11: merging approved PRs (merge.go)
 //	go run ./cmd/poolbench -mode backlog -backlog 55       issue 11: reviewing and merging a backlog (backlog.go)
 //	go run ./cmd/poolbench -mode repos -repos 100 -repo-prs 20   issue 14: one pool, many repositories (repos.go)
+//	go run ./cmd/poolbench -mode latency                   issue 22: figure 1 with webhooks to the first model request, and the start's requests (latencymode.go)
 //
 // The table goes to stdout, progress to stderr. The bench asserts nothing:
 // it prints what it measured next to the targets. Each pool process logs to
@@ -57,6 +58,7 @@ type options struct {
 	backlogPRs   int // unreviewed PRs in the backlog mode
 	repos        int // repositories in the repos mode
 	repoPRs      int // open PRs in each
+	startPRs     int // quiet PRs open at the start in the latency mode
 }
 
 // The bench's modes.
@@ -65,6 +67,7 @@ const (
 	modeMerge   = "merge"
 	modeBacklog = "backlog"
 	modeRepos   = "repos"
+	modeLatency = "latency"
 )
 
 func parseFlags() options {
@@ -84,6 +87,7 @@ func parseFlags() options {
 	flag.IntVar(&o.backlogPRs, "backlog", 55, "with -mode backlog: unreviewed PRs")
 	flag.IntVar(&o.repos, "repos", 100, "with -mode repos: repositories served by one pool")
 	flag.IntVar(&o.repoPRs, "repo-prs", 20, "with -mode repos: open PRs in each repository")
+	flag.IntVar(&o.startPRs, "start-prs", 100, "with -mode latency: quiet PRs open when the pool's start is counted")
 	flag.Parse()
 	return o
 }
@@ -115,8 +119,10 @@ func (o options) check() error {
 		return fmt.Errorf("-cycles3 and -parallel must be positive")
 	case o.seed != seedAGit && o.seed != seedAPI:
 		return fmt.Errorf("-seed must be %s or %s, got %q", seedAGit, seedAPI, o.seed)
-	case o.mode != modeFigures && o.mode != modeMerge && o.mode != modeBacklog && o.mode != modeRepos:
-		return fmt.Errorf("-mode must be %s, %s, %s or %s, got %q", modeFigures, modeMerge, modeBacklog, modeRepos, o.mode)
+	case o.mode != modeFigures && o.mode != modeMerge && o.mode != modeBacklog && o.mode != modeRepos && o.mode != modeLatency:
+		return fmt.Errorf("-mode must be %s, %s, %s, %s or %s, got %q", modeFigures, modeMerge, modeBacklog, modeRepos, modeLatency, o.mode)
+	case o.startPRs < 0:
+		return fmt.Errorf("-start-prs must not be negative")
 	case o.mergeK < 1 || o.mergeWorkers < 1 || o.backlogPRs < 1 || o.repos < 2 || o.repoPRs < 1:
 		return fmt.Errorf("-k, -merge-workers, -backlog and -repo-prs must be positive, -repos at least 2")
 	}
@@ -138,6 +144,7 @@ type bench struct {
 	dir     string // the work dir
 	started time.Time
 	stderr  io.Writer
+	calls   *firstCalls // when the model first heard from each PR's reviewer
 }
 
 func (b *bench) progress(format string, args ...any) {
@@ -145,7 +152,7 @@ func (b *bench) progress(format string, args ...any) {
 }
 
 func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
-	b := &bench{opts: o, started: time.Now(), stderr: stderr}
+	b := &bench{opts: o, started: time.Now(), stderr: stderr, calls: &firstCalls{at: map[int]time.Time{}}}
 	dir, err := os.MkdirTemp("", "poolbench-")
 	if err != nil {
 		return fmt.Errorf("make work dir: %w", err)
@@ -167,6 +174,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return b.runMode(stdout, func() (renderer, error) { return b.backlog(ctx) })
 	case modeRepos:
 		return b.runMode(stdout, func() (renderer, error) { return b.manyRepos(ctx) })
+	case modeLatency:
+		return b.runMode(stdout, func() (renderer, error) { return b.latencyMode(ctx) })
 	}
 	tbl, err := b.measure(ctx)
 	if err != nil {
@@ -179,7 +188,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 // setUp starts the sandbox (an empty repository) and builds the pool binary.
 func (b *bench) setUp(ctx context.Context) error {
 	b.progress("starting the forge and the agent server in %s", b.dir)
-	sb, err := sandbox.Start(ctx, sandbox.Options{Dir: filepath.Join(b.dir, "sandbox"), Log: b.stderr})
+	script := b.calls.wrap(sandbox.Reviewer(sandbox.Approve))
+	sb, err := sandbox.Start(ctx, sandbox.Options{Dir: filepath.Join(b.dir, "sandbox"), Log: b.stderr, Script: script})
 	if err != nil {
 		return fmt.Errorf("start the sandbox: %w", err)
 	}

@@ -94,7 +94,7 @@ func runPool(ctx context.Context, sb *sandbox.Sandbox, workers int, verbose bool
 	}
 	report, err := serve.Run(ctx, cfg, log)
 	fmt.Println()
-	if werr := report.Write(os.Stdout); werr != nil {
+	if werr := serve.WriteReport(os.Stdout, report); werr != nil {
 		return werr
 	}
 	return err

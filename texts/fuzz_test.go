@@ -1,4 +1,4 @@
-package pool
+package texts
 
 import (
 	"encoding/json"

@@ -1,17 +1,16 @@
-// Package backoff computes the wait before the next try after consecutive
-// failures: exponential, capped, and shortened by jitter so that many
-// clients that failed together do not retry in step. It is pure: the caller
-// supplies the random number, so tests and deterministic callers (the
-// lifecycle decision) pass a fixed one.
-package backoff
+package forge
 
 import (
 	"math"
 	"time"
 )
 
-// Policy shapes the waits.
-type Policy struct {
+// Backoff shapes the waits before the next try after consecutive failures:
+// exponential, capped, and shortened by jitter so that many clients that
+// failed together do not retry in step. It is pure: the caller supplies the
+// random number, so tests and deterministic callers (the lifecycle decision)
+// pass a fixed one.
+type Backoff struct {
 	Base time.Duration // the wait after the first failure
 	Max  time.Duration // no wait is longer; 0: no cap
 	// Jitter is the largest fraction of a wait taken off at random: 0 for
@@ -23,7 +22,7 @@ type Policy struct {
 // doubled for each one after, capped at Max, then shortened by
 // Jitter × r of itself, where r in [0, 1) comes from the caller's random
 // source (rand.Float64). n < 1 or Base <= 0 gives 0.
-func (p Policy) Delay(n int, r float64) time.Duration {
+func (p Backoff) Delay(n int, r float64) time.Duration {
 	if n < 1 || p.Base <= 0 {
 		return 0
 	}
@@ -40,7 +39,7 @@ func (p Policy) Delay(n int, r float64) time.Duration {
 
 // DelayAtLeast is Delay, or the wait a server asked for (an HTTP
 // Retry-After) when that is longer, capped at Max.
-func (p Policy) DelayAtLeast(n int, r float64, asked time.Duration) time.Duration {
+func (p Backoff) DelayAtLeast(n int, r float64, asked time.Duration) time.Duration {
 	d := p.Delay(n, r)
 	if p.Max > 0 {
 		asked = min(asked, p.Max)

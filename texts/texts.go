@@ -1,4 +1,8 @@
-package pool
+// Package texts holds every text the pool writes and reads back: its
+// signed comments (notes on conflicts, blocks, retries, merges), the
+// reviewer's and fixer's prompts, the session titles, and the reviewer's
+// result line. Forge text goes into a prompt only inside its data block.
+package texts
 
 import (
 	"encoding/json"
@@ -19,18 +23,18 @@ const Signature = "\n\n---\n**Automated by CleverAgents Bot**\nSupervisor: PR Re
 // "owner/name PR-<N>" follows.
 const SessionTitlePrefix = "[CA-AUTO] worker-review: "
 
-func sign(body string) string { return strings.TrimRight(body, "\n") + Signature }
+func Sign(body string) string { return strings.TrimRight(body, "\n") + Signature }
 
-// sessionTitle names the session for a PR of repo ("owner/name"), so a
+// SessionTitle names the session for a PR of repo ("owner/name"), so a
 // relaunch can adopt it and no pool of another repository does.
-func sessionTitle(repo string, n int) string {
+func SessionTitle(repo string, n int) string {
 	return SessionTitlePrefix + repo + " PR-" + strconv.Itoa(n)
 }
 
-// parseTitle reads the repository and PR number a session title names.
+// ParseTitle reads the repository and PR number a session title names.
 // Titles from before repositories were named ("[CA-AUTO] worker-review:
 // PR-<N>") give repo "". ok is false for any other title.
-func parseTitle(title string) (repo string, n int, ok bool) {
+func ParseTitle(title string) (repo string, n int, ok bool) {
 	rest, ok := strings.CutPrefix(title, SessionTitlePrefix)
 	if !ok {
 		return "", 0, false
@@ -52,12 +56,12 @@ func parseTitle(title string) (repo string, n int, ok bool) {
 	return repo, n, true
 }
 
-// titlePR returns the PR number of a session title that is ours for repo:
+// TitlePR returns the PR number of a session title that is ours for repo:
 // it names repo (as the forge, ignoring case), or it is the old form,
 // which names no repository, and the pool serves repo alone (single). A
 // pool never takes a session of a repository it does not serve.
-func titlePR(title, repo string, single bool) (int, bool) {
-	named, n, ok := parseTitle(title)
+func TitlePR(title, repo string, single bool) (int, bool) {
+	named, n, ok := ParseTitle(title)
 	switch {
 	case !ok:
 		return 0, false
@@ -67,13 +71,13 @@ func titlePR(title, repo string, single bool) (int, bool) {
 	return n, strings.EqualFold(named, repo)
 }
 
-func diagnosticBody(attempt int, status string) string {
+func DiagnosticBody(attempt int, status string) string {
 	return fmt.Sprintf("Merge retry attempt %d. Last status: %s.\nStill retrying — will not give up. Invoking CI fixer if needed.\n\n%s",
 		attempt, status, forge.Marker(forge.MarkRetry, map[string]any{"attempt": attempt, "status": status}))
 }
 
-// retryAttempt reads the attempt number from a diagnostic comment's marker.
-func retryAttempt(body string) int {
+// RetryAttempt reads the attempt number from a diagnostic comment's marker.
+func RetryAttempt(body string) int {
 	var v struct {
 		Attempt int `json:"attempt"`
 	}
@@ -83,11 +87,11 @@ func retryAttempt(body string) int {
 	return v.Attempt
 }
 
-func conflictBody(base string) string {
+func ConflictBody(base string) string {
 	return fmt.Sprintf("Merge conflict detected. The implementing agent needs to rebase this branch onto latest %s.", base)
 }
 
-func scheduledMergedBody(n int) string {
+func ScheduledMergedBody(n int) string {
 	return fmt.Sprintf("PR #%d has been merged (scheduled merge completed).", n)
 }
 
@@ -99,9 +103,9 @@ const maxAnnounced = 5
 // match (the '#' must follow white space).
 var closesRE = regexp.MustCompile(`(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?):?\s+#(\d{1,9})\b`)
 
-// linkedIssues returns the issues of the same repository that a PR body
+// LinkedIssues returns the issues of the same repository that a PR body
 // says it closes: each once, not the PR itself, at most maxAnnounced.
-func linkedIssues(body string, self int) []int {
+func LinkedIssues(body string, self int) []int {
 	var out []int
 	seen := map[int]bool{self: true}
 	for _, m := range closesRE.FindAllStringSubmatch(body, -1) {
@@ -118,10 +122,10 @@ func linkedIssues(body string, self int) []int {
 	return out
 }
 
-// promptInput is what goes into a reviewer's prompt. It never holds the
+// PromptInput is what goes into a reviewer's prompt. It never holds the
 // token. Data holds everything written on the forge; the rest is the
 // pool's own text.
-type promptInput struct {
+type PromptInput struct {
 	PR   int
 	Repo string
 	Head string // the head commit, as the forge names it
@@ -145,7 +149,7 @@ var branchRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$`)
 
 // workTreeLines tell the session where the PR is checked out and what to
 // compare it with.
-func workTreeLines(in promptInput) string {
+func workTreeLines(in PromptInput) string {
 	if in.Dir == "" {
 		return ""
 	}
@@ -158,7 +162,7 @@ func workTreeLines(in promptInput) string {
 
 var shaRE = regexp.MustCompile(`^[0-9a-f]{7,64}$`)
 
-func prompt(in promptInput) string {
+func Prompt(in PromptInput) string {
 	var b strings.Builder
 	head := in.Head
 	if !shaRE.MatchString(head) {
@@ -198,7 +202,7 @@ var repoRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}/[A-Za-z0-9][A-
 // pushTarget names the one place a fixer may push to. Names the forge gave
 // that do not look like a repository and a branch are not put in the
 // prompt: the fixer is then told to push nothing.
-func pushTarget(in promptInput) string {
+func pushTarget(in PromptInput) string {
 	if !repoRE.MatchString(in.PushRepo) || !branchRE.MatchString(in.PushBranch) || strings.Contains(in.PushBranch, "..") {
 		return "The PR's head branch could not be named safely: push nothing; request changes saying what is wrong.\n"
 	}
@@ -255,22 +259,22 @@ func ParseResult(text string) Result {
 	return Unknown
 }
 
-// noReviewBody says, once per head, that reviewer sessions keep leaving no
+// NoReviewBody says, once per head, that reviewer sessions keep leaving no
 // review that counts. The pool keeps retrying: it is a note, not a hold.
-func noReviewBody(head, reason string) string {
+func NoReviewBody(head, reason string) string {
 	return fmt.Sprintf("Reviews keep failing: %s.\nThe pool keeps retrying, less often each time.\n\n%s",
 		reason, forge.Marker(forge.MarkNoReview, map[string]string{"head": head}))
 }
 
-// blockedBody explains, once, why the forge's rules keep the pool from
+// BlockedBody explains, once, why the forge's rules keep the pool from
 // merging. The marker lets a pool that lost its state see the note is there.
-func blockedBody(head, reason string) string {
+func BlockedBody(head, reason string) string {
 	return fmt.Sprintf("Merging is on hold: %s.\nThe pool will not retry the merge until this PR or the branch protection changes.\n\n%s",
 		reason, forge.Marker(forge.MarkBlocked, map[string]string{"head": head, "reason": reason}))
 }
 
-// blockedNoted reports whether a comment is the pool's note for head and reason.
-func blockedNoted(body, head, reason string) bool {
+// BlockedNoted reports whether a comment is the pool's note for head and reason.
+func BlockedNoted(body, head, reason string) bool {
 	var v struct{ Head, Reason string }
 	return forge.ParseMarker(body, forge.MarkBlocked, &v) && v.Head == head && v.Reason == reason
 }

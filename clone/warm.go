@@ -1,0 +1,214 @@
+package clone
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// A session's work tree outlives the session: the next session the clone
+// gives a tree to gets a free one, reset to its PR's head, so the agent
+// server's instance for that directory (its config, tools and snapshot,
+// about a second and a half to start) is ready. The reset leaves nothing of
+// the previous session, in the tree or in git's files for it:
+//
+//   - the tree's .git (the session's: its index, reflogs, refs, config,
+//     hooks, objects of its commits) is not used: the pool makes a fresh git
+//     directory in a directory of its own (makeGitDir), reads the commit
+//     last checked out into its index and refreshes it, so no flag a
+//     session set (assume-unchanged, skip-worktree) hides a change;
+//   - `git checkout --detach --force <head>` then `git clean -ffdx` with
+//     that git directory restore every tracked file and remove every
+//     untracked and ignored one, nested repositories included;
+//   - the session's .git is deleted, the fresh one put in its place, and
+//     the tree shared again (ShareTree).
+//
+// git runs with --git-dir and --work-tree named, never through the tree's
+// own .git. A tree whose reset fails is removed and a new one made. The
+// clone does not end processes a session left running: a session can
+// write anywhere its user can, which only a separate OS user confines.
+
+// tree is a work tree the clone made in this run.
+type tree struct {
+	head      string // the commit last checked out
+	freeSince time.Time
+	busy      bool
+}
+
+// TakeTree fetches the default branch and PR pr's head, and returns a work
+// tree detached at head that no session uses: a free one, reset, or a new
+// one. It fails if head is not the commit the forge has for the PR.
+func (c *Clone) TakeTree(ctx context.Context, pr int, head string) (string, error) {
+	if !shaRE.MatchString(head) {
+		return "", fmt.Errorf("clone: take a work tree for #%d: %q is not a commit id", pr, head)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.check(); err != nil {
+		return "", err
+	}
+	if err := c.fetch(ctx, c.baseSpec(), prSpec(pr)); err != nil {
+		return "", err
+	}
+	for dir := c.warmest(); dir != ""; dir = c.warmest() {
+		t := c.trees[dir]
+		err := c.reset(ctx, dir, t, head)
+		if err == nil {
+			t.busy, t.head = true, head
+			return dir, nil
+		}
+		c.log.Warn("resetting a work tree failed; removing it", "dir", dir, "err", err)
+		c.retire(ctx, dir)
+	}
+	return c.newTree(ctx, pr, head)
+}
+
+// SpareTree makes a free tree at the default branch, for the next TakeTree,
+// unless the clone has trees already, and returns it ("" if not made): the
+// caller warms the agent server's instance for it, so that the first
+// session after a start finds one warm too.
+func (c *Clone) SpareTree(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.trees) > 0 {
+		return "", nil
+	}
+	if err := c.check(); err != nil {
+		return "", err
+	}
+	if err := c.fetch(ctx, c.baseSpec()); err != nil {
+		return "", err
+	}
+	base, err := c.gitOut(ctx, "rev-parse", "--verify", "refs/remotes/origin/"+c.branch+"^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("clone: make a spare work tree: %w", err)
+	}
+	dir, err := c.newTree(ctx, 0, base)
+	if err != nil {
+		return "", err
+	}
+	t := c.trees[dir]
+	t.busy, t.freeSince = false, time.Now()
+	return dir, nil
+}
+
+// warmest is the free tree freed last, or "". Callers hold mu.
+func (c *Clone) warmest() string {
+	best := ""
+	for dir, t := range c.trees {
+		if !t.busy && (best == "" || t.freeSince.After(c.trees[best].freeSince)) {
+			best = dir
+		}
+	}
+	return best
+}
+
+// newTree adds a work tree at head and records it. Callers hold mu.
+func (c *Clone) newTree(ctx context.Context, pr int, head string) (string, error) {
+	dir, err := c.addTree(ctx, pr, head)
+	if err != nil {
+		return "", err
+	}
+	t := &tree{busy: true, head: head}
+	if c.trees == nil {
+		c.trees = map[string]*tree{}
+	}
+	c.trees[dir] = t
+	return dir, nil
+}
+
+// GiveTree takes back a work tree TakeTree gave, once no session works in
+// it any more. It keeps it for the next TakeTree and reports true, unless
+// keep free trees are kept already or the clone did not make it in this
+// run: then it removes it, and the caller frees the agent server's instance
+// for it.
+func (c *Clone) GiveTree(ctx context.Context, dir string, keep int) (bool, error) {
+	if !c.Owns(dir) {
+		return false, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.check(); err != nil {
+		return false, err
+	}
+	t := c.trees[dir]
+	if t == nil || c.free() >= keep {
+		delete(c.trees, dir)
+		return false, c.removeTree(dir)
+	}
+	t.busy, t.freeSince = false, time.Now()
+	return true, nil
+}
+
+// free counts the free trees. Callers hold mu.
+func (c *Clone) free() int {
+	n := 0
+	for _, t := range c.trees {
+		if !t.busy {
+			n++
+		}
+	}
+	return n
+}
+
+// RetireTrees removes the free trees freed before idleSince, and returns
+// them with those a failed reset removed since the last call: the caller
+// frees the agent server's instances for them.
+func (c *Clone) RetireTrees(ctx context.Context, idleSince time.Time) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for dir, t := range c.trees {
+		if !t.busy && t.freeSince.Before(idleSince) {
+			c.retire(ctx, dir)
+		}
+	}
+	out := c.retired
+	c.retired = nil
+	return out
+}
+
+// retire removes a free tree for good. Callers hold mu.
+func (c *Clone) retire(ctx context.Context, dir string) {
+	delete(c.trees, dir)
+	if err := c.removeTree(dir); err != nil {
+		c.log.Warn("removing a work tree failed", "dir", dir, "err", err)
+	}
+	c.retired = append(c.retired, dir)
+}
+
+// reset brings a free tree to head with nothing of its last session left.
+// Callers hold mu.
+func (c *Clone) reset(ctx context.Context, dir string, t *tree, head string) error {
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("clone: reset work tree %s: not a directory", dir)
+	}
+	stage, err := os.MkdirTemp(c.Dir, "stage-")
+	if err != nil {
+		return fmt.Errorf("clone: reset work tree %s: %w", dir, err)
+	}
+	defer os.RemoveAll(stage)
+	gitDir := filepath.Join(stage, ".git")
+	if err := c.makeGitDir(ctx, gitDir); err != nil {
+		return fmt.Errorf("clone: reset work tree %s: %w", dir, err)
+	}
+	steps := [][]string{
+		{"read-tree", t.head},
+		{"update-index", "-q", "--refresh"},
+		{"checkout", "--quiet", "--detach", "--force", head},
+		{"clean", "-ffdxq"},
+	}
+	for _, args := range steps {
+		if _, err := c.gitIn(ctx, dir, gitDir, args...); err != nil {
+			return fmt.Errorf("clone: reset work tree %s: %w", dir, err)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(dir, ".git")); err != nil {
+		return fmt.Errorf("clone: reset work tree %s: %w", dir, err)
+	}
+	if err := os.Rename(gitDir, filepath.Join(dir, ".git")); err != nil {
+		return fmt.Errorf("clone: reset work tree %s: %w", dir, err)
+	}
+	return c.ShareTree(dir)
+}
