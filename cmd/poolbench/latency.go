@@ -105,7 +105,7 @@ func (b *bench) figure1As(ctx context.Context, suffix string, webhooks bool, bra
 // timeOpenings opens each branch's PR when the pool is idle, and times it
 // until the pool logs its session started.
 func (b *bench) timeOpenings(ctx context.Context, p *poolProc, branches []string) (openings, error) {
-	time.Sleep(time.Second) // let the first cycle finish
+	time.Sleep(b.settle) // let the first cycle finish
 	var o openings
 	for _, br := range branches {
 		time.Sleep(rand.N(b.opts.poll))
