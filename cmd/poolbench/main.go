@@ -147,7 +147,7 @@ type bench struct {
 	calls   *firstCalls // when the model first heard from each PR's reviewer
 	// settle is how long figure 1 lets a pool start before its first PR:
 	// its first cycle; in the latency mode also its commit statuses for the
-	// quiet PRs and its spare work tree.
+	// quiet PRs.
 	settle time.Duration
 }
 
