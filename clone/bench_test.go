@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,11 +19,20 @@ import (
 // the median of its runs:
 //
 //	go test -run '^$' -bench AddWorkTree -benchtime 5x ./clone
-func BenchmarkAddWorkTree(b *testing.B) {
+func BenchmarkAddWorkTree(b *testing.B) { benchAddTree(b, "") }
+
+// BenchmarkAddSharedWorkTree is BenchmarkAddWorkTree with a tree group
+// (this process's own, so it needs no root): AddTree then also hands every
+// file of the tree to the group (ShareTree).
+//
+//	go test -run '^$' -bench AddSharedWorkTree -benchtime 5x ./clone
+func BenchmarkAddSharedWorkTree(b *testing.B) { benchAddTree(b, strconv.Itoa(os.Getgid())) }
+
+func benchAddTree(b *testing.B, group string) {
 	ctx := context.Background()
 	src := filepath.Join(b.TempDir(), "src")
 	head := bigForge(b, src, 50, 100)
-	c, err := Open(ctx, Options{Dir: filepath.Join(b.TempDir(), "clone"), URL: src, Branch: "main"})
+	c, err := Open(ctx, Options{Dir: filepath.Join(b.TempDir(), "clone"), URL: src, Branch: "main", TreeGroup: group})
 	if err != nil {
 		b.Fatal(err)
 	}

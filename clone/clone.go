@@ -9,16 +9,19 @@
 //	                                as refs/remotes/origin/pr/<N>
 //	trees/tree-<random>/            a work tree for one session at a time,
 //	                                detached at its PR's head, kept warm for
-//	                                the next session (warm.go)
+//	                                the next session (warm.go): a repository
+//	                                of its own that borrows repo.git's objects
+//	                                (tree.go)
 //
 // go-git clones and fetches, so the token stays in the pool's memory: it is
 // sent with each request and never written to the clone's config, a remote
-// URL, the environment or a command line. go-git v5 can open linked work
-// trees but cannot add them, so the git CLI (a declared requirement) adds and
-// removes them: local operations that need no credentials. Every operation
-// has a deadline. Code in a work tree can write into the clone, so git runs
-// with no hooks and none of the pool's environment, and the pool scrubs the
-// clone's hooks and config before each use (harden.go).
+// URL, the environment or a command line. The git CLI (a declared
+// requirement) checks work trees out: local operations that need no
+// credentials. Every operation has a deadline. git runs with no hooks and
+// none of the pool's environment, and the pool scrubs the clone's hooks and
+// config before each use (harden.go). With Options.TreeGroup, the agent
+// server's user may use the work trees and read repo.git's objects, and
+// nothing else of the clone (share.go).
 package clone
 
 import (
@@ -56,6 +59,10 @@ type Options struct {
 	GitName  string
 	GitEmail string
 	Log      *slog.Logger // where a scrubbed hook or config is reported; nil: nowhere
+	// TreeGroup names the OS group (a name or a number) the agent server's
+	// user is in: work trees are shared with it, and the clone's objects
+	// readable by it (share.go). Empty: everything is the pool's alone.
+	TreeGroup string
 }
 
 // Clone is the pool's clone. Its methods are safe for concurrent use.
@@ -72,6 +79,8 @@ type Clone struct {
 	branch string
 	config []byte // the clone's config as configure wrote it
 	log    *slog.Logger
+	group  int       // TreeGroup's id; -1: not shared
+	ident  [2]string // GitName and GitEmail, for the work trees' config
 
 	// guarded by mu (warm.go)
 	trees   map[string]*tree // the work trees made in this run, by directory
@@ -83,15 +92,24 @@ type Clone struct {
 // the relaunch adopts run in them) until PruneTrees; anything else there is
 // removed and the repository cloned afresh. On error nothing is left behind.
 func Open(ctx context.Context, opt Options) (*Clone, error) {
-	c := &Clone{Dir: opt.Dir, url: opt.URL, branch: opt.Branch, auth: &githttp.BasicAuth{Username: "pool", Password: opt.Token}, log: opt.Log}
+	c := &Clone{Dir: opt.Dir, url: opt.URL, branch: opt.Branch, auth: &githttp.BasicAuth{Username: "pool", Password: opt.Token}, log: opt.Log,
+		ident: [2]string{opt.GitName, opt.GitEmail}}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	var err error
+	if c.group, err = LookupGroup(opt.TreeGroup); err != nil {
+		return nil, err
+	}
 	if c.reuse(ctx, opt) == nil {
 		c.Reused = true
-		return c, nil
+		return c, c.shareClone()
 	}
 	if err := c.fresh(ctx, opt); err != nil {
+		os.RemoveAll(c.Dir)
+		return nil, err
+	}
+	if err := c.shareClone(); err != nil {
 		os.RemoveAll(c.Dir)
 		return nil, err
 	}
@@ -184,7 +202,8 @@ func prSpec(pr int) gitconfig.RefSpec {
 	return gitconfig.RefSpec(fmt.Sprintf("+refs/pull/%d/head:refs/remotes/origin/pr/%d", pr, pr))
 }
 
-// fetch fetches the refspecs with the token. Callers hold mu, or own c alone.
+// fetch fetches the refspecs with the token, and lets the tree group read
+// what it brought (shareObjects). Callers hold mu, or own c alone.
 func (c *Clone) fetch(ctx context.Context, specs ...gitconfig.RefSpec) error {
 	ctx, cancel := context.WithTimeout(ctx, deadlines.fetch)
 	defer cancel()
@@ -192,7 +211,7 @@ func (c *Clone) fetch(ctx context.Context, specs ...gitconfig.RefSpec) error {
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return fmt.Errorf("clone: fetch %s: %w", specs, err)
 	}
-	return nil
+	return c.shareObjects()
 }
 
 var shaRE = regexp.MustCompile(`^[0-9a-f]{7,64}$`)
@@ -222,9 +241,13 @@ func (c *Clone) addTree(ctx context.Context, pr int, head string) (string, error
 	if err != nil {
 		return "", fmt.Errorf("clone: add work tree for #%d: %w", pr, err)
 	}
-	if err := c.git(ctx, "worktree", "add", "--detach", dir, head); err != nil {
-		c.removeTree(ctx, dir)
+	if err := c.checkOut(ctx, dir, head); err != nil {
+		os.RemoveAll(dir)
 		return "", fmt.Errorf("clone: add work tree for #%d at %s: %w", pr, head, err)
+	}
+	if err := c.ShareTree(dir); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("clone: add work tree for #%d: %w", pr, err)
 	}
 	return dir, nil
 }
@@ -275,7 +298,7 @@ func (c *Clone) RemoveTree(ctx context.Context, dir string) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	return c.removeTree(ctx, dir)
+	return c.removeTree(dir)
 }
 
 // Owns reports whether dir is one of the clone's work trees: a directory
@@ -284,17 +307,13 @@ func (c *Clone) Owns(dir string) bool {
 	return dir != "" && filepath.Dir(filepath.Clean(dir)) == c.treesDir()
 }
 
-// removeTree asks git to remove the work tree; if git cannot (it was half
-// made, or its admin files are gone), it deletes the directory and prunes
-// git's record of it. Callers hold mu.
-func (c *Clone) removeTree(ctx context.Context, dir string) error {
-	if c.git(ctx, "worktree", "remove", "--force", "--force", dir) == nil {
-		return nil
-	}
+// removeTree deletes a work tree: a repository of its own, of which
+// repo.git knows nothing. Callers hold mu.
+func (c *Clone) removeTree(dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("clone: remove work tree %s: %w", dir, err)
 	}
-	return c.git(ctx, "worktree", "prune")
+	return nil
 }
 
 // PruneTrees removes every work tree but those in keep: after a relaunch,
@@ -316,9 +335,10 @@ func (c *Clone) PruneTrees(ctx context.Context, keep []string) error {
 	var errs []error
 	for _, e := range entries {
 		if dir := filepath.Join(c.treesDir(), e.Name()); !kept[dir] {
-			errs = append(errs, c.removeTree(ctx, dir))
+			errs = append(errs, c.removeTree(dir))
 		}
 	}
+	// A clone an older pool made may record linked work trees.
 	errs = append(errs, c.git(ctx, "worktree", "prune"))
 	return errors.Join(errs...)
 }

@@ -1,14 +1,10 @@
 package clone
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 )
 
@@ -18,37 +14,28 @@ import (
 // about a second and a half to start) is ready. The reset leaves nothing of
 // the previous session, in the tree or in git's files for it:
 //
-//   - the tree's .git file and its admin directory (repo.git/worktrees/<name>)
-//     are put back as git wrote them: HEAD, gitdir and commondir rewritten,
-//     everything else (the index, reflogs, per-tree refs, config.worktree,
-//     ORIG_HEAD, an info/ of its own) removed;
-//   - the index is read afresh from the commit last checked out and
-//     refreshed, so no flag a session set (assume-unchanged, skip-worktree)
-//     hides a change;
-//   - `git checkout --detach --force <head>` then `git clean -ffdx` restore
-//     every tracked file and remove every untracked and ignored one,
-//     nested repositories included.
+//   - the tree's .git (the session's: its index, reflogs, refs, config,
+//     hooks, objects of its commits) is not used: the pool makes a fresh git
+//     directory in a directory of its own (makeGitDir), reads the commit
+//     last checked out into its index and refreshes it, so no flag a
+//     session set (assume-unchanged, skip-worktree) hides a change;
+//   - `git checkout --detach --force <head>` then `git clean -ffdx` with
+//     that git directory restore every tracked file and remove every
+//     untracked and ignored one, nested repositories included;
+//   - the session's .git is deleted, the fresh one put in its place, and
+//     the tree shared again (ShareTree).
 //
 // git runs with --git-dir and --work-tree named, never through the tree's
-// own .git file. A tree whose reset fails is removed and a new one made.
-// The clone does not end processes a session left running: a session can
+// own .git. A tree whose reset fails is removed and a new one made. The
+// clone does not end processes a session left running: a session can
 // write anywhere its user can, which only a separate OS user confines.
 
-// tree is a work tree the clone made in this run, and what git wrote for
-// it, to put back at each reset.
+// tree is a work tree the clone made in this run.
 type tree struct {
-	admin     string      // repo.git/worktrees/<name>
-	dotGit    []byte      // the tree's .git file
-	mode      os.FileMode // of the files above, as git made them
-	gitdir    []byte      // admin/gitdir
-	commondir []byte      // admin/commondir
-	head      string      // the commit last checked out
+	head      string // the commit last checked out
 	freeSince time.Time
 	busy      bool
 }
-
-// adminFiles are the files of a tree's admin directory the reset keeps.
-var adminFiles = []string{"HEAD", "gitdir", "commondir"}
 
 // TakeTree fetches the default branch and PR pr's head, and returns a work
 // tree detached at head that no session uses: a free one, reset, or a new
@@ -89,48 +76,18 @@ func (c *Clone) warmest() string {
 	return best
 }
 
-// newTree adds a work tree at head and records what git wrote for it.
-// Callers hold mu.
+// newTree adds a work tree at head and records it. Callers hold mu.
 func (c *Clone) newTree(ctx context.Context, pr int, head string) (string, error) {
 	dir, err := c.addTree(ctx, pr, head)
 	if err != nil {
 		return "", err
 	}
-	t, err := c.record(dir)
-	if err != nil {
-		c.removeTree(ctx, dir)
-		return "", fmt.Errorf("clone: add work tree for #%d: %w", pr, err)
-	}
-	t.busy, t.head = true, head
+	t := &tree{busy: true, head: head}
 	if c.trees == nil {
 		c.trees = map[string]*tree{}
 	}
 	c.trees[dir] = t
 	return dir, nil
-}
-
-// record reads what git wrote for a new work tree.
-func (c *Clone) record(dir string) (*tree, error) {
-	dotGit, err := os.ReadFile(filepath.Join(dir, ".git"))
-	if err != nil {
-		return nil, err
-	}
-	admin, ok := strings.CutPrefix(strings.TrimSpace(string(dotGit)), "gitdir: ")
-	if !ok || filepath.Dir(admin) != filepath.Join(c.repoDir(), "worktrees") {
-		return nil, fmt.Errorf("unexpected .git file in %s: %q", dir, dotGit)
-	}
-	fi, err := os.Lstat(filepath.Join(dir, ".git"))
-	if err != nil {
-		return nil, err
-	}
-	t := &tree{admin: admin, dotGit: dotGit, mode: fi.Mode().Perm()}
-	if t.gitdir, err = os.ReadFile(filepath.Join(admin, "gitdir")); err != nil {
-		return nil, err
-	}
-	if t.commondir, err = os.ReadFile(filepath.Join(admin, "commondir")); err != nil {
-		return nil, err
-	}
-	return t, nil
 }
 
 // GiveTree takes back a work tree TakeTree gave, once no session works in
@@ -150,7 +107,7 @@ func (c *Clone) GiveTree(ctx context.Context, dir string, keep int) (bool, error
 	t := c.trees[dir]
 	if t == nil || c.free() >= keep {
 		delete(c.trees, dir)
-		return false, c.removeTree(ctx, dir)
+		return false, c.removeTree(dir)
 	}
 	t.busy, t.freeSince = false, time.Now()
 	return true, nil
@@ -186,7 +143,7 @@ func (c *Clone) RetireTrees(ctx context.Context, idleSince time.Time) []string {
 // retire removes a free tree for good. Callers hold mu.
 func (c *Clone) retire(ctx context.Context, dir string) {
 	delete(c.trees, dir)
-	if err := c.removeTree(ctx, dir); err != nil {
+	if err := c.removeTree(dir); err != nil {
 		c.log.Warn("removing a work tree failed", "dir", dir, "err", err)
 	}
 	c.retired = append(c.retired, dir)
@@ -195,8 +152,17 @@ func (c *Clone) retire(ctx context.Context, dir string) {
 // reset brings a free tree to head with nothing of its last session left.
 // Callers hold mu.
 func (c *Clone) reset(ctx context.Context, dir string, t *tree, head string) error {
-	if err := c.restoreAdmin(dir, t); err != nil {
-		return err
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("clone: reset work tree %s: not a directory", dir)
+	}
+	stage, err := os.MkdirTemp(c.Dir, "stage-")
+	if err != nil {
+		return fmt.Errorf("clone: reset work tree %s: %w", dir, err)
+	}
+	defer os.RemoveAll(stage)
+	gitDir := filepath.Join(stage, ".git")
+	if err := c.makeGitDir(ctx, gitDir); err != nil {
+		return fmt.Errorf("clone: reset work tree %s: %w", dir, err)
 	}
 	steps := [][]string{
 		{"read-tree", t.head},
@@ -205,56 +171,15 @@ func (c *Clone) reset(ctx context.Context, dir string, t *tree, head string) err
 		{"clean", "-ffdxq"},
 	}
 	for _, args := range steps {
-		if _, err := c.gitIn(ctx, dir, t.admin, args...); err != nil {
+		if _, err := c.gitIn(ctx, dir, gitDir, args...); err != nil {
 			return fmt.Errorf("clone: reset work tree %s: %w", dir, err)
 		}
 	}
-	return nil
-}
-
-// restoreAdmin puts the tree's .git file and admin directory back as git
-// wrote them, HEAD at the commit last checked out, and removes everything
-// else from the admin directory.
-func (c *Clone) restoreAdmin(dir string, t *tree) error {
-	for _, d := range []string{dir, t.admin} {
-		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
-			return fmt.Errorf("clone: reset work tree %s: %s is not a directory", dir, d)
-		}
-	}
-	entries, err := os.ReadDir(t.admin)
-	if err != nil {
+	if err := os.RemoveAll(filepath.Join(dir, ".git")); err != nil {
 		return fmt.Errorf("clone: reset work tree %s: %w", dir, err)
 	}
-	var errs []error
-	for _, e := range entries {
-		if !slices.Contains(adminFiles, e.Name()) {
-			errs = append(errs, os.RemoveAll(filepath.Join(t.admin, e.Name())))
-		}
-	}
-	errs = append(errs,
-		os.RemoveAll(filepath.Join(dir, ".git")),
-		putBack(filepath.Join(dir, ".git"), t.dotGit, t.mode),
-		putBack(filepath.Join(t.admin, "gitdir"), t.gitdir, t.mode),
-		putBack(filepath.Join(t.admin, "commondir"), t.commondir, t.mode),
-		putBack(filepath.Join(t.admin, "HEAD"), []byte(t.head+"\n"), t.mode))
-	if err := errors.Join(errs...); err != nil {
+	if err := os.Rename(gitDir, filepath.Join(dir, ".git")); err != nil {
 		return fmt.Errorf("clone: reset work tree %s: %w", dir, err)
 	}
-	return nil
-}
-
-// putBack replaces path whole with data, keeping its mode if it has one
-// (git's, as the umask made it), else with mode.
-func putBack(path string, data []byte, mode os.FileMode) error {
-	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
-		if got, err := os.ReadFile(path); err == nil && bytes.Equal(got, data) {
-			return nil
-		}
-		mode = fi.Mode().Perm()
-	}
-	tmp := path + ".pool-tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return c.ShareTree(dir)
 }

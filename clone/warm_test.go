@@ -60,9 +60,9 @@ func write(t *testing.T, path, text string) {
 // messUp does what a session may do in its tree: change a tracked file
 // (and hide the change from git), stage a new file, leave untracked and
 // ignored files and a nested repository, and write into git's files for
-// the tree: a per-tree ref, a reflog, a file of its own, a .git file
-// pointing elsewhere.
-func messUp(t *testing.T, c *Clone, dir string) {
+// the tree: a per-tree ref, a reflog, a file of its own, a hook and a
+// hooks directory in its config, each of which would write mark if run.
+func messUp(t *testing.T, dir, mark string) {
 	t.Helper()
 	write(t, filepath.Join(dir, "README.md"), "changed by the first session\n")
 	gitIn(t, dir, "update-index", "--assume-unchanged", "README.md")
@@ -73,12 +73,20 @@ func messUp(t *testing.T, c *Clone, dir string) {
 	gitIn(t, dir, "init", "-q", filepath.Join(dir, "nested"))
 	write(t, filepath.Join(dir, "nested", "inner.txt"), "nested\n")
 	gitIn(t, dir, "update-ref", "--create-reflog", "-m", "note", "refs/worktree/note", "HEAD")
-	admin := c.trees[dir].admin
-	write(t, filepath.Join(admin, "planted"), "for the next session\n")
-	if _, err := os.Stat(filepath.Join(admin, "logs", "refs", "worktree", "note")); err != nil {
-		t.Fatalf("expected a reflog in the tree's admin dir: %v", err)
+	gitDir := filepath.Join(dir, ".git")
+	write(t, filepath.Join(gitDir, "planted"), "for the next session\n")
+	if _, err := os.Stat(filepath.Join(gitDir, "logs", "refs", "worktree", "note")); err != nil {
+		t.Fatalf("expected a reflog in the tree's git dir: %v", err)
 	}
-	write(t, filepath.Join(dir, ".git"), "gitdir: /somewhere/else\n")
+	hook := "#!/bin/sh\ntouch '" + mark + "'\n"
+	write(t, filepath.Join(gitDir, "hooks", "post-checkout"), hook)
+	write(t, filepath.Join(dir, "myhooks", "post-checkout"), hook)
+	for _, h := range []string{filepath.Join(gitDir, "hooks", "post-checkout"), filepath.Join(dir, "myhooks", "post-checkout")} {
+		if err := os.Chmod(h, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitIn(t, dir, "config", "core.hooksPath", filepath.Join(dir, "myhooks"))
 }
 
 // TestReusedTreeKeepsNothingOfTheLastSession: a tree given back is the
@@ -93,7 +101,8 @@ func TestReusedTreeKeepsNothingOfTheLastSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	messUp(t, c, dir)
+	mark := filepath.Join(t.TempDir(), "hook-ran")
+	messUp(t, dir, mark)
 	if kept, err := c.GiveTree(ctx, dir, 1); err != nil || !kept {
 		t.Fatalf("GiveTree = %v, %v; want kept", kept, err)
 	}
@@ -123,15 +132,17 @@ func TestReusedTreeKeepsNothingOfTheLastSession(t *testing.T) {
 			t.Errorf("an index flag survived the reset: %q", l)
 		}
 	}
-	admin := c.trees[dir].admin
-	entries, _ := os.ReadDir(admin)
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
+	gitDir := filepath.Join(dir, ".git")
+	for _, name := range []string{"planted", "hooks", filepath.Join("logs", "refs", "worktree")} {
+		if _, err := os.Lstat(filepath.Join(gitDir, name)); err == nil {
+			t.Errorf("the tree's .git still holds the session's %s", name)
+		}
 	}
-	slices.Sort(names)
-	if want := []string{"HEAD", "commondir", "gitdir", "index"}; !slices.Equal(names, want) {
-		t.Errorf("admin dir holds %v, want %v", names, want)
+	if _, err := os.Stat(mark); err == nil {
+		t.Error("a hook the session planted ran at the reset")
+	}
+	if got := gitIn(t, dir, "config", "--default", "", "core.hooksPath"); got != "" {
+		t.Errorf("the tree's config still names the session's hooks: %q", got)
 	}
 	if refs := gitIn(t, dir, "for-each-ref", "refs/worktree/"); refs != "" {
 		t.Errorf("per-tree refs survived: %s", refs)
@@ -175,9 +186,9 @@ func TestBusyTreesAreNeverShared(t *testing.T) {
 	}
 }
 
-// TestTreeThatCannotBeResetIsReplaced: a session removed git's admin
-// directory for its tree; the next take makes a new tree, and the broken
-// one is retired.
+// TestTreeThatCannotBeResetIsReplaced: a tree that is no longer a
+// directory cannot be reset; the next take makes a new tree, and the
+// broken one is retired.
 func TestTreeThatCannotBeResetIsReplaced(t *testing.T) {
 	ctx := context.Background()
 	c, head1, head2 := openTwoPRs(t)
@@ -185,9 +196,10 @@ func TestTreeThatCannotBeResetIsReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.RemoveAll(c.trees[dir].admin); err != nil {
+	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
+	write(t, dir, "not a tree\n")
 	if _, err := c.GiveTree(ctx, dir, 1); err != nil {
 		t.Fatal(err)
 	}

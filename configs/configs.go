@@ -46,6 +46,9 @@ type Config struct {
 	// AgentAllowNoPassword lets the pool use an agent server off loopback
 	// that answers without a password.
 	AgentAllowNoPassword bool
+	// AgentTreeGroup is the OS group the agent server's user is in: the
+	// work trees are shared with it and nothing else (clone.Options).
+	AgentTreeGroup string
 
 	Workers         int
 	InstanceID      string
@@ -197,6 +200,7 @@ var settings = []setting{
 	{"agent.name", "agent", []string{"POOL_AGENT_NAME"}, "ca-pr-self-reviewer", "`agent` that reviews a PR"},
 	{"agent.password", "", []string{"POOL_AGENT_PASSWORD", "OPENCODE_SERVER_PASSWORD"}, "", ""},
 	{"agent.allow_no_password", "agent-allow-no-password", []string{"POOL_AGENT_ALLOW_NO_PASSWORD"}, "false", "use an agent server off loopback that answers without a password (a `bool`; anyone who reaches it runs commands as its user)"},
+	{"agent.tree_group", "agent-tree-group", []string{"POOL_AGENT_TREE_GROUP"}, "", "OS `group` of the agent server's user, when it runs as a user of its own: the work trees are shared with it, nothing else (empty: the pool's alone)"},
 	{"workers", "workers", []string{"POOL_WORKERS", "CA_MAX_PARALLEL_WORKERS"}, "4", "`N` concurrent reviewer sessions"},
 	{"instance_id", "instance-id", []string{"POOL_INSTANCE_ID"}, "", "`identity` of this pool (default: kept in the state dir)"},
 	{"poll_interval", "poll-interval", []string{"POOL_POLL_INTERVAL"}, "30s", "time between discovery cycles (a `duration`)"},
@@ -294,6 +298,7 @@ func decode(v *viper.Viper) (Config, error) {
 		AgentPassword: d.str("agent.password"),
 
 		AgentAllowNoPassword: d.boolean("agent.allow_no_password"),
+		AgentTreeGroup:       d.str("agent.tree_group"),
 		Workers:              d.integer("workers"),
 		InstanceID:           d.str("instance_id"),
 		PollInterval:         d.duration("poll_interval"),

@@ -25,6 +25,7 @@ func TestRefusals(t *testing.T) {
 		wantKey string
 		wantIn  string
 	}{
+		{name: "tree group that does not exist", args: base("--agent-tree-group", "no-such-group-of-pool"), wantKey: "agent.tree_group", wantIn: "names no group"},
 		{name: "poll interval below 1s", args: base("--poll-interval", "999ms"), wantKey: "poll_interval", wantIn: "at least 1s"},
 		{name: "poll interval of 1ns", args: base("--poll-interval", "1ns"), wantKey: "poll_interval", wantIn: "at least 1s"},
 		{name: "status interval below 100ms", args: base("--status-interval", "99ms"), wantKey: "status_interval", wantIn: "at least 100ms"},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os/user"
 	"regexp"
 	"strings"
 	"time"
@@ -222,6 +223,13 @@ func (c Config) checkMaxBody() *Error {
 func (c Config) checkAgent() *Error {
 	if c.AgentName == "" {
 		return &Error{Key: "agent.name", Reason: "must not be empty"}
+	}
+	if g := c.AgentTreeGroup; g != "" {
+		if _, err := user.LookupGroup(g); err != nil {
+			if _, err := user.LookupGroupId(g); err != nil {
+				return &Error{Key: "agent.tree_group", Reason: "names no group of this machine"}
+			}
+		}
 	}
 	return nil
 }

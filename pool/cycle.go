@@ -184,6 +184,9 @@ func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) int {
 		if ctx.Err() != nil || !p.takeSlot(c.pr.Number) {
 			break
 		}
+		// The session's end is observed by the loop: once the slot is
+		// free, the PR is decided again, whatever its follower managed.
+		p.index.forget(c.pr.Number)
 		p.workers.Add(1)
 		guard.Go(ctx, p.log, "slot", func() {
 			defer p.workers.Done()

@@ -144,6 +144,9 @@ func (ix *index) unchanged(pr forgejo.PR, t lifecycle.Track, rules int, now time
 	return s.act, true
 }
 
+// forget drops the last decision on PR n: the next cycle decides it.
+func (ix *index) forget(n int) { delete(ix.seen, n) }
+
 func (ix *index) remember(pr forgejo.PR, t lifecycle.Track, rules int, act lifecycle.Action, quietUntil time.Time) {
 	if ix.seen == nil {
 		ix.seen = map[int]seenPR{}

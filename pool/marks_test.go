@@ -71,3 +71,27 @@ func TestFailedDisarmIsRetried(t *testing.T) {
 			f.calls["cancel auto-merge"], cancels, f.Effects())
 	}
 }
+
+// TestASessionsEndIsDecidedByTheLoop: a reviewer approves, and the follower
+// cannot decide after it (the forge fails its read of the reviews), while
+// the list of changed PRs does not show the review yet. The loop must
+// decide the PR again rather than reuse its decision from before the
+// session: one session per head, and the PR merges.
+func TestASessionsEndIsDecidedByTheLoop(t *testing.T) {
+	f := newFakeForge(1)
+	f.quiet = true
+	a := newFakeAgent(func(pr int) (time.Duration, func(), string) {
+		return 5 * time.Millisecond, func() {
+			f.review(pr, "reviewer", forgejo.ReviewApproved)
+			f.mu.Lock()
+			f.failTimes["reviews"] = 1 // the follower's read after the session
+			f.mu.Unlock()
+		}, approvedReply
+	})
+	cfg := testConfig(1)
+	cfg.ClaimTTL = time.Hour // a decision to review holds for ClaimTTL/6 while the PR does not change
+	runPool(t, cfg, f, a)
+	if sessions, prompts, _ := a.count(); prompts != 1 || !f.prs[1].Merged {
+		t.Errorf("%d prompts (%d sessions left), merged %v; want one session and the PR merged", prompts, sessions, f.prs[1].Merged)
+	}
+}

@@ -38,6 +38,10 @@ func openRepo(ctx context.Context, cfg configs.Config, d pool.Deps) (*repo, erro
 			return nil, err
 		}
 		r.store, d.Store, d.WorkDir = st, st, st.Dir()
+		if err := shareTheWay(cfg, st); err != nil {
+			r.close(log)
+			return nil, err
+		}
 	}
 	if err := retryStart(ctx, log, "read the token's account and the repository", startFirstWait, forgeRetryable, func() (err error) {
 		r.pool, err = pool.New(ctx, cfg, d)
@@ -52,7 +56,7 @@ func openRepo(ctx context.Context, cfg configs.Config, d pool.Deps) (*repo, erro
 	err := retryStart(ctx, log, "clone", startFirstWait, cloneRetryable, func() (err error) {
 		r.clone, err = clone.Open(ctx, clone.Options{Dir: filepath.Join(r.store.Dir(), "clone"), Log: log.With("component", "clone"),
 			URL:   fmt.Sprintf("%s/%s/%s.git", cfg.ForgejoURL, cfg.Owner, cfg.Name),
-			Token: cfg.Token, Branch: r.pool.Base(), GitName: cfg.GitName, GitEmail: cfg.GitEmail})
+			Token: cfg.Token, Branch: r.pool.Base(), GitName: cfg.GitName, GitEmail: cfg.GitEmail, TreeGroup: cfg.AgentTreeGroup})
 		return err
 	})
 	if err != nil {
@@ -64,6 +68,22 @@ func openRepo(ctx context.Context, cfg configs.Config, d pool.Deps) (*repo, erro
 	log.Info("clone ready", "dir", r.clone.Dir, "reused", r.clone.Reused)
 	r.pool.UseClone(r.clone)
 	return r, nil
+}
+
+// shareTheWay lets the agent server's user (cfg.AgentTreeGroup) pass
+// through the state directory and the repository's, down to the work
+// trees; it may list neither, and the files in them stay the pool's. It
+// comes before the pool lists the agent server's agents for the
+// repository's directory, which the server resolves as its own user.
+func shareTheWay(cfg configs.Config, st *store.Store) error {
+	gid, err := clone.LookupGroup(cfg.AgentTreeGroup)
+	if err != nil {
+		return &configs.Error{Key: "agent.tree_group", Reason: "names no group of this machine"}
+	}
+	if err := clone.AllowTraverse(gid, st.Dir(), filepath.Dir(st.Dir())); err != nil {
+		return fmt.Errorf("pool: %w", err)
+	}
+	return nil
 }
 
 // run runs the repository's pool, keeping its commit statuses unless

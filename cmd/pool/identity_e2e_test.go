@@ -5,39 +5,25 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"pool/internal/sandbox"
 )
 
-// agentTestUser is the OS user the test runs its probe as: what the agent
-// server is to be, an identity of its own.
-const agentTestUser = "pool-agent-e2e"
-
-// otherUser returns agentTestUser's uid and gid, creating the user when the
-// test runs as root (idempotently); elsewhere it skips, saying why.
+// otherUser returns the OS user the agent server is to run as, an
+// identity of its own (sandbox.SeparateUser creates it when the test runs
+// as root); elsewhere it skips, saying why.
 func otherUser(t *testing.T) (uid, gid uint32) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create and act as a second OS user (CI runs as root)")
-	}
-	u, err := user.Lookup(agentTestUser)
+	u, err := sandbox.SeparateUser()
 	if err != nil {
-		out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", agentTestUser).CombinedOutput()
-		if err != nil && !strings.Contains(string(out), "already exists") {
-			t.Skipf("cannot create the user %s: %v: %s", agentTestUser, err, out)
-		}
-		if u, err = user.Lookup(agentTestUser); err != nil {
-			t.Fatal(err)
-		}
+		t.Skipf("needs a second OS user (CI runs as root): %v", err)
 	}
-	id, _ := strconv.ParseUint(u.Uid, 10, 32)
-	g, _ := strconv.ParseUint(u.Gid, 10, 32)
-	return uint32(id), uint32(g)
+	return u.UID, u.GID
 }
 
 // openAncestors lets every user traverse the test's own temporary
@@ -57,11 +43,12 @@ func openAncestors(t *testing.T, path string) {
 
 // probe is what hostile code in a work tree would try first: read the
 // pool's environment, its token file and its state, and plant a hook in
-// its clone. Each line says READ/WROTE or DENIED.
-func probe(environ, token, db, hook string) string {
-	return fmt.Sprintf(`for f in %q %q %q; do if cat "$f" >/dev/null; then echo "READ $f"; else echo "DENIED $f"; fi; done
-if mkdir -p %q && printf '#!/bin/sh\nenv > /dev/null\n' > %q; then echo "WROTE %s"; else echo "DENIED %s"; fi
-cat %q %q 2>&1 | head -c 4096`, environ, token, db, filepath.Dir(hook), hook, hook, hook, environ, token)
+// its clone: a hook that, were it run, writes its environment to mark.
+// Each line says READ/WROTE or DENIED, and the error the OS gave.
+func probe(environ, token, db, hook, mark string) string {
+	return fmt.Sprintf(`for f in %q %q %q; do if cat "$f" >/dev/null; then echo "READ $f"; else echo "DENIED $f"; fi; done 2>&1
+if mkdir -p %q && printf '#!/bin/sh\nenv > %s\n' > %q && chmod +x %q; then echo "WROTE %s"; else echo "DENIED %s"; fi 2>&1
+cat %q %q 2>&1 | head -c 4096`, environ, token, db, filepath.Dir(hook), mark, hook, hook, hook, hook, environ, token)
 }
 
 // TestAnotherUserCannotReachThePoolsSecrets: a running pool, and a process
@@ -70,8 +57,8 @@ cat %q %q 2>&1 | head -c 4096`, environ, token, db, filepath.Dir(hook), hook, ho
 // environment, its token file and its state database, and to write a hook
 // into its clone. The OS refuses each, by the modes the pool keeps (state
 // dir 0700, database 0600) and the token file's (0600); the token is in
-// none of the output. What is left of issue 19 part 7: the agent server
-// itself running as that user, with the work trees shared with it.
+// none of the output. TestHostileReviewerAsItsOwnUser runs the same probe
+// as a reviewer session's first command.
 func TestAnotherUserCannotReachThePoolsSecrets(t *testing.T) {
 	parallel(t)
 	uid, gid := otherUser(t)
@@ -95,7 +82,7 @@ func TestAnotherUserCannotReachThePoolsSecrets(t *testing.T) {
 		openAncestors(t, p)
 	}
 	environ := fmt.Sprintf("/proc/%d/environ", pool.cmd.Process.Pid)
-	cmd := exec.CommandContext(ctx, "sh", "-c", probe(environ, tokenFile, db, filepath.Join(hooks, "post-checkout")))
+	cmd := exec.CommandContext(ctx, "sh", "-c", probe(environ, tokenFile, db, filepath.Join(hooks, "post-checkout"), filepath.Join(tmp, "hook-ran")))
 	cmd.Dir = "/"
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}

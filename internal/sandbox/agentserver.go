@@ -43,6 +43,10 @@ type AgentOptions struct {
 	Log     io.Writer // progress lines; nil discards them
 	// Port pins the listening port; 0 lets the server choose (no race).
 	Port int
+	// RunAs runs the server as this user (SeparateUser) instead of this
+	// process's: dir is given to it, and the binary copied where it may
+	// run it. nil: this process's user.
+	RunAs *OSUser
 }
 
 // AgentServer is a running `opencode serve`.
@@ -81,6 +85,11 @@ func StartAgentServer(ctx context.Context, dir string, opts AgentOptions) (*Agen
 	}
 	if err := prepareAgentDir(dir, opts); err != nil {
 		return nil, fmt.Errorf("sandbox: agent server: %w", err)
+	}
+	if opts.RunAs != nil {
+		if bin, err = prepareForUser(*opts.RunAs, bin, dir); err != nil {
+			return nil, fmt.Errorf("sandbox: agent server as %s: %w", opts.RunAs.Name, err)
+		}
 	}
 	a, err := startOpencode(ctx, bin, dir, opts)
 	if a != nil {
@@ -129,6 +138,12 @@ func agentEnv(dir string, opts AgentOptions) []string {
 	if opts.Password != "" {
 		env = append(env, "OPENCODE_SERVER_PASSWORD="+opts.Password)
 	}
+	if opts.RunAs != nil {
+		// The work trees are the pool's files, shared by group: git would
+		// refuse them as another user's (README, "Deploying the agent
+		// server as a user of its own").
+		env = append(env, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*")
+	}
 	for k, v := range opts.Env {
 		env = append(env, k+"="+v)
 	}
@@ -161,6 +176,9 @@ func startOpencode(ctx context.Context, bin, dir string, opts AgentOptions) (*Ag
 	a.cmd.Stdout = stdoutW
 	a.cmd.Stderr = logFile
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if opts.RunAs != nil {
+		asUser(a.cmd, *opts.RunAs)
+	}
 	err = a.cmd.Start()
 	stdoutW.Close() // the child has its own copy
 	if err != nil {

@@ -22,6 +22,15 @@ type Options struct {
 	AgentName string // the agent the pool prompts; default configs.Default().AgentName
 	Script    Script // the scripted model; default: approve
 	Log       io.Writer
+	// SeparateAgent gives the sandbox an agent server of its own running as
+	// SeparateUser, when this machine allows it (root); otherwise it logs
+	// why not and uses the servers' agent server. Sandbox.AgentUser says
+	// which happened.
+	SeparateAgent bool
+	// AllowEverything makes that agent server's reviewer a stand-in that
+	// may use every tool on every path, as if hostile text had talked the
+	// shipped one past its permissions: what is left to stop it is the OS.
+	AllowEverything bool
 }
 
 // Sandbox is a seeded repository on a test forge, and an agent server
@@ -43,9 +52,13 @@ type Sandbox struct {
 	Reviewer      ReviewerSetup // the reviewer tool and token file the agent server uses
 	PRs           []int
 	Dir           string
+	// AgentUser is the OS user Agent runs as when it is not this process's
+	// (Options.SeparateAgent); nil otherwise.
+	AgentUser *OSUser
 
-	servers *Servers // stopped with the sandbox when it started them
-	orgs    []string // organisations made by AddOrg
+	servers  *Servers     // stopped with the sandbox when it started them
+	ownAgent *AgentServer // stopped with the sandbox
+	orgs     []string     // organisations made by AddOrg
 }
 
 // Owns reports whether the repository named "owner/name" belongs to the
@@ -172,6 +185,11 @@ func (s *Servers) Join(ctx context.Context, opts Options) (*Sandbox, error) {
 	}
 	for i := 1; i <= opts.PRs; i++ {
 		if _, err := sb.AddPR(ctx, i); err != nil {
+			return nil, err
+		}
+	}
+	if opts.SeparateAgent {
+		if err := sb.startSeparateAgent(ctx, s, opts); err != nil {
 			return nil, err
 		}
 	}
@@ -348,8 +366,12 @@ func (sb *Sandbox) WriteTokenFile() (string, error) {
 // Stop stops the servers if the sandbox started them (Start); shared ones
 // stay up. Safe to call more than once.
 func (sb *Sandbox) Stop() error {
-	if sb.servers == nil {
-		return nil
+	var errs []error
+	if sb.ownAgent != nil {
+		errs = append(errs, sb.ownAgent.Stop())
 	}
-	return sb.servers.Stop()
+	if sb.servers != nil {
+		errs = append(errs, sb.servers.Stop())
+	}
+	return errors.Join(errs...)
 }
