@@ -35,6 +35,7 @@ type candidate struct {
 	pr       forgejo.PR
 	kind     lifecycle.Kind
 	rereview bool // the pool reviewed an earlier head
+	fresh    bool // a head the pool has not decided on yet (while a cycle sorts what to decide)
 }
 
 // byTurn orders a repository's candidates for the slots: first reviews of
@@ -67,11 +68,8 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 		return res, err
 	}
 	open := map[int]bool{}
-	var todo []candidate
+	var todo, toStep []candidate
 	for _, pr := range prs {
-		if ctx.Err() != nil {
-			return res, nil // shutting down: the PR being stepped has finished
-		}
 		if pr.BaseRef != p.base {
 			continue
 		}
@@ -87,20 +85,23 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 			p.tally(&res, pr.Number, act, &todo, pr)
 			continue
 		}
-		d, err := p.step(work, pr, "") // its comments and merges get the shutdown timeout
-		if err != nil {
-			if errors.Is(err, forgejo.ErrUnauthorized) {
-				return res, err
-			}
-			p.log.Warn("PR step failed; retrying next cycle", "pr", pr.Number, "err", err)
-			res.failed++ // not idle: the PR is still to be decided
-			continue
+		toStep = append(toStep, candidate{pr: pr, fresh: p.track(pr.Number).HeadSHA != pr.HeadSHA})
+	}
+	// New heads are decided first, and their sessions started before the
+	// PRs whose decision only ran out (waiting for checks, backing off) are
+	// decided again: a PR just opened does not wait for those reads.
+	slices.SortStableFunc(toStep, func(a, b candidate) int { return boolRank(b.fresh) - boolRank(a.fresh) })
+	var started []candidate
+	for i, c := range toStep {
+		if ctx.Err() != nil {
+			return res, nil // shutting down: the PR being stepped has finished
 		}
-		t := p.track(pr.Number)
-		// The quiet period counts from the decision's instant: one made on
-		// reads that took seconds (a slow forge) may already be stale.
-		p.index.remember(pr, t, p.rules, d.Action, p.quietUntil(t, d.Action, d.at))
-		p.tally(&res, pr.Number, d.Action, &todo, pr)
+		if err := p.stepOne(ctx, work, c.pr, &res, &todo); err != nil {
+			return res, err
+		}
+		if c.fresh && (i+1 == len(toStep) || !toStep[i+1].fresh) && !p.cfg.DryRun && len(todo) > 0 {
+			todo, started = p.dispatchSome(ctx, work, todo, started, &res)
+		}
 	}
 	if err := p.forgetGone(ctx, open); err != nil {
 		return res, err
@@ -116,10 +117,46 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 		p.slots.want(p.cfg.Repo(), 0)
 		return cycleResult{running: res.running, failed: res.failed}, nil
 	}
-	res.dispatched = p.dispatchAll(ctx, work, todo)
-	res.waiting = len(todo) - res.dispatched
-	p.book.Queued(numbers(todo), res.dispatched, p.now())
+	todo, started = p.dispatchSome(ctx, work, todo, started, &res)
+	res.waiting = len(todo)
+	p.book.Queued(numbers(append(started, todo...)), len(started), p.now())
 	return res, nil
+}
+
+// stepOne decides one PR and tallies the decision. Only a rejected token
+// is an error: any other failure is retried next cycle.
+func (p *Pool) stepOne(ctx, work context.Context, pr forgejo.PR, res *cycleResult, todo *[]candidate) error {
+	d, err := p.step(work, pr, "") // its comments and merges get the shutdown timeout
+	if err != nil {
+		if errors.Is(err, forgejo.ErrUnauthorized) {
+			return err
+		}
+		p.log.Warn("PR step failed; retrying next cycle", "pr", pr.Number, "err", err)
+		res.failed++ // not idle: the PR is still to be decided
+		return nil
+	}
+	t := p.track(pr.Number)
+	// The quiet period counts from the decision's instant: one made on
+	// reads that took seconds (a slow forge) may already be stale.
+	p.index.remember(pr, t, p.rules, d.Action, p.quietUntil(t, d.Action, d.at))
+	p.tally(res, pr.Number, d.Action, todo, pr)
+	return nil
+}
+
+// dispatchSome hands todo's candidates to free slots in turn, and returns
+// those left and those started (added to started). dispatchAll orders todo
+// in place, the started first.
+func (p *Pool) dispatchSome(ctx, work context.Context, todo, started []candidate, res *cycleResult) ([]candidate, []candidate) {
+	n := p.dispatchAll(ctx, work, todo)
+	res.dispatched += n
+	return append([]candidate(nil), todo[n:]...), append(started, todo[:n]...)
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (p *Pool) tally(res *cycleResult, n int, act lifecycle.Action, todo *[]candidate, pr forgejo.PR) {

@@ -57,25 +57,3 @@ func (p *Pool) readClaims(ctx context.Context, pr forgejo.PR) <-chan viewResult 
 	})
 	return out
 }
-
-// warmSpare makes a free work tree and has the agent server start its
-// instance for it, so that the first session after the start finds a warm
-// one, as later ones do. Only a pool serving one repository does: one of
-// many would start an instance per repository at once. A failure costs
-// only that warmth.
-func (p *Pool) warmSpare(ctx context.Context) {
-	if p.trees == nil || p.shared {
-		return
-	}
-	dir, err := p.trees.SpareTree(ctx)
-	if err != nil {
-		p.log.Warn("making a spare work tree failed", "err", err)
-		return
-	}
-	if dir == "" {
-		return
-	}
-	if _, err := p.agent.Agents(ctx, dir); err != nil {
-		p.log.Debug("warming the agent server's instance for a spare work tree failed", "dir", dir, "err", err)
-	}
-}
