@@ -2,7 +2,10 @@
 //
 // Decide is a pure function of the pool's memory of a PR (Track) and what the
 // forge shows now (Observation); it returns the new Track and one Action. A
-// separate step in package pool performs the action. The forge is the record:
+// separate step in package pool performs the action, and only once it
+// succeeded records the marks the action carries (Action.Marks: a note
+// posted, an auto-merge cancelled), so a failed one is asked for again by the
+// next decision. The forge is the record:
 // a reviewer's report is only a hint, and "merged" counts only when the forge
 // says merged. MayMerge is the one answer to "may it merge now?": the
 // supervisor's, and the one `pool report` and `pool tick` give.
