@@ -119,7 +119,7 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 	}
 	todo, started = p.dispatchSome(ctx, work, todo, started, &res)
 	res.waiting = len(todo)
-	p.book.queued(append(started, todo...), len(started), p.now())
+	p.book.Queued(numbers(append(started, todo...)), len(started), p.now())
 	return res, nil
 }
 
@@ -171,6 +171,15 @@ func (p *Pool) tally(res *cycleResult, n int, act lifecycle.Action, todo *[]cand
 	if t := p.track(n); t.State.Retrying() || p.now().Before(t.NotBefore) {
 		res.retrying++
 	}
+}
+
+// numbers are the candidates' PR numbers, in order.
+func numbers(todo []candidate) []int {
+	out := make([]int, len(todo))
+	for i, c := range todo {
+		out[i] = c.pr.Number
+	}
+	return out
 }
 
 // dispatchAll hands candidates to free slots in turn (byTurn), and returns
@@ -242,7 +251,7 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (de
 	}
 	next, act := p.decided(pr.Number, obs)
 	p.logDecision(pr.Number, next, act)
-	p.book.decided(pr, next, act, p.now())
+	p.book.Decided(pr, next, act, p.now())
 	return decision{Action: act, at: obs.Now}, p.act(ctx, pr, next, act)
 }
 
@@ -273,7 +282,7 @@ func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observatio
 	history = forgejo.WithoutContext(history, p.cfg.StatusContext) // the pool's own status is no check
 	obs.Checks = lifecycle.Checks(history)
 	required := lifecycle.RequiredContexts(obs.Protection)
-	p.book.checks(pr.Number, obs.Checks, required)
+	p.book.Checks(pr.Number, obs.Checks, required)
 	if s := lifecycle.Summarize(obs.Checks, required); s != lifecycle.ChecksGreen && s != lifecycle.ChecksNone {
 		return obs, nil
 	}
