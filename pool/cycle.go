@@ -223,6 +223,8 @@ type decision struct {
 }
 
 func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (decision, error) {
+	early := p.earlyComments(ctx, pr)
+	defer func() { <-early }() // read or not, it has ended
 	obs, err := p.observe(ctx, pr)
 	if err != nil {
 		return decision{}, err
@@ -236,7 +238,12 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (de
 	}
 	if p.freeSlots() > 0 && lifecycle.ClaimMatters(p.policy, p.track(pr.Number), obs) {
 		// Claims matter only when a slot could take the PR now.
-		comments, err := p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+		r := <-early
+		comments, err := r.comments, r.err
+		if !r.read {
+			comments, err = p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+		}
+		early = r.again()
 		if err != nil {
 			return decision{}, err
 		}

@@ -104,3 +104,73 @@ func TestNewPRIsDecidedAndStartedFirst(t *testing.T) {
 		t.Errorf("after PR 3 was decided, want PR 1 read with PR 3 in a slot already: %v", o.log[listed:])
 	}
 }
+
+// overlapForge notes whether PR n's comments were asked for while its
+// reviews were being read: the reviews read waits up to a second for the
+// comments read to start.
+type overlapForge struct {
+	*fakeForge
+	n        int
+	once     sync.Once
+	comments chan struct{} // closed when PR n's comments are first asked for
+
+	mu      sync.Mutex // guards overlap
+	overlap []bool     // per reviews read of PR n: were its comments asked for meanwhile
+}
+
+func (o *overlapForge) Comments(ctx context.Context, owner, repo string, n int) ([]forgejo.Comment, error) {
+	if n == o.n {
+		o.once.Do(func() { close(o.comments) })
+	}
+	return o.fakeForge.Comments(ctx, owner, repo, n)
+}
+
+func (o *overlapForge) Reviews(ctx context.Context, owner, repo string, n int) ([]forgejo.Review, error) {
+	if n == o.n {
+		asked := false
+		select {
+		case <-o.comments:
+			asked = true
+		case <-time.After(time.Second):
+		}
+		o.mu.Lock()
+		o.overlap = append(o.overlap, asked)
+		o.mu.Unlock()
+	}
+	return o.fakeForge.Reviews(ctx, owner, repo, n)
+}
+
+// TestNewPRsCommentsAreReadWithItsReviews: a PR opened while the pool runs,
+// with a slot free, has its comments (the claims) read while its reviews
+// are, not after.
+func TestNewPRsCommentsAreReadWithItsReviews(t *testing.T) {
+	f := newFakeForge(1)
+	f.review(1, "reviewer", forgejo.ReviewRequestChanges) // waits for its author: no session
+	o := &overlapForge{fakeForge: f, n: 2, comments: make(chan struct{})}
+	a := newFakeAgent(approver(f, time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := New(ctx, testConfig(1), Deps{Forge: o, Agent: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		waitFor(ctx, func() bool { p.mu.Lock(); defer p.mu.Unlock(); return p.stats.cycles >= 2 })
+		f.mu.Lock()
+		f.prs[2] = &forgejo.PR{Number: 2, State: "open", Mergeable: true, HeadSHA: fakeSHA("sha-2-a"), BaseRef: "main",
+			Author: "author", Updated: time.Now(), HeadRepo: "o/r", HeadRef: "feature-2", MergeBase: f.base}
+		f.mu.Unlock()
+		p.Wake(2)
+	}()
+	if _, err := p.Run(ctx); err != nil || ctx.Err() != nil {
+		t.Fatalf("Run: %v, %v", err, ctx.Err())
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.overlap) == 0 || !o.overlap[0] {
+		t.Errorf("PR 2's first reviews read overlapped its comments read: %v; want true first", o.overlap)
+	}
+	if !f.prs[2].Merged {
+		t.Error("PR 2 not merged")
+	}
+}

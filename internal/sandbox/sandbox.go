@@ -122,9 +122,10 @@ func StartServers(ctx context.Context, dir, agentName string, log io.Writer) (s 
 		log = io.Discard
 	}
 	s = &Servers{Dir: dir, ReviewerUser: "reviewer"}
+	started := s // a failed start returns nil: stop what this one started
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, s.Stop())
+			err = errors.Join(err, started.Stop())
 		}
 	}()
 	if s.Forge, err = StartForge(ctx, filepath.Join(dir, "forge"), log); err != nil {
