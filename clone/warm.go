@@ -65,35 +65,6 @@ func (c *Clone) TakeTree(ctx context.Context, pr int, head string) (string, erro
 	return c.newTree(ctx, pr, head)
 }
 
-// SpareTree makes a free tree at the default branch, for the next TakeTree,
-// unless the clone has trees already, and returns it ("" if not made): the
-// caller warms the agent server's instance for it, so that the first
-// session after a start finds one warm too.
-func (c *Clone) SpareTree(ctx context.Context) (string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.trees) > 0 {
-		return "", nil
-	}
-	if err := c.check(); err != nil {
-		return "", err
-	}
-	if err := c.fetch(ctx, c.baseSpec()); err != nil {
-		return "", err
-	}
-	base, err := c.gitOut(ctx, "rev-parse", "--verify", "refs/remotes/origin/"+c.branch+"^{commit}")
-	if err != nil {
-		return "", fmt.Errorf("clone: make a spare work tree: %w", err)
-	}
-	dir, err := c.newTree(ctx, 0, base)
-	if err != nil {
-		return "", err
-	}
-	t := c.trees[dir]
-	t.busy, t.freeSince = false, time.Now()
-	return dir, nil
-}
-
 // warmest is the free tree freed last, or "". Callers hold mu.
 func (c *Clone) warmest() string {
 	best := ""

@@ -217,27 +217,3 @@ func TestTreeThatCannotBeResetIsReplaced(t *testing.T) {
 		t.Errorf("RetireTrees = %v, want the broken %s", got, dir)
 	}
 }
-
-// TestSpareTreeIsTheFirstTaken: a spare tree is made at the default branch
-// before any session, once, and the first take gets it at its PR's head.
-func TestSpareTreeIsTheFirstTaken(t *testing.T) {
-	ctx := context.Background()
-	c, head1, _ := openTwoPRs(t)
-	spare, err := c.SpareTree(ctx)
-	if err != nil || spare == "" {
-		t.Fatalf("SpareTree = %q, %v", spare, err)
-	}
-	if again, err := c.SpareTree(ctx); err != nil || again != "" {
-		t.Errorf("second SpareTree = %q, %v; want none made", again, err)
-	}
-	dir, err := c.TakeTree(ctx, 1, head1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if dir != spare {
-		t.Errorf("first take got %s, want the spare %s", dir, spare)
-	}
-	if got := gitIn(t, dir, "rev-parse", "HEAD"); got != head1 {
-		t.Errorf("HEAD %s, want %s", got, head1)
-	}
-}

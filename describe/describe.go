@@ -1,6 +1,7 @@
-// Package describe says in plain words where a PR stands and what happens
-// next: the PR's row on the status page and the description of the pool's
-// commit status on its head. It reads what the pool noted (Standing) and
+// Package describe is what the pool shows of its PRs: the book of each
+// PR's last decision, checks and merge answer (Book), and, in plain words,
+// where a PR stands and what happens next (Next): its row on the status
+// page and the description of the pool's commit status on its head. It
 // decides nothing.
 package describe
 

@@ -332,22 +332,23 @@ func landedReason(commit string) string {
 }
 
 // NoReviewNoteAfter is the number of sessions at one head that left no
-// counted review after which the pool says so on the PR, once.
+// counted review from which on the pool says so on the PR, once.
 const NoReviewNoteAfter = 3
 
 // SessionLeftNoReview records a reviewer session that ended without a
 // counted review on the head, and backs off before the next one. It is
 // never a hold: what is on the forge besides (an outsider's approval, which
 // a session may have taken for a review) does not stop the PR's review.
-// After NoReviewNoteAfter such sessions it asks for one note, naming the
-// approvals on the head that do not count (uncounted), which may be the
-// pool's own reviewer's when its account lacks write access or a place on
-// the branch's approvals whitelist.
+// From the NoReviewNoteAfter-th such session on, until the note is posted
+// (its Marks recorded), it asks for one note, naming the approvals on the
+// head that do not count (uncounted), which may be the pool's own
+// reviewer's when its account lacks write access or a place on the
+// branch's approvals whitelist.
 func SessionLeftNoReview(p Policy, t Track, now time.Time, uncounted []string) (Track, Action) {
 	t.Failures++
 	// No jitter: the decision stays a pure function of its inputs.
 	t.NotBefore = now.Add(forge.Backoff{Base: p.RetryBase, Max: p.RetryMax}.Delay(t.Failures, 0))
-	if t.Failures != NoReviewNoteAfter {
+	if t.Failures < NoReviewNoteAfter || t.NotedNoReview == t.HeadSHA {
 		return t, Action{Kind: Wait, Reason: "backing off after a session that left no review"}
 	}
 	reason := fmt.Sprintf("%d reviewer sessions left no review that counts on this head", t.Failures)
@@ -355,7 +356,7 @@ func SessionLeftNoReview(p Policy, t Track, now time.Time, uncounted []string) (
 		reason += fmt.Sprintf("; the approval by %s does not count: the forge does not mark it official "+
 			"(the account needs write access, or a place on the branch's approvals whitelist)", joinAccounts(uncounted))
 	}
-	return t, Action{Kind: NoteNoReview, Reason: reason}
+	return t, Action{Kind: NoteNoReview, Reason: reason, Marks: Marks{NoReviewNoted: t.HeadSHA}}
 }
 
 // FixerStarted records that a fixer session was created and prompted for

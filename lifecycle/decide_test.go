@@ -299,6 +299,7 @@ func TestSessionLeftNoReviewNotesOnceAndNeverHolds(t *testing.T) {
 		tr, act = SessionLeftNoReview(p, tr, now, []string{"mallory"})
 		if act.Kind == NoteNoReview {
 			notes = append(notes, act.Reason)
+			tr = tr.Mark(act.Marks) // the note was posted
 		} else if act.Kind != Wait {
 			t.Errorf("session %d: action %s", i+1, act.Kind)
 		}

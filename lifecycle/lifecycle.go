@@ -2,7 +2,10 @@
 //
 // Decide is a pure function of the pool's memory of a PR (Track) and what the
 // forge shows now (Observation); it returns the new Track and one Action. A
-// separate step in package pool performs the action. The forge is the record:
+// separate step in package pool performs the action, and only once it
+// succeeded records the marks the action carries (Action.Marks: a note
+// posted, an auto-merge cancelled), so a failed one is asked for again by the
+// next decision. The forge is the record:
 // a reviewer's report is only a hint, and "merged" counts only when the forge
 // says merged. MayMerge is the one answer to "may it merge now?": the
 // supervisor's, and the one `pool report` and `pool tick` give.
@@ -79,8 +82,11 @@ type Track struct {
 	ConflictAt  string    `json:"conflict_at,omitempty"` // head a conflict was found at (noted or not)
 	FixerSHA    string    `json:"fixer_sha"`             // head a fixer session was started (created and prompted) for
 	Failures    int       `json:"failures"`              // sessions at this head that left no review
-	NotBefore   time.Time `json:"not_before"`            // no new session before this
-	ArmedSHA    string    `json:"armed_sha"`             // head an auto-merge was scheduled for (by an older pool)
+	// NotedNoReview is the head the note that sessions leave no review was
+	// posted for.
+	NotedNoReview string    `json:"noted_no_review,omitempty"`
+	NotBefore     time.Time `json:"not_before"` // no new session before this
+	ArmedSHA      string    `json:"armed_sha"`  // head an auto-merge was scheduled for (by an older pool)
 	// Blocked says why the forge's branch protection (or the review rule)
 	// refuses a merge the pool cannot bring about by itself; "" when not.
 	Blocked string `json:"blocked"`
@@ -204,6 +210,7 @@ type Marks struct {
 	ConflictNoted string // the head the conflict note was posted for
 	BlockNoted    string // the head and reason the blocked note was posted for
 	Disarmed      string // the head whose scheduled auto-merge was cancelled
+	NoReviewNoted string // the head the note that sessions leave no review was posted for
 }
 
 // Mark records the marks of an action that succeeded.
@@ -216,6 +223,9 @@ func (t Track) Mark(m Marks) Track {
 	}
 	if m.Disarmed != "" && t.ArmedSHA == m.Disarmed {
 		t.ArmedSHA = ""
+	}
+	if m.NoReviewNoted != "" {
+		t.NotedNoReview = m.NoReviewNoted
 	}
 	return t
 }

@@ -68,7 +68,7 @@ func (p *Pool) merge(ctx context.Context, pr forgejo.PR) (forgejo.MergeResult, e
 	}
 	p.log.Info("merge answered", "pr", pr.Number, "outcome", res.Outcome, "status", res.Status, "message", res.Message)
 	p.metrics.MergeCalled(string(res.Outcome))
-	p.book.mergeAnswered(pr.Number, res)
+	p.book.MergeAnswered(pr.Number, res)
 	if res.Outcome == forgejo.MergeConflict {
 		if outcome, err := p.recheckConflict(ctx, pr); err != nil || outcome != forgejo.MergeConflict {
 			res.Outcome = outcome

@@ -35,6 +35,7 @@ type candidate struct {
 	pr       forgejo.PR
 	kind     lifecycle.Kind
 	rereview bool // the pool reviewed an earlier head
+	fresh    bool // a head the pool has not decided on yet (while a cycle sorts what to decide)
 }
 
 // byTurn orders a repository's candidates for the slots: first reviews of
@@ -67,11 +68,8 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 		return res, err
 	}
 	open := map[int]bool{}
-	var todo []candidate
+	var todo, toStep []candidate
 	for _, pr := range prs {
-		if ctx.Err() != nil {
-			return res, nil // shutting down: the PR being stepped has finished
-		}
 		if pr.BaseRef != p.base {
 			continue
 		}
@@ -87,20 +85,23 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 			p.tally(&res, pr.Number, act, &todo, pr)
 			continue
 		}
-		d, err := p.step(work, pr, "") // its comments and merges get the shutdown timeout
-		if err != nil {
-			if errors.Is(err, forgejo.ErrUnauthorized) {
-				return res, err
-			}
-			p.log.Warn("PR step failed; retrying next cycle", "pr", pr.Number, "err", err)
-			res.failed++ // not idle: the PR is still to be decided
-			continue
+		toStep = append(toStep, candidate{pr: pr, fresh: p.track(pr.Number).HeadSHA != pr.HeadSHA})
+	}
+	// New heads are decided first, and their sessions started before the
+	// PRs whose decision only ran out (waiting for checks, backing off) are
+	// decided again: a PR just opened does not wait for those reads.
+	slices.SortStableFunc(toStep, func(a, b candidate) int { return boolRank(b.fresh) - boolRank(a.fresh) })
+	var started []candidate
+	for i, c := range toStep {
+		if ctx.Err() != nil {
+			return res, nil // shutting down: the PR being stepped has finished
 		}
-		t := p.track(pr.Number)
-		// The quiet period counts from the decision's instant: one made on
-		// reads that took seconds (a slow forge) may already be stale.
-		p.index.remember(pr, t, p.rules, d.Action, p.quietUntil(t, d.Action, d.at))
-		p.tally(&res, pr.Number, d.Action, &todo, pr)
+		if err := p.stepOne(ctx, work, c.pr, &res, &todo); err != nil {
+			return res, err
+		}
+		if c.fresh && (i+1 == len(toStep) || !toStep[i+1].fresh) && !p.cfg.DryRun && len(todo) > 0 {
+			todo, started = p.dispatchSome(ctx, work, todo, started, &res)
+		}
 	}
 	if err := p.forgetGone(ctx, open); err != nil {
 		return res, err
@@ -116,10 +117,46 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 		p.slots.want(p.cfg.Repo(), 0)
 		return cycleResult{running: res.running, failed: res.failed}, nil
 	}
-	res.dispatched = p.dispatchAll(ctx, work, todo)
-	res.waiting = len(todo) - res.dispatched
-	p.book.queued(todo, res.dispatched, p.now())
+	todo, started = p.dispatchSome(ctx, work, todo, started, &res)
+	res.waiting = len(todo)
+	p.book.Queued(numbers(append(started, todo...)), len(started), p.now())
 	return res, nil
+}
+
+// stepOne decides one PR and tallies the decision. Only a rejected token
+// is an error: any other failure is retried next cycle.
+func (p *Pool) stepOne(ctx, work context.Context, pr forgejo.PR, res *cycleResult, todo *[]candidate) error {
+	d, err := p.step(work, pr, "") // its comments and merges get the shutdown timeout
+	if err != nil {
+		if errors.Is(err, forgejo.ErrUnauthorized) {
+			return err
+		}
+		p.log.Warn("PR step failed; retrying next cycle", "pr", pr.Number, "err", err)
+		res.failed++ // not idle: the PR is still to be decided
+		return nil
+	}
+	t := p.track(pr.Number)
+	// The quiet period counts from the decision's instant: one made on
+	// reads that took seconds (a slow forge) may already be stale.
+	p.index.remember(pr, t, p.rules, d.Action, p.quietUntil(t, d.Action, d.at))
+	p.tally(res, pr.Number, d.Action, todo, pr)
+	return nil
+}
+
+// dispatchSome hands todo's candidates to free slots in turn, and returns
+// those left and those started (added to started). dispatchAll orders todo
+// in place, the started first.
+func (p *Pool) dispatchSome(ctx, work context.Context, todo, started []candidate, res *cycleResult) ([]candidate, []candidate) {
+	n := p.dispatchAll(ctx, work, todo)
+	res.dispatched += n
+	return append([]candidate(nil), todo[n:]...), append(started, todo[:n]...)
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (p *Pool) tally(res *cycleResult, n int, act lifecycle.Action, todo *[]candidate, pr forgejo.PR) {
@@ -134,6 +171,15 @@ func (p *Pool) tally(res *cycleResult, n int, act lifecycle.Action, todo *[]cand
 	if t := p.track(n); t.State.Retrying() || p.now().Before(t.NotBefore) {
 		res.retrying++
 	}
+}
+
+// numbers are the candidates' PR numbers, in order.
+func numbers(todo []candidate) []int {
+	out := make([]int, len(todo))
+	for i, c := range todo {
+		out[i] = c.pr.Number
+	}
+	return out
 }
 
 // dispatchAll hands candidates to free slots in turn (byTurn), and returns
@@ -177,6 +223,8 @@ type decision struct {
 }
 
 func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (decision, error) {
+	early := p.earlyComments(ctx, pr)
+	defer func() { <-early }() // read or not, it has ended
 	obs, err := p.observe(ctx, pr)
 	if err != nil {
 		return decision{}, err
@@ -190,7 +238,12 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (de
 	}
 	if p.freeSlots() > 0 && lifecycle.ClaimMatters(p.policy, p.track(pr.Number), obs) {
 		// Claims matter only when a slot could take the PR now.
-		comments, err := p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+		r := <-early
+		comments, err := r.comments, r.err
+		if !r.read {
+			comments, err = p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+		}
+		early = r.again()
 		if err != nil {
 			return decision{}, err
 		}
@@ -198,7 +251,7 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (de
 	}
 	next, act := p.decided(pr.Number, obs)
 	p.logDecision(pr.Number, next, act)
-	p.book.decided(pr, next, act, p.now())
+	p.book.Decided(pr, next, act, p.now())
 	return decision{Action: act, at: obs.Now}, p.act(ctx, pr, next, act)
 }
 
@@ -229,7 +282,7 @@ func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observatio
 	history = forgejo.WithoutContext(history, p.cfg.StatusContext) // the pool's own status is no check
 	obs.Checks = lifecycle.Checks(history)
 	required := lifecycle.RequiredContexts(obs.Protection)
-	p.book.checks(pr.Number, obs.Checks, required)
+	p.book.Checks(pr.Number, obs.Checks, required)
 	if s := lifecycle.Summarize(obs.Checks, required); s != lifecycle.ChecksGreen && s != lifecycle.ChecksNone {
 		return obs, nil
 	}

@@ -64,9 +64,6 @@ type Trees interface {
 	// GiveTree takes back a tree no session works in any more; false: it
 	// was removed instead of kept (keep free trees are kept already).
 	GiveTree(ctx context.Context, dir string, keep int) (kept bool, err error)
-	// SpareTree makes a free tree before any session, if there is none:
-	// "" if not.
-	SpareTree(ctx context.Context) (dir string, err error)
 	// RetireTrees removes the free trees freed before idleSince and
 	// returns every tree removed since it last did.
 	RetireTrees(ctx context.Context, idleSince time.Time) []string

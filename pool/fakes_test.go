@@ -690,20 +690,6 @@ func (t *fakeTrees) TakeTree(_ context.Context, pr int, head string) (string, er
 	return dir, nil
 }
 
-// SpareTree makes a free tree when none was made yet.
-func (t *fakeTrees) SpareTree(context.Context) (string, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.next > 0 {
-		return "", nil
-	}
-	t.next++
-	dir := fmt.Sprintf("/trees/t-%d", t.next)
-	t.live[dir], t.made[dir], t.free[dir] = true, true, time.Now()
-	t.effects = append(t.effects, "spare "+dir)
-	return dir, nil
-}
-
 func (t *fakeTrees) GiveTree(_ context.Context, dir string, keep int) (bool, error) {
 	if t.inUse != nil && t.inUse(dir) {
 		t.mu.Lock()

@@ -95,3 +95,37 @@ func TestASessionsEndIsDecidedByTheLoop(t *testing.T) {
 		t.Errorf("%d prompts (%d sessions left), merged %v; want one session and the PR merged", prompts, sessions, f.prs[1].Merged)
 	}
 }
+
+// TestFailedNoReviewNoteIsPostedNextTime: sessions keep leaving no counted
+// review; the note saying so fails once when it is due, and the next
+// session that leaves none posts it, once.
+func TestFailedNoReviewNoteIsPostedNextTime(t *testing.T) {
+	f := newFakeForge(1)
+	f.failNotes["Reviews keep failing"] = 1
+	a := newFakeAgent(func(int) (time.Duration, func(), string) { return time.Millisecond, func() {}, "no verdict" })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	p, err := New(ctx, testConfig(1), Deps{Forge: f, Agent: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { // sessions never review: the pool never idles; stop after enough of them
+		waitFor(ctx, func() bool { _, prompts, _ := a.count(); return prompts >= 6 })
+		cancel()
+	}()
+	if _, err := p.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	notes := 0
+	for _, e := range f.Effects() {
+		if strings.HasPrefix(e, "#1: comment Reviews keep failing") {
+			notes++
+		}
+	}
+	if f.failNotes["Reviews keep failing"] != 0 {
+		t.Fatalf("the note's post never failed: the test tests nothing\n%v", f.Effects())
+	}
+	if notes != 1 {
+		t.Errorf("%d notes that sessions leave no review, want the failed one posted once\n%v", notes, f.Effects())
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"pool/configs"
+	"pool/describe"
 	"pool/forge"
 	"pool/forgejo"
 	"pool/internal/guard"
@@ -82,7 +83,7 @@ type Pool struct {
 	now     func() time.Time
 	policy  lifecycle.Policy
 	metrics Metrics
-	book    *book // what the status page and commit statuses show
+	book    *describe.Book // what the status page and commit statuses show
 	slots   *Slots
 	shared  bool // slots shared with pools of other repositories
 
@@ -145,7 +146,7 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	if p.slots == nil {
 		p.slots = NewSlots(cfg.Workers, 0)
 	}
-	p.metrics, p.book = d.Metrics, newBook(p.now())
+	p.metrics, p.book = d.Metrics, describe.NewBook(p.now())
 	if p.metrics == nil {
 		p.metrics = noMetrics{}
 	}
@@ -287,7 +288,7 @@ func (p *Pool) loop(ctx context.Context, work context.Context) error {
 		failures = 0
 		p.countCycle()
 		p.metrics.CycleDone(p.now().Sub(began))
-		p.book.cycled(p.now())
+		p.book.Cycled(p.now())
 		if res.quiet() {
 			idle++
 		} else {

@@ -17,8 +17,9 @@ import (
 // the waits over. After a merge of the queue's own, only the next PR (the
 // oldest) is read, every queuePace (or the poll interval, if shorter), as
 // the forge re-tests it against the new base: for queuePaceFor at most,
-// then every PR is read again on the doubling waits, so a PR the forge
-// never finds mergeable holds the others no longer.
+// then every PR is read again on the doubling waits, and that PR is not
+// read alone again until it reads mergeable (slow): a PR the forge never
+// finds mergeable holds the others once.
 const (
 	queueWaitBase = time.Second
 	queueWaitMax  = 30 * time.Second
@@ -43,6 +44,7 @@ type mergeQueue struct {
 	mu      sync.Mutex
 	entries map[int]*queued // guarded by mu
 	moved   time.Time       // guarded by mu: the queue's last merge answered
+	alone   int             // guarded by mu: the entry read alone since then, 0 if none yet
 	wake    chan struct{}   // buffered 1
 	base    time.Duration   // first wait for the forge
 	pace    time.Duration   // the wait for the next PR after a merge
@@ -57,6 +59,11 @@ type queued struct {
 	waits     int       // reads in a row that found it not mergeable
 	refused   int       // merge calls answered "try again later" while it read mergeable
 	tried     bool      // read at least once
+	// slow: read alone after a merge for a whole queuePaceFor without
+	// reading mergeable (a conflict the forge reports only so, a forge
+	// that takes longer): it is not read alone again until it reads
+	// mergeable, so it holds the others once at most.
+	slow bool
 }
 
 func newMergeQueue(poll time.Duration) *mergeQueue {
@@ -164,7 +171,7 @@ func (q *mergeQueue) tryLater(n int, moved, now time.Time) (lookOnBase bool) {
 	e.tried = true
 	switch {
 	case e.refused == 1 && !moved.IsZero() && now.Before(moved.Add(queuePaceFor)):
-		q.moved, e.notBefore = moved, now.Add(q.pace)
+		q.moved, q.alone, e.notBefore = moved, n, now.Add(q.pace)
 		return false
 	case e.refused%onBaseCheckEvery == 0:
 		return true
@@ -193,7 +200,7 @@ func (q *mergeQueue) restart() {
 // answered "try again later", and the PR waits as after any such answer).
 func (q *mergeQueue) merged(now time.Time) {
 	q.mu.Lock()
-	q.moved = now
+	q.moved, q.alone = now, 0
 	for _, e := range q.entries {
 		e.waits, e.notBefore = 0, time.Time{}
 	}
@@ -201,16 +208,27 @@ func (q *mergeQueue) merged(now time.Time) {
 	q.kick()
 }
 
-// next returns the oldest entry, if the queue is within queuePaceFor of its
-// last merge: then it alone is read.
+// next returns the oldest entry not slow, if the queue is within
+// queuePaceFor of its last merge: then it alone is read. The entry read
+// alone through a whole queuePaceFor turns slow.
 func (q *mergeQueue) next(now time.Time) (queued, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.moved.IsZero() || !now.Before(q.moved.Add(queuePaceFor)) {
+	if q.moved.IsZero() {
+		return queued{}, false
+	}
+	if !now.Before(q.moved.Add(queuePaceFor)) {
+		if e, ok := q.entries[q.alone]; ok {
+			e.slow = true
+		}
+		q.moved, q.alone = time.Time{}, 0
 		return queued{}, false
 	}
 	var head *queued
 	for _, e := range q.entries {
+		if e.slow {
+			continue
+		}
 		if head == nil || e.since.Before(head.since) || (e.since.Equal(head.since) && e.n < head.n) {
 			head = e
 		}
@@ -221,13 +239,17 @@ func (q *mergeQueue) next(now time.Time) (queued, bool) {
 	return *head, true
 }
 
-// unpace ends the reading of the next entry alone, and returns when the
-// queue's last merge was answered (zero if it was not pacing).
-func (q *mergeQueue) unpace() time.Time {
+// unpace ends the reading of the next entry alone, because entry n read
+// mergeable (it is no longer slow), and returns when the queue's last merge
+// was answered (zero if it was not pacing).
+func (q *mergeQueue) unpace(n int) time.Time {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if e, ok := q.entries[n]; ok {
+		e.slow = false
+	}
 	moved := q.moved
-	q.moved = time.Time{}
+	q.moved, q.alone = time.Time{}, 0
 	return moved
 }
 
@@ -239,6 +261,7 @@ func (q *mergeQueue) paced(n int, now time.Time) {
 	if e, ok := q.entries[n]; ok {
 		e.tried = true
 		e.notBefore = now.Add(q.pace)
+		q.alone = n
 	}
 }
 
@@ -298,7 +321,7 @@ func (p *Pool) workQueue(ctx context.Context) time.Duration {
 			p.queue.notReady(e.n, p.now())
 			continue
 		}
-		moved := p.queue.unpace() // the forge has tested it: a merge paces the queue again, anything else does not
+		moved := p.queue.unpace(e.n) // the forge has tested it: a merge paces the queue again, anything else does not
 		p.mergeQueued(ctx, pr, moved)
 		return 0
 	}

@@ -172,7 +172,7 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind,
 	s := p.register(created.ID, pr.Number, kind, in.Dir)
 	s.items = items
 	p.metrics.SessionStarted(string(kind))
-	p.book.signal()
+	p.book.Signal()
 	if in.Fix {
 		p.fixerStarted(pr.Number, pr.HeadSHA)
 		p.mu.Lock()

@@ -25,7 +25,7 @@ func TestStatusOfSeveralRepositories(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, n := range []int{1, 2} {
-			p.book.decided(*f.prs[n], lifecycle.Track{State: lifecycle.Unreviewed}, lifecycle.Action{Kind: lifecycle.Review}, time.Now())
+			p.book.Decided(*f.prs[n], lifecycle.Track{State: lifecycle.Unreviewed}, lifecycle.Action{Kind: lifecycle.Review}, time.Now())
 			p.tracks[n] = lifecycle.Track{State: lifecycle.Unreviewed} // a fixture: no pool runs
 		}
 		st := p.Status()

@@ -58,24 +58,40 @@ func (p *Pool) readClaims(ctx context.Context, pr forgejo.PR) <-chan viewResult 
 	return out
 }
 
-// warmSpare makes a free work tree and has the agent server start its
-// instance for it, so that the first session after the start finds a warm
-// one, as later ones do. Only a pool serving one repository does: one of
-// many would start an instance per repository at once. A failure costs
-// only that warmth.
-func (p *Pool) warmSpare(ctx context.Context) {
-	if p.trees == nil || p.shared {
-		return
+// commentsResult is a PR's comments read ahead, if read is set.
+type commentsResult struct {
+	read     bool
+	comments []forgejo.Comment
+	err      error
+}
+
+// again is a channel that gives r once more.
+func (r commentsResult) again() <-chan commentsResult {
+	out := make(chan commentsResult, 1)
+	out <- r
+	return out
+}
+
+// earlyComments starts reading the comments of a PR at a head the pool has
+// not decided on, found after the first cycle with a slot free, while its
+// reviews are read: its claims are then likely to matter, and a new PR waits
+// one round trip less. For any other PR, and in the first cycle (where every
+// PR is new to a fresh store, and most wait for someone), it reads nothing.
+// The result comes on the channel.
+func (p *Pool) earlyComments(ctx context.Context, pr forgejo.PR) <-chan commentsResult {
+	out := make(chan commentsResult, 1)
+	p.mu.Lock()
+	first := p.stats.cycles == 0
+	p.mu.Unlock()
+	skip := p.cfg.SkipLabel != "" && pr.HasLabel(p.cfg.SkipLabel)
+	if first || skip || p.freeSlots() == 0 || p.track(pr.Number).HeadSHA == pr.HeadSHA {
+		out <- commentsResult{}
+		return out
 	}
-	dir, err := p.trees.SpareTree(ctx)
-	if err != nil {
-		p.log.Warn("making a spare work tree failed", "err", err)
-		return
-	}
-	if dir == "" {
-		return
-	}
-	if _, err := p.agent.Agents(ctx, dir); err != nil {
-		p.log.Debug("warming the agent server's instance for a spare work tree failed", "dir", dir, "err", err)
-	}
+	guard.Go(ctx, p.log, "comments read", func() {
+		r := commentsResult{read: true, err: errors.New("reading the comments panicked")}
+		defer func() { out <- r }()
+		r.comments, r.err = p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+	})
+	return out
 }

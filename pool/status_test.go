@@ -246,9 +246,42 @@ func TestMergeQueuePacesTheNextPRAfterAMerge(t *testing.T) {
 		t.Errorf("%s after the merge: due %v, want both", queuePaceFor, due)
 	}
 	q.merged(t0)
-	q.unpace()
+	q.unpace(1)
 	if _, ok := q.next(t0); ok {
 		t.Errorf("after unpace the queue still reads the next PR alone")
+	}
+}
+
+// TestMergeQueueSlowPRHoldsTheOthersOnce: a PR that the forge never reads
+// mergeable (a conflict reads so) is read alone after a merge for
+// queuePaceFor once; after the next merge the next PR is read alone instead.
+func TestMergeQueueSlowPRHoldsTheOthersOnce(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	q := newMergeQueue(5 * time.Second)
+	q.add(1, "a", t0)
+	q.add(2, "b", t0.Add(time.Second))
+	q.add(3, "c", t0.Add(2*time.Second))
+	q.merged(t0)
+	if head, _ := q.next(t0); head.n != 1 {
+		t.Fatalf("next = #%d, want #1", head.n)
+	}
+	q.paced(1, t0)
+	later := t0.Add(queuePaceFor)
+	if _, paced := q.next(later); paced {
+		t.Fatalf("%s after the merge #1 is still read alone", queuePaceFor)
+	}
+	q.remove(2) // #2 merged
+	q.merged(later)
+	if head, paced := q.next(later); !paced || head.n != 3 {
+		t.Errorf("after the next merge: next #%d (paced %v); want #3: #1 held the others once already", head.n, paced)
+	}
+	moved := q.unpace(1) // #1 reads mergeable at last
+	if moved.IsZero() {
+		t.Errorf("unpace lost the merge's time")
+	}
+	q.merged(later)
+	if head, _ := q.next(later); head.n != 1 {
+		t.Errorf("after #1 read mergeable: next #%d, want #1 again", head.n)
 	}
 }
 
@@ -263,7 +296,7 @@ func TestMergeQueueTryLaterRightAfterAMerge(t *testing.T) {
 	q.add(1, "a", t0)
 	q.add(2, "b", t0.Add(time.Second))
 	q.merged(t0)
-	moved := q.unpace() // #1 read mergeable: its merge call follows
+	moved := q.unpace(1) // #1 read mergeable: its merge call follows
 	at := t0.Add(50 * time.Millisecond)
 	if q.tryLater(1, moved, at) {
 		t.Errorf("the first refusal asks to look on the base")
@@ -272,7 +305,7 @@ func TestMergeQueueTryLaterRightAfterAMerge(t *testing.T) {
 	if !paced || head.n != 1 || !head.notBefore.Equal(at.Add(queuePace)) {
 		t.Errorf("after the first refusal: next %+v (paced %v); want #1 alone, read again one pace later", head, paced)
 	}
-	moved = q.unpace()
+	moved = q.unpace(1)
 	at = at.Add(queuePace)
 	if q.tryLater(1, moved, at) {
 		t.Errorf("the second refusal asks to look on the base")
@@ -287,7 +320,7 @@ func TestMergeQueueTryLaterRightAfterAMerge(t *testing.T) {
 		t.Errorf("the third refusal does not ask to look on the base")
 	}
 	q.merged(t0)
-	q.unpace()
+	q.unpace(1)
 	if q.tryLater(2, time.Time{}, at); !q.moved.IsZero() {
 		t.Errorf("a refusal of a call that was not the first after a merge paces the queue again")
 	}

@@ -75,15 +75,15 @@ func set(t lifecycle.Track) func(lifecycle.Track, bool) (lifecycle.Track, bool) 
 	return func(lifecycle.Track, bool) (lifecycle.Track, bool) { return t, true }
 }
 
-// step returns a change by a lifecycle function of the track.
-func step(f func(lifecycle.Track) lifecycle.Track) func(lifecycle.Track, bool) (lifecycle.Track, bool) {
+// apply returns the change a lifecycle function makes to the track.
+func apply(f func(lifecycle.Track) lifecycle.Track) func(lifecycle.Track, bool) (lifecycle.Track, bool) {
 	return func(t lifecycle.Track, _ bool) (lifecycle.Track, bool) { return f(t), true }
 }
 
 // decided records a decision on an observation of the PR.
 func (p *Pool) decided(n int, obs lifecycle.Observation) (lifecycle.Track, lifecycle.Action) {
 	var act lifecycle.Action
-	t := p.writeTrack(n, step(func(t lifecycle.Track) lifecycle.Track {
+	t := p.writeTrack(n, apply(func(t lifecycle.Track) lifecycle.Track {
 		t, act = lifecycle.Decide(p.policy, t, obs)
 		return t
 	}))
@@ -93,14 +93,14 @@ func (p *Pool) decided(n int, obs lifecycle.Observation) (lifecycle.Track, lifec
 // marked records the marks of an action that succeeded.
 func (p *Pool) marked(n int, m lifecycle.Marks) {
 	if m != (lifecycle.Marks{}) {
-		p.writeTrack(n, step(func(t lifecycle.Track) lifecycle.Track { return t.Mark(m) }))
+		p.writeTrack(n, apply(func(t lifecycle.Track) lifecycle.Track { return t.Mark(m) }))
 	}
 }
 
 // mergeAnswered records the forge's answer to the merge of head.
 func (p *Pool) mergeAnswered(n int, head string, res forgejo.MergeResult) (lifecycle.Track, lifecycle.Action) {
 	var act lifecycle.Action
-	t := p.writeTrack(n, step(func(t lifecycle.Track) lifecycle.Track {
+	t := p.writeTrack(n, apply(func(t lifecycle.Track) lifecycle.Track {
 		t, act = lifecycle.AfterMerge(p.policy, t, head, res, p.now())
 		return t
 	}))
@@ -111,7 +111,7 @@ func (p *Pool) mergeAnswered(n int, head string, res forgejo.MergeResult) (lifec
 // merged (res) in commit.
 func (p *Pool) landed(n int, commit string, res forgejo.MergeResult) (lifecycle.Track, lifecycle.Action) {
 	var act lifecycle.Action
-	t := p.writeTrack(n, step(func(t lifecycle.Track) lifecycle.Track {
+	t := p.writeTrack(n, apply(func(t lifecycle.Track) lifecycle.Track {
 		t, act = lifecycle.HeadOnBase(t, commit, res)
 		return t
 	}))
@@ -127,12 +127,12 @@ func (p *Pool) updateAnswered(pr forgejo.PR, res forgejo.UpdateResult, style, di
 	case forgejo.UpdateClosed:
 		return lifecycle.Track{}, act, false // the discovery loop decides again
 	case forgejo.UpdateDone:
-		p.writeTrack(pr.Number, step(func(t lifecycle.Track) lifecycle.Track {
+		p.writeTrack(pr.Number, apply(func(t lifecycle.Track) lifecycle.Track {
 			return lifecycle.Updated(t, pr.HeadSHA, pr.BaseSHA, pr.MergeBase, style, diff, p.now())
 		}))
 		return lifecycle.Track{}, act, false
 	}
-	t := p.writeTrack(pr.Number, step(func(t lifecycle.Track) lifecycle.Track {
+	t := p.writeTrack(pr.Number, apply(func(t lifecycle.Track) lifecycle.Track {
 		if res.Outcome == forgejo.UpdateConflict {
 			t, act = lifecycle.UpdateConflicted(t, pr.HeadSHA)
 		} else { // refused, or an answer the pool does not know: backs off, never a call every cycle
@@ -148,7 +148,7 @@ func (p *Pool) updateAnswered(pr forgejo.PR, res forgejo.UpdateResult, style, di
 // that do not count.
 func (p *Pool) sessionLeftNoReview(n int, uncounted []string) (lifecycle.Track, lifecycle.Action) {
 	var act lifecycle.Action
-	t := p.writeTrack(n, step(func(t lifecycle.Track) lifecycle.Track {
+	t := p.writeTrack(n, apply(func(t lifecycle.Track) lifecycle.Track {
 		t, act = lifecycle.SessionLeftNoReview(p.policy, t, p.now(), uncounted)
 		return t
 	}))
@@ -157,12 +157,12 @@ func (p *Pool) sessionLeftNoReview(n int, uncounted []string) (lifecycle.Track, 
 
 // fixerStarted records a fixer session started for head.
 func (p *Pool) fixerStarted(n int, head string) {
-	p.writeTrack(n, step(func(t lifecycle.Track) lifecycle.Track { return lifecycle.FixerStarted(t, head) }))
+	p.writeTrack(n, apply(func(t lifecycle.Track) lifecycle.Track { return lifecycle.FixerStarted(t, head) }))
 }
 
 // lostClaim holds the PR off until then: another pool won its claim.
 func (p *Pool) lostClaim(n int, until time.Time) {
-	p.writeTrack(n, step(func(t lifecycle.Track) lifecycle.Track { return lifecycle.LostClaim(t, until) }))
+	p.writeTrack(n, apply(func(t lifecycle.Track) lifecycle.Track { return lifecycle.LostClaim(t, until) }))
 }
 
 // recovered records the memory of an approved PR rebuilt from the forge.

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"pool/agent"
-	"pool/internal/guard"
 )
 
 // watch checks running sessions every StatusInterval, and at once when the
@@ -18,14 +17,9 @@ import (
 // them all. A session is done when it has gone idle after being busy,
 // errored, disappeared, overrun the session timeout, or is stuck on a
 // permission ask. Every StatusInterval it also retries deleting the
-// sessions the agent server did not let the pool delete, and retires the
-// work trees unused for warmFor. At the start it warms a spare work tree.
-// It returns when ctx ends, the event stream has closed and the spare is
-// made.
+// sessions the agent server did not let the pool delete. It returns when
+// ctx ends and the event stream has closed.
 func (p *Pool) watch(ctx context.Context) {
-	spare := make(chan struct{})
-	guard.Go(ctx, p.log, "spare work tree", func() { defer close(spare); p.warmSpare(ctx) })
-	defer func() { <-spare }()
 	t := time.NewTicker(p.cfg.StatusInterval)
 	defer t.Stop()
 	var events <-chan agent.Event

@@ -62,7 +62,13 @@ const webhookPoll = 10 * time.Minute
 // (with the same interval as polling, a poll would sometimes beat a slow
 // delivery and flatter the figure).
 func (b *bench) figure1(ctx context.Context, webhooks bool, branches []string) (openings, error) {
-	name, extraEnv, poll := "fig1-polling", []string{debugLog}, b.opts.poll
+	return b.figure1As(ctx, "", webhooks, branches)
+}
+
+// figure1As is figure1 with its run's name suffixed, so that it can run
+// twice.
+func (b *bench) figure1As(ctx context.Context, suffix string, webhooks bool, branches []string) (openings, error) {
+	name, extraEnv, poll := "fig1-polling"+suffix, []string{debugLog}, b.opts.poll
 	if webhooks {
 		poll = webhookPoll
 	}
@@ -73,7 +79,7 @@ func (b *bench) figure1(ctx context.Context, webhooks bool, branches []string) (
 		if err != nil {
 			return openings{}, err
 		}
-		name, extraEnv = "fig1-webhooks", []string{debugLog, "POOL_WEBHOOK_SECRET=" + webhookSecret}
+		name, extraEnv = "fig1-webhooks"+suffix, []string{debugLog, "POOL_WEBHOOK_SECRET=" + webhookSecret}
 		args = append(args, "--listen", addr)
 		if err := b.installHook(ctx, name, extraEnv, "http://"+addr+"/hook"); err != nil {
 			return openings{}, err
@@ -99,7 +105,7 @@ func (b *bench) figure1(ctx context.Context, webhooks bool, branches []string) (
 // timeOpenings opens each branch's PR when the pool is idle, and times it
 // until the pool logs its session started.
 func (b *bench) timeOpenings(ctx context.Context, p *poolProc, branches []string) (openings, error) {
-	time.Sleep(time.Second) // let the first cycle finish
+	time.Sleep(b.settle) // let the first cycle finish
 	var o openings
 	for _, br := range branches {
 		time.Sleep(rand.N(b.opts.poll))

@@ -145,6 +145,10 @@ type bench struct {
 	started time.Time
 	stderr  io.Writer
 	calls   *firstCalls // when the model first heard from each PR's reviewer
+	// settle is how long figure 1 lets a pool start before its first PR:
+	// its first cycle; in the latency mode also its commit statuses for the
+	// quiet PRs.
+	settle time.Duration
 }
 
 func (b *bench) progress(format string, args ...any) {
@@ -152,7 +156,10 @@ func (b *bench) progress(format string, args ...any) {
 }
 
 func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
-	b := &bench{opts: o, started: time.Now(), stderr: stderr, calls: &firstCalls{at: map[int]time.Time{}}}
+	b := &bench{opts: o, started: time.Now(), stderr: stderr, calls: &firstCalls{at: map[int]time.Time{}}, settle: time.Second}
+	if o.mode == modeLatency {
+		b.settle = 10 * time.Second
+	}
 	dir, err := os.MkdirTemp("", "poolbench-")
 	if err != nil {
 		return fmt.Errorf("make work dir: %w", err)

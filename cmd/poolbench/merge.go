@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"pool/internal/sandbox"
@@ -32,6 +33,7 @@ type mergeRun struct {
 	requests int         // forge requests in all
 	merged   int
 	timeline []mergeGaps    // the gaps between successive merges
+	load     [2]string      // the 1-minute load average at the start and at the end
 	kinds    map[string]int // forge requests by kind (the pool's only)
 }
 
@@ -87,7 +89,7 @@ func (b *bench) approvedBacklog(ctx context.Context, t *mergeTable, prefix strin
 // forge reports it mergeable, then merged, pinned to its head.
 func (b *bench) mergeSerially(ctx context.Context, numbers []int) (mergeRun, error) {
 	b.progress("serial: merging %d PRs one at a time", len(numbers))
-	run := mergeRun{calls: map[int]int{}}
+	run := mergeRun{calls: map[int]int{}, load: [2]string{loadAverage()}}
 	var events []event
 	start := time.Now()
 	for _, n := range numbers {
@@ -121,7 +123,7 @@ func (b *bench) mergeSerially(ctx context.Context, numbers []int) (mergeRun, err
 		run.merged++
 	}
 	run.took = time.Since(start)
-	run.timeline = timelineOf(events)
+	run.timeline, run.load[1] = timelineOf(events), loadAverage()
 	b.progress("serial: %d merged in %s, %d merge calls", run.merged, round(run.took), sum(run.calls))
 	return run, nil
 }
@@ -169,9 +171,9 @@ func (b *bench) mergeWithPool(ctx context.Context, numbers []int) (mergeRun, err
 	if err != nil {
 		return mergeRun{}, err
 	}
-	run := mergeRun{}
+	run := mergeRun{load: [2]string{loadAverage()}}
 	err = b.awaitMerged(ctx, numbers, 20*time.Minute)
-	run.took = time.Since(start)
+	run.took, run.load[1] = time.Since(start), loadAverage()
 	calls := counter.recorded()
 	run.requests, run.kinds, run.timeline = len(calls), requestKinds(calls), timelineOf(eventsOf(calls))
 	if err := writeCalls(filepath.Join(b.dir, name+"-requests.txt"), calls); err != nil {
@@ -260,15 +262,16 @@ func (t *mergeTable) render(w io.Writer) {
 	fmt.Fprintf(w, "#### merge backlog figures, %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(w, "Machine: %s, %s, %d CPUs; %s. Forge: Gitea %s (SQLite), on loopback. %d approved, green PRs per strategy, opened just before its run, so each starts with K open PRs (each adds its own file: no conflicts).\n\n",
 		machine(), cpuModel(), runtime.NumCPU(), runtime.Version(), sandbox.GiteaVersion, t.k)
-	fmt.Fprintln(w, "| strategy | PRs | time | per merge | merge calls per PR: median | max | forge requests |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| strategy | PRs | time | per merge | merge calls per PR: median | max | forge requests | load average, start → end |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, r := range []struct {
 		name string
 		run  mergeRun
 	}{{"serial, one at a time as soon as mergeable (the forge's limit)", t.serial}, {fmt.Sprintf("pool, %d workers", t.workers), t.pooled}} {
 		calls := values(r.run.calls)
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %.1f | %d | %d |\n", r.name, r.run.merged, round(r.run.took),
-			fmtDuration(float64(r.run.took)/float64(max(r.run.merged, 1))), median(calls), maxOf(calls), r.run.requests)
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %.1f | %d | %d | %s → %s |\n", r.name, r.run.merged, round(r.run.took),
+			fmtDuration(float64(r.run.took)/float64(max(r.run.merged, 1))), median(calls), maxOf(calls), r.run.requests,
+			r.run.load[0], r.run.load[1])
 	}
 	ratio := float64(t.pooled.took) / float64(t.serial.took)
 	fmt.Fprintf(w, "\nPool time / serial limit: %.2f (target ≤ 1.10). Merge calls per merged PR: median %.1f (target ≤ 2), max %d (target ≤ 5).\n",
@@ -285,3 +288,14 @@ func (t *mergeTable) render(w io.Writer) {
 func perPR(r mergeRun) float64 { return float64(r.requests) / float64(max(r.merged, 1)) }
 
 func (t *mergeTable) finish(total time.Duration) { t.total = total }
+
+// loadAverage is the machine's 1-minute load average, or "?": the two
+// strategies run one after the other, and a load that changed between them
+// changes their ratio.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(data)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}

@@ -132,9 +132,10 @@ func startServers(ctx context.Context, dir, agentName string, log io.Writer, sep
 		log = io.Discard
 	}
 	s = &Servers{Dir: dir, ReviewerUser: "reviewer"}
+	started := s // a failed start returns nil: stop what this one started
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, s.Stop())
+			err = errors.Join(err, started.Stop())
 		}
 	}()
 	if s.Forge, err = StartForge(ctx, filepath.Join(dir, "forge"), log); err != nil {
