@@ -2,10 +2,13 @@
 // decides what each open PR needs (package lifecycle), does the mechanical
 // steps itself (notes, the merge queue), and keeps at most N reviewer
 // sessions running on the agent server, refilling a slot as soon as its
-// session ends. A PR's track changes only in track.go, under the PR's
-// lock; the marks of an action are recorded after it succeeded. Package
-// serve wires one or several pools into a process; package store keeps
-// their memory.
+// session ends. It claims a PR before a session starts and decides what the
+// session's end means for it; package sessions starts, watches and ends
+// the sessions themselves, and package slots shares the workers among the
+// pools of one process. A PR's track changes only in track.go, under the
+// PR's lock; the marks of an action are recorded after it succeeded.
+// Package serve wires one or several pools into a process; package store
+// keeps their memory.
 package pool
 
 import (
