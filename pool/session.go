@@ -171,8 +171,9 @@ func (p *Pool) follow(ctx, work context.Context, s *sessions.Session) {
 // work tree, and lets the forge decide what happens next. The result is a
 // hint.
 func (p *Pool) collect(ctx context.Context, s *sessions.Session) {
+	defer p.sessions.Drop(s)
 	res, text := p.result(ctx, s)
-	p.sessions.End(ctx, s)
+	p.sessions.Release(ctx, s.ID, s.Dir)
 	p.count(s.PR, &p.stats.reviewed)
 	p.metrics.SessionFinished(s.Outcome())
 	log := p.log.With("pr", s.PR, "session", s.ID)
@@ -272,7 +273,7 @@ func (p *Pool) adopt(ctx, work context.Context) error {
 			// Killed between creating the session and prompting it: nothing
 			// runs there. Remove it; the PR is dispatched as usual.
 			p.log.Info("removing a session that was never prompted", "pr", n, "session", s.ID)
-			p.sessions.Remove(ctx, s.ID, s.Directory)
+			p.sessions.Release(ctx, s.ID, s.Directory)
 			continue
 		}
 		p.holdSlot(n)

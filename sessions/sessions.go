@@ -156,16 +156,10 @@ func (s *Set) Drop(ss *Session) {
 	s.mu.Unlock()
 }
 
-// End deletes a session that ended and gives its work tree back, and stops
-// following it.
-func (s *Set) End(ctx context.Context, ss *Session) {
-	s.release(ctx, orphan{id: ss.ID, dir: ss.Dir})
-	s.Drop(ss)
-}
-
-// Remove deletes a session no one follows (one a previous run made but
-// never prompted) and gives its work tree back.
-func (s *Set) Remove(ctx context.Context, id, dir string) { s.release(ctx, orphan{id: id, dir: dir}) }
+// Release deletes a session that ended, or one a previous run made but
+// never prompted, and gives its work tree back. Following it is left to
+// Drop.
+func (s *Set) Release(ctx context.Context, id, dir string) { s.release(ctx, orphan{id: id, dir: dir}) }
 
 // Leave stops following ss at shutdown: it is aborted and deleted with
 // abort, or else left running, in its work tree, for the next start to

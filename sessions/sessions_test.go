@@ -203,7 +203,8 @@ func TestUndeletedSessionsTreeIsRemovedAndTheSessionSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.failDeletes = true
-	s.End(ctx, ss)
+	s.Release(ctx, ss.ID, ss.Dir)
+	s.Drop(ss)
 	if len(trees.given) != 0 || !slices.Equal(trees.removed, []string{"/trees/1"}) {
 		t.Fatalf("given %v, removed %v; want the tree removed, not given back", trees.given, trees.removed)
 	}
