@@ -17,8 +17,9 @@ import (
 // the waits over. After a merge of the queue's own, only the next PR (the
 // oldest) is read, every queuePace (or the poll interval, if shorter), as
 // the forge re-tests it against the new base: for queuePaceFor at most,
-// then every PR is read again on the doubling waits, so a PR the forge
-// never finds mergeable holds the others no longer.
+// then every PR is read again on the doubling waits, and that PR is not
+// read alone again until it reads mergeable (slow): a PR the forge never
+// finds mergeable holds the others once.
 const (
 	queueWaitBase = time.Second
 	queueWaitMax  = 30 * time.Second
