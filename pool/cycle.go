@@ -114,7 +114,7 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 		for _, c := range todo {
 			p.log.Info("dry run: would start a session", "pr", c.pr.Number, "kind", c.kind)
 		}
-		p.slots.want(p.cfg.Repo(), 0)
+		p.slots.Want(p.cfg.Repo(), 0)
 		return cycleResult{running: res.running, failed: res.failed}, nil
 	}
 	todo, started = p.dispatchSome(ctx, work, todo, started, &res)
@@ -186,9 +186,9 @@ func numbers(todo []candidate) []int {
 // how many it started. The slots learn how many are left waiting.
 func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) int {
 	byTurn(todo)
-	p.slots.want(p.cfg.Repo(), len(todo))
+	p.slots.Want(p.cfg.Repo(), len(todo))
 	started := 0
-	defer func() { p.slots.want(p.cfg.Repo(), len(todo)-started) }()
+	defer func() { p.slots.Want(p.cfg.Repo(), len(todo)-started) }()
 	for _, c := range todo {
 		if ctx.Err() != nil || !p.takeSlot(c.pr.Number) {
 			break

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"pool/forgejo"
+	"pool/slots"
 )
 
 // BenchmarkFairSlots runs one real supervisor per repository on in-process
@@ -62,7 +63,7 @@ func runFairSlots(b *testing.B, workers int, d time.Duration) ([]string, [][2]ti
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	slots := NewSlots(workers, 0)
+	slots := slots.New(workers, 0)
 	var log startLog
 	var pools []*Pool
 	for repo, n := range repos {

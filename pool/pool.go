@@ -2,10 +2,13 @@
 // decides what each open PR needs (package lifecycle), does the mechanical
 // steps itself (notes, the merge queue), and keeps at most N reviewer
 // sessions running on the agent server, refilling a slot as soon as its
-// session ends. A PR's track changes only in track.go, under the PR's
-// lock; the marks of an action are recorded after it succeeded. Package
-// serve wires one or several pools into a process; package store keeps
-// their memory.
+// session ends. It claims a PR before a session starts and decides what the
+// session's end means for it; package sessions starts, watches and ends
+// the sessions themselves, and package slots shares the workers among the
+// pools of one process. A PR's track changes only in track.go, under the
+// PR's lock; the marks of an action are recorded after it succeeded.
+// Package serve wires one or several pools into a process; package store
+// keeps their memory.
 package pool
 
 import (
@@ -26,6 +29,8 @@ import (
 	"pool/forgejo"
 	"pool/internal/guard"
 	"pool/lifecycle"
+	"pool/sessions"
+	"pool/slots"
 	"pool/store"
 )
 
@@ -54,7 +59,7 @@ type Deps struct {
 	// shared slots must be Run: until its first cycle, no slot is given. A pool that shares them
 	// never takes a session titled in the old form, which names no
 	// repository.
-	Slots *Slots
+	Slots *slots.Slots
 	// FullList spreads the full listings of the pools one process serves,
 	// so that a round of their cycles holds one at most; zero: every
 	// FullListEvery-th cycle.
@@ -84,7 +89,7 @@ type Pool struct {
 	policy  lifecycle.Policy
 	metrics Metrics
 	book    *describe.Book // what the status page and commit statuses show
-	slots   *Slots
+	slots   *slots.Slots
 	shared  bool // slots shared with pools of other repositories
 
 	me       string // the token's account
@@ -110,14 +115,13 @@ type Pool struct {
 	workers sync.WaitGroup
 	queue   *mergeQueue
 
-	mu       sync.Mutex              // guards tracks, locks, busy, sessions, orphans, left, stats, protection
-	tracks   map[int]lifecycle.Track // written by writeTrack alone
-	locks    map[int]*sync.Mutex     // each PR's, held while its track changes
-	busy     map[int]bool            // PRs held by a slot (claiming, reviewing or collecting)
-	sessions map[int]*session        // running sessions by PR
-	orphans  map[orphan]bool         // sessions to delete once the agent server answers
-	left     int                     // sessions left running for the next start
-	stats    Stats
+	sessions *sessions.Set // the sessions running, and those to delete
+
+	mu     sync.Mutex              // guards tracks, locks, busy, stats, protection
+	tracks map[int]lifecycle.Track // written by writeTrack alone
+	locks  map[int]*sync.Mutex     // each PR's, held while its track changes
+	busy   map[int]bool            // PRs held by a slot (claiming, reviewing or collecting)
+	stats  Stats
 }
 
 // New prepares a pool: it checks the token, reads the default branch, checks
@@ -125,8 +129,8 @@ type Pool struct {
 // It starts nothing.
 func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	p := &Pool{cfg: cfg, forge: d.Forge, agent: d.Agent, trees: d.Trees, history: d.History, digests: d.Digests, store: d.Store, log: d.Log, now: d.Now,
-		freed: make(chan struct{}, 1), wakeups: make(chan struct{}, 1), busy: map[int]bool{}, sessions: map[int]*session{},
-		orphans: map[orphan]bool{}, tracks: map[int]lifecycle.Track{}, locks: map[int]*sync.Mutex{}, queue: newMergeQueue(cfg.PollInterval)}
+		freed: make(chan struct{}, 1), wakeups: make(chan struct{}, 1), busy: map[int]bool{},
+		tracks: map[int]lifecycle.Track{}, locks: map[int]*sync.Mutex{}, queue: newMergeQueue(cfg.PollInterval)}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -144,7 +148,7 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 		p.turn = ListTurn{Every: FullListEvery}
 	}
 	if p.slots == nil {
-		p.slots = NewSlots(cfg.Workers, 0)
+		p.slots = slots.New(cfg.Workers, 0)
 	}
 	p.metrics, p.book = d.Metrics, describe.NewBook(p.now())
 	if p.metrics == nil {
@@ -184,9 +188,11 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 		p.spec = string(b)
 	}
 	p.log = p.log.With("instance", p.instance)
+	p.sessions = sessions.New(p.agent, p.trees, sessions.Config{StatusInterval: cfg.StatusInterval,
+		SessionTimeout: cfg.SessionTimeout, Keep: p.slots.PerRepo, Now: p.now, Log: p.log})
 	// Joined now, not when Run starts, so that the slots wait for this
 	// repository's first cycle (see Slots): a pool New returns must be Run.
-	p.slots.join(p.cfg.Repo(), p.wakeFreed)
+	p.slots.Join(p.cfg.Repo(), p.wakeFreed)
 	return p, nil
 }
 
@@ -215,7 +221,7 @@ func (p *Pool) Run(parent context.Context) (Report, error) {
 	p.logProtection()
 	ctx, stop := context.WithCancel(parent)
 	defer stop()
-	defer p.slots.leave(p.cfg.Repo())
+	defer p.slots.Leave(p.cfg.Repo())
 	work, stopWork := p.workContext(ctx)
 	defer stopWork()
 	if err := p.adopt(ctx, work); err != nil {
@@ -224,7 +230,7 @@ func (p *Pool) Run(parent context.Context) (Report, error) {
 	watchDone, queueDone := make(chan struct{}), make(chan struct{})
 	queueCtx, stopQueue := context.WithCancel(ctx)
 	defer stopQueue()
-	guard.Go(work, p.log, "session watch", func() { defer close(watchDone); p.watch(work) })
+	guard.Go(work, p.log, "session watch", func() { defer close(watchDone); p.sessions.Watch(work) })
 	guard.Go(work, p.log, "merge queue", func() { defer close(queueDone); p.runQueue(queueCtx, work) })
 
 	err := p.loop(ctx, work)
@@ -232,7 +238,7 @@ func (p *Pool) Run(parent context.Context) (Report, error) {
 	stopQueue() // no merge starts after the loop has ended
 	stop()
 	p.shutdown(work, queueDone)
-	p.sweep(work)
+	p.sessions.Sweep(work)
 	stopWork()
 	p.workers.Wait() // quick: everything they wait on has been cancelled
 	<-watchDone
@@ -277,7 +283,7 @@ func (p *Pool) loop(ctx context.Context, work context.Context) error {
 		case errors.Is(err, forgejo.ErrUnauthorized):
 			return fmt.Errorf("pool: the forge rejected the token: %w", err)
 		case err != nil && ctx.Err() == nil:
-			p.slots.want(p.cfg.Repo(), 0) // no turn held for a failing repository
+			p.slots.Want(p.cfg.Repo(), 0) // no turn held for a failing repository
 			failures++
 			p.logFailure(failures, err)
 			if !sleep(ctx, retryWait(failures, p.cfg.PollInterval, 10*time.Minute, err)) {
@@ -394,12 +400,24 @@ type Clone interface {
 }
 
 // UseClone gives the pool its clone, before it runs.
-func (p *Pool) UseClone(c Clone) { p.trees, p.history = c, c }
+func (p *Pool) UseClone(c Clone) {
+	p.trees, p.history = c, c
+	p.sessions.UseTrees(c)
+}
+
+// RetireTrees, once the pool has run, removes every free work tree and
+// frees the agent server's instances for them; the trees of sessions left
+// running stay.
+func (p *Pool) RetireTrees() {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.ShutdownTimeout)
+	defer cancel()
+	p.sessions.RetireTrees(ctx, time.Now())
+}
 
 // Leave gives up the turn in the shared slots of a pool New made that will
 // not run.
-func (p *Pool) Leave() { p.slots.leave(p.cfg.Repo()) }
+func (p *Pool) Leave() { p.slots.Leave(p.cfg.Repo()) }
 
 // LeftRunning counts the sessions left running at exit: their work trees
 // must stay.
-func (p *Pool) LeftRunning() int { return p.leftRunning() }
+func (p *Pool) LeftRunning() int { return p.sessions.Left() }

@@ -2,10 +2,8 @@ package pool
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"pool/texts"
-	"time"
 
 	"pool/agent"
 	"pool/claims"
@@ -13,22 +11,8 @@ import (
 	"pool/internal/guard"
 	"pool/lifecycle"
 	"pool/report"
+	"pool/sessions"
 )
-
-// session is one reviewer session the pool watches. The watcher goroutine
-// alone writes seenBusy, outcome and closes done; others read outcome only
-// after done is closed.
-type session struct {
-	id       string
-	dir      string // the work tree it works in; "" for the server's own directory
-	pr       int
-	kind     lifecycle.Kind
-	started  time.Time
-	seenBusy bool
-	outcome  string // idle, error, gone, timeout, stuck
-	done     chan struct{}
-	items    *report.Digest // open review items given to the session, if any
-}
 
 // runSlot takes one PR from claim to collected result. ctx ends at shutdown;
 // work outlives it by the shutdown timeout.
@@ -131,7 +115,7 @@ func (p *Pool) deleteLosers(ctx context.Context, v claims.View) error {
 // dispatch starts a session in a new work tree at the PR's head and
 // registers it with the watcher. A session it made but could not prompt is
 // deleted, now or, if the agent server does not answer, later.
-func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind, tree <-chan treeResult) (*session, error) {
+func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind, tree <-chan treeResult) (*sessions.Session, error) {
 	in := texts.PromptInput{PR: pr.Number, Repo: p.cfg.Repo(), Head: pr.HeadSHA, Spec: p.spec, Tag: report.NewTag(),
 		Reviewed: p.track(pr.Number).ReviewedSHA != "", Fix: kind == lifecycle.Fix, Base: p.base, Rule: p.policy.Rule,
 		PushRepo: pr.HeadRepo, PushBranch: pr.HeadRef,
@@ -154,23 +138,11 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind,
 		return nil, t.err
 	}
 	in.Dir = t.dir
-	created, err := p.agent.CreateSession(ctx, texts.SessionTitle(p.cfg.Repo(), pr.Number), in.Dir)
+	s, err := p.sessions.Start(ctx, pr.Number, kind, texts.SessionTitle(p.cfg.Repo(), pr.Number), in.Dir, p.cfg.AgentName, texts.Prompt(in))
 	if err != nil {
-		// The server may have made it and lost the answer: delete whatever
-		// works in this directory.
-		p.release(ctx, orphan{dir: in.Dir})
 		return nil, err
 	}
-	if err := p.agent.PromptAsync(ctx, created.ID, p.cfg.AgentName, texts.Prompt(in)); err != nil {
-		if !p.promptLanded(ctx, created.ID) {
-			p.release(ctx, orphan{id: created.ID, dir: in.Dir})
-			return nil, err
-		}
-		p.log.Warn("the prompt's answer was lost, but the session holds the prompt; following it",
-			"pr", pr.Number, "session", created.ID, "err", err)
-	}
-	s := p.register(created.ID, pr.Number, kind, in.Dir)
-	s.items = items
+	s.Items = items
 	p.metrics.SessionStarted(string(kind))
 	p.book.Signal()
 	if in.Fix {
@@ -179,77 +151,39 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind,
 		p.stats.ciFixes++
 		p.mu.Unlock()
 	}
-	p.log.Info("session started", "pr", pr.Number, "session", created.ID, "kind", kind, "head", pr.HeadSHA)
+	p.log.Info("session started", "pr", pr.Number, "session", s.ID, "kind", kind, "head", pr.HeadSHA)
 	return s, nil
-}
-
-func (p *Pool) register(id string, n int, kind lifecycle.Kind, dir string) *session {
-	s := &session{id: id, dir: dir, pr: n, kind: kind, started: p.now(), done: make(chan struct{})}
-	p.mu.Lock()
-	p.sessions[n] = s
-	p.mu.Unlock()
-	return s
 }
 
 // follow waits for a session to end, then collects it. At shutdown it leaves
 // the session running, in its work tree, for the next start to adopt, or
 // aborts it.
-func (p *Pool) follow(ctx, work context.Context, s *session) {
+func (p *Pool) follow(ctx, work context.Context, s *sessions.Session) {
 	select {
-	case <-s.done:
+	case <-s.Done():
 		p.collect(work, s)
 	case <-ctx.Done():
-		p.unregister(s)
-		if p.cfg.AbortOnExit {
-			p.abandon(work, s)
-			return
-		}
-		p.mu.Lock()
-		p.left++
-		p.mu.Unlock()
+		p.sessions.Leave(work, s, p.cfg.AbortOnExit)
 	}
-}
-
-// leftRunning counts the sessions left running at exit; their work trees
-// must stay.
-func (p *Pool) leftRunning() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.left
-}
-
-func (p *Pool) unregister(s *session) {
-	p.mu.Lock()
-	if p.sessions[s.pr] == s {
-		delete(p.sessions, s.pr)
-	}
-	p.mu.Unlock()
-}
-
-func (p *Pool) abandon(ctx context.Context, s *session) {
-	if err := p.agent.Abort(ctx, s.id); err != nil && !errors.Is(err, agent.ErrNotFound) {
-		p.log.Warn("aborting a session failed", "session", s.id, "err", err)
-	}
-	p.release(ctx, orphan{id: s.id, dir: s.dir})
 }
 
 // collect reads a finished session's result, deletes the session and its
 // work tree, and lets the forge decide what happens next. The result is a
 // hint.
-func (p *Pool) collect(ctx context.Context, s *session) {
-	defer p.unregister(s)
+func (p *Pool) collect(ctx context.Context, s *sessions.Session) {
+	defer p.sessions.Drop(s)
 	res, text := p.result(ctx, s)
-	p.release(ctx, orphan{id: s.id, dir: s.dir})
-	p.count(s.pr, &p.stats.reviewed)
-	p.metrics.SessionFinished(s.outcome)
-	log := p.log.With("pr", s.pr, "session", s.id)
+	p.sessions.Release(ctx, s.ID, s.Dir)
+	p.count(s.PR, &p.stats.reviewed)
+	p.metrics.SessionFinished(s.Outcome())
+	log := p.log.With("pr", s.PR, "session", s.ID)
 	if res == texts.Unknown {
-		log.Warn("session gave no usable result; the forge decides", "outcome", s.outcome, "tail", tail(text, 200))
+		log.Warn("session gave no usable result; the forge decides", "outcome", s.Outcome(), "tail", tail(text, 200))
 	} else {
-		log.Info("session finished", "outcome", s.outcome, "decision", res.Decision, "merge_status", res.MergeStatus)
+		log.Info("session finished", "outcome", s.Outcome(), "decision", res.Decision, "merge_status", res.MergeStatus)
 	}
 	p.logItems(ctx, s)
-	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, s.pr)
+	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, s.PR)
 	if err != nil {
 		log.Warn("re-reading the PR failed; next cycle will", "err", err)
 		return
@@ -263,7 +197,7 @@ func (p *Pool) collect(ctx context.Context, s *session) {
 		log.Warn("applying the lifecycle failed; next cycle will retry", "err", err)
 		return
 	}
-	if act.Kind == lifecycle.Review && pr.HeadSHA == p.track(s.pr).HeadSHA {
+	if act.Kind == lifecycle.Review && pr.HeadSHA == p.track(s.PR).HeadSHA {
 		p.noReviewLeft(ctx, s, pr)
 	}
 }
@@ -275,9 +209,9 @@ func (p *Pool) collect(ctx context.Context, s *session) {
 // says so once, naming the approvals that do not count (the pool's own
 // reviewer's, when its account lacks write access or a place on the
 // approvals whitelist).
-func (p *Pool) noReviewLeft(ctx context.Context, s *session, pr forgejo.PR) {
-	log := p.log.With("pr", s.pr, "session", s.id)
-	t, act := p.sessionLeftNoReview(s.pr, p.uncounted(ctx, pr))
+func (p *Pool) noReviewLeft(ctx context.Context, s *sessions.Session, pr forgejo.PR) {
+	log := p.log.With("pr", s.PR, "session", s.ID)
+	t, act := p.sessionLeftNoReview(s.PR, p.uncounted(ctx, pr))
 	log.Warn("session left no counted review on the head; backing off", "failures", t.Failures)
 	if err := p.act(ctx, pr, t, act); err != nil {
 		log.Warn("posting the note that sessions leave no review failed", "err", err)
@@ -295,10 +229,10 @@ func (p *Pool) uncounted(ctx context.Context, pr forgejo.PR) []string {
 }
 
 // result reads the session's final assistant text and parses it.
-func (p *Pool) result(ctx context.Context, s *session) (texts.Result, string) {
-	msgs, err := p.agent.Messages(ctx, s.id)
+func (p *Pool) result(ctx context.Context, s *sessions.Session) (texts.Result, string) {
+	msgs, err := p.agent.Messages(ctx, s.ID)
 	if err != nil {
-		p.log.Warn("reading session messages failed", "session", s.id, "err", err)
+		p.log.Warn("reading session messages failed", "session", s.ID, "err", err)
 		return texts.Unknown, ""
 	}
 	_, text, _ := agent.Finished(msgs)
@@ -322,7 +256,7 @@ func (p *Pool) adopt(ctx, work context.Context) error {
 		return fmt.Errorf("list agent sessions: %w", err)
 	}
 	var keep []string
-	defer func() { p.pruneTrees(ctx, keep) }()
+	defer func() { p.sessions.PruneTrees(ctx, keep) }()
 	for _, s := range sessions {
 		n, ok := texts.TitlePR(s.Title, p.cfg.Repo(), !p.shared)
 		if !ok || p.isBusy(n) {
@@ -335,16 +269,16 @@ func (p *Pool) adopt(ctx, work context.Context) error {
 		if verdict, err := p.judgeClaims(ctx, pr); err != nil || verdict == claims.Taken {
 			continue // another live pool's session on a shared agent server
 		}
-		if !p.wasPrompted(ctx, s.ID) {
+		if !p.sessions.WasPrompted(ctx, s.ID) {
 			// Killed between creating the session and prompting it: nothing
 			// runs there. Remove it; the PR is dispatched as usual.
 			p.log.Info("removing a session that was never prompted", "pr", n, "session", s.ID)
-			p.release(ctx, orphan{id: s.ID, dir: s.Directory})
+			p.sessions.Release(ctx, s.ID, s.Directory)
 			continue
 		}
 		p.holdSlot(n)
 		keep = append(keep, s.Directory)
-		ss := p.register(s.ID, n, lifecycle.Review, s.Directory)
+		ss := p.sessions.Register(s.ID, n, lifecycle.Review, s.Directory)
 		p.log.Info("adopted a running session", "pr", n, "session", s.ID)
 		p.workers.Add(1)
 		guard.Go(ctx, p.log, "adopted session", func() {
@@ -354,46 +288,6 @@ func (p *Pool) adopt(ctx, work context.Context) error {
 		})
 	}
 	return nil
-}
-
-// wasPrompted reports whether a session holds a prompt. When it cannot tell,
-// it says yes: adopting an empty session costs a timeout, deleting a working
-// one costs a review.
-func (p *Pool) wasPrompted(ctx context.Context, id string) bool {
-	msgs, err := p.agent.Messages(ctx, id)
-	if err != nil {
-		return !errors.Is(err, agent.ErrNotFound)
-	}
-	for _, m := range msgs {
-		if m.Role == "user" {
-			return true
-		}
-	}
-	return false
-}
-
-// promptLanded reports whether a session holds a user texts.Prompt after a texts.Prompt
-// call failed: the server may have taken the texts.Prompt and lost only its
-// answer (a 502 from a proxy, a connection cut), and deleting that session
-// would start a second reviewer on the same head. It asks up to three times,
-// a second apart, as the texts.Prompt is stored asynchronously; when it cannot
-// tell, it says no and the session is deleted.
-func (p *Pool) promptLanded(ctx context.Context, id string) bool {
-	for attempt := range 3 {
-		if attempt > 0 && !sleep(ctx, time.Second) {
-			return false
-		}
-		msgs, err := p.agent.Messages(ctx, id)
-		if errors.Is(err, agent.ErrNotFound) {
-			return false
-		}
-		for _, m := range msgs {
-			if m.Role == "user" {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // openItems reads the PR's open review items for a re-review or fixer
@@ -415,17 +309,17 @@ func (p *Pool) openItems(ctx context.Context, n int, wanted bool) *report.Digest
 
 // logItems ticks again after a session that was given open items, and logs
 // which the forge no longer shows and which remain.
-func (p *Pool) logItems(ctx context.Context, s *session) {
-	if s.items == nil {
+func (p *Pool) logItems(ctx context.Context, s *sessions.Session) {
+	if s.Items == nil {
 		return
 	}
-	after, err := p.digests.Digest(ctx, s.pr)
+	after, err := p.digests.Digest(ctx, s.PR)
 	if err != nil {
-		p.log.Warn("re-reading open items failed", "pr", s.pr, "err", err)
+		p.log.Warn("re-reading open items failed", "pr", s.PR, "err", err)
 		return
 	}
-	gone, remaining, _ := report.Diff(*s.items, after)
-	p.log.Info("open items after the session", "pr", s.pr, "gone", tokens(gone), "remaining", tokens(remaining))
+	gone, remaining, _ := report.Diff(*s.Items, after)
+	p.log.Info("open items after the session", "pr", s.PR, "gone", tokens(gone), "remaining", tokens(remaining))
 }
 
 func tokens(items []report.Item) []string {

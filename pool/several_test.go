@@ -8,13 +8,14 @@ import (
 
 	"pool/lifecycle"
 	"pool/ops"
+	"pool/slots"
 )
 
 // TestStatusOfSeveralRepositories: the status page's data names each PR's
 // repository and counts each repository's PRs.
 func TestStatusOfSeveralRepositories(t *testing.T) {
 	ctx := context.Background()
-	slots := NewSlots(2, 0)
+	slots := slots.New(2, 0)
 	var each []ops.Status
 	for _, repo := range []string{"o/b", "o/a"} {
 		cfg := testConfig(2)

@@ -36,7 +36,7 @@ func (p *Pool) takeTree(ctx context.Context, pr forgejo.PR) <-chan treeResult {
 // unusedTree waits for a tree no session was made in, and gives it back.
 func (p *Pool) unusedTree(ctx context.Context, tree <-chan treeResult) {
 	if t := <-tree; t.err == nil {
-		p.giveTree(ctx, t.dir)
+		p.sessions.GiveTree(ctx, t.dir)
 	}
 }
 

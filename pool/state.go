@@ -12,7 +12,7 @@ func (p *Pool) isBusy(n int) bool {
 func (p *Pool) takeSlot(n int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.busy[n] || !p.slots.take(p.cfg.Repo()) {
+	if p.busy[n] || !p.slots.Take(p.cfg.Repo()) {
 		return false
 	}
 	p.busy[n] = true
@@ -21,7 +21,7 @@ func (p *Pool) takeSlot(n int) bool {
 }
 
 // freeSlots is how many more sessions may start now, in all repositories.
-func (p *Pool) freeSlots() int { return p.slots.free() }
+func (p *Pool) freeSlots() int { return p.slots.Free() }
 
 // holdSlot marks an adopted session's PR busy, even past the limit: the
 // session already runs.
@@ -29,7 +29,7 @@ func (p *Pool) holdSlot(n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.busy[n] {
-		p.slots.hold(p.cfg.Repo())
+		p.slots.Hold(p.cfg.Repo())
 	}
 	p.busy[n] = true
 	p.stats.notePeak(len(p.busy))
@@ -39,7 +39,7 @@ func (p *Pool) holdSlot(n int) {
 func (p *Pool) releaseSlot(n int) {
 	p.mu.Lock()
 	if p.busy[n] {
-		p.slots.release(p.cfg.Repo())
+		p.slots.Release(p.cfg.Repo())
 	}
 	delete(p.busy, n)
 	p.mu.Unlock()

@@ -37,8 +37,8 @@ func (p *Pool) Status() ops.Status {
 	p.mu.Lock()
 	for n := range p.busy {
 		var s describe.Session
-		if ss := p.sessions[n]; ss != nil {
-			s = describe.Session{ID: ss.id, Kind: ss.kind, Started: ss.started}
+		if ss := p.sessions.Of(n); ss != nil {
+			s = describe.Session{ID: ss.ID, Kind: ss.Kind, Started: ss.Started}
 		}
 		live.Busy[n] = s
 	}

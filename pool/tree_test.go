@@ -329,7 +329,7 @@ func TestEveryWayOutEndsEveryGoroutine(t *testing.T) {
 			if ctx.Err() != nil {
 				t.Fatal("pool did not finish in time")
 			}
-			if got := p.leftRunning(); got != tt.left {
+			if got := p.LeftRunning(); got != tt.left {
 				t.Errorf("sessions left running %d, want %d", got, tt.left)
 			}
 			stop()

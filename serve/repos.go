@@ -57,7 +57,7 @@ const startConcurrency = 4
 
 // startAll makes the pools of repos that have none, startConcurrency at a
 // time, all before any runs: each joins the slots when made, and no slot is
-// given before every one's first cycle (see pool.Slots). A repository whose
+// given before every one's first cycle (see slots.Slots). A repository whose
 // pool cannot start is logged and left out; the others go on. It returns
 // how many it started; each sends on s.ended when it has ended.
 func (s *process) startAll(ctx context.Context, repos []string) int {

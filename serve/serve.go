@@ -20,6 +20,7 @@ import (
 	"pool/metrics"
 	"pool/ops"
 	"pool/pool"
+	"pool/slots"
 )
 
 // keepWarnings is how many warnings the status page shows.
@@ -31,7 +32,7 @@ const keepWarnings = 20
 // pool has its own default branch, protection, state store, index,
 // claims, merge queue and clone; they share the forge and agent clients,
 // the event stream, the webhook receiver and the ops listener, and, with
-// several, the workers (pool.Slots, max_per_repo) and the quiet-cycle
+// several, the workers (slots.Slots, max_per_repo) and the quiet-cycle
 // delta (changeFeed: one request per owner a round). An organisation is
 // listed again every cfg.OrgRelist: a new repository gets a pool, an
 // archived or removed one's pool stops. Every way out cleans up: the
@@ -52,7 +53,7 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (pool.Report
 		return pool.Report{}, fmt.Errorf("pool: connect to the forge: %w", err)
 	}
 	if cfg.Several() {
-		s.slots, s.feed = pool.NewSlots(cfg.Workers, cfg.MaxPerRepo), newChangeFeed(s.fc, time.Now)
+		s.slots, s.feed = slots.New(cfg.Workers, cfg.MaxPerRepo), newChangeFeed(s.fc, time.Now)
 	}
 	s.ac = agent.New(cfg.AgentURL, cfg.AgentPassword, agent.Options{MaxBody: cfg.MaxBody, Transport: s.metrics.AgentTransport(nil)})
 	hubCtx, stopHub := context.WithCancel(ctx)
@@ -85,7 +86,7 @@ type process struct {
 	fc       *forgejo.Client
 	ac       *agent.Client
 	hub      *eventHub     // the agent server's event stream, one for every pool
-	slots    *pool.Slots   // shared by several repositories' pools; nil for one
+	slots    *slots.Slots  // shared by several repositories' pools; nil for one
 	feed     *changeFeed   // the quiet-cycle delta of several repositories, one search per owner; nil for one
 	ended    chan struct{} // a pool ended; received by wait alone
 

@@ -1,4 +1,4 @@
-package pool
+package slots
 
 import (
 	"fmt"
@@ -15,13 +15,13 @@ func grantAll(t *testing.T, s *Slots, waiting map[string]int) ([]string, map[str
 	var repos []string
 	for r := range waiting {
 		repos = append(repos, r)
-		s.join(r, func() {})
+		s.Join(r, func() {})
 	}
 	// The busiest asks first: a first come, first served grant would give
 	// it every slot.
 	slices.SortFunc(repos, func(a, b string) int { return waiting[b] - waiting[a] })
 	for r, n := range waiting {
-		s.want(r, n)
+		s.Want(r, n)
 	}
 	var order, running []string
 	peak := map[string]int{}
@@ -29,13 +29,13 @@ func grantAll(t *testing.T, s *Slots, waiting map[string]int) ([]string, map[str
 	for left := sumOf(waiting); left > 0; {
 		took := false
 		for _, r := range repos {
-			if waiting[r] > 0 && s.take(r) {
+			if waiting[r] > 0 && s.Take(r) {
 				waiting[r]--
 				left--
 				held[r]++
 				peak[r] = max(peak[r], held[r])
 				order, running, took = append(order, r), append(running, r), true
-				s.want(r, waiting[r])
+				s.Want(r, waiting[r])
 				break
 			}
 		}
@@ -45,7 +45,7 @@ func grantAll(t *testing.T, s *Slots, waiting map[string]int) ([]string, map[str
 		if len(running) == 0 {
 			t.Fatalf("no slot given with %d PRs waiting (%v) and none running", left, waiting)
 		}
-		s.release(running[0])
+		s.Release(running[0])
 		held[running[0]]--
 		running = running[1:]
 	}
@@ -70,7 +70,7 @@ func TestSlotsAreFairAcrossRepositories(t *testing.T) {
 			for i := 1; i <= 9; i++ {
 				waiting[fmt.Sprintf("acme/small-%d", i)] = 1
 			}
-			order, peak := grantAll(t, NewSlots(4, maxPerRepo), waiting)
+			order, peak := grantAll(t, New(4, maxPerRepo), waiting)
 			if len(order) != 109 {
 				t.Fatalf("%d sessions started, want 109", len(order))
 			}
@@ -90,28 +90,28 @@ func TestSlotsAreFairAcrossRepositories(t *testing.T) {
 // TestSlotsWaitForEveryRepositorysFirstWord: no slot is given until every
 // repository has said what it wants, so the first to ask cannot take all.
 func TestSlotsWaitForEveryRepositorysFirstWord(t *testing.T) {
-	s := NewSlots(2, 0)
+	s := New(2, 0)
 	woken := 0
-	s.join("a/a", func() {})
-	s.join("b/b", func() { woken++ })
-	s.want("a/a", 5)
-	if s.take("a/a") {
+	s.Join("a/a", func() {})
+	s.Join("b/b", func() { woken++ })
+	s.Want("a/a", 5)
+	if s.Take("a/a") {
 		t.Fatal("a/a took a slot before b/b said what it wants")
 	}
-	s.want("b/b", 1)
-	if !s.take("a/a") {
+	s.Want("b/b", 1)
+	if !s.Take("a/a") {
 		t.Fatal("a/a got no slot once both had spoken")
 	}
-	if s.take("a/a") {
+	if s.Take("a/a") {
 		t.Fatal("a/a took a second slot while b/b, holding none, waits")
 	}
 	if woken == 0 {
 		t.Error("b/b was not woken for its turn")
 	}
-	if !s.take("b/b") {
+	if !s.Take("b/b") {
 		t.Fatal("b/b got no slot on its turn")
 	}
-	if s.take("a/a") || s.take("b/b") {
+	if s.Take("a/a") || s.Take("b/b") {
 		t.Fatal("a third slot given out of two")
 	}
 }
@@ -119,13 +119,13 @@ func TestSlotsWaitForEveryRepositorysFirstWord(t *testing.T) {
 // TestSlotsAloneAreJustACount: a pool of one repository gets a free slot
 // whenever it asks, as before slots were shared.
 func TestSlotsAloneAreJustACount(t *testing.T) {
-	s := NewSlots(2, 0)
-	s.join("o/r", func() {})
-	if !s.take("o/r") || !s.take("o/r") || s.take("o/r") {
+	s := New(2, 0)
+	s.Join("o/r", func() {})
+	if !s.Take("o/r") || !s.Take("o/r") || s.Take("o/r") {
 		t.Fatal("want exactly two slots")
 	}
-	s.release("o/r")
-	if !s.take("o/r") {
+	s.Release("o/r")
+	if !s.Take("o/r") {
 		t.Fatal("a released slot was not free again")
 	}
 }
@@ -133,16 +133,16 @@ func TestSlotsAloneAreJustACount(t *testing.T) {
 // TestSlotsLateJoinerHoldsNoOneUp: a repository that joins once slots have
 // been given (an organisation's new one, still cloning) does not stop them.
 func TestSlotsLateJoinerHoldsNoOneUp(t *testing.T) {
-	s := NewSlots(2, 0)
-	s.join("a/a", func() {})
-	s.join("b/b", func() {})
-	s.want("a/a", 3)
-	s.want("b/b", 0)
-	if !s.take("a/a") {
+	s := New(2, 0)
+	s.Join("a/a", func() {})
+	s.Join("b/b", func() {})
+	s.Want("a/a", 3)
+	s.Want("b/b", 0)
+	if !s.Take("a/a") {
 		t.Fatal("no first slot")
 	}
-	s.join("c/c", func() {})
-	if !s.take("a/a") {
+	s.Join("c/c", func() {})
+	if !s.Take("a/a") {
 		t.Fatal("a late joiner that has not cycled yet held up the slots")
 	}
 }

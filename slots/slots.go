@@ -1,4 +1,7 @@
-package pool
+// Package slots owns the sharing of one process's workers (the sessions
+// that may run at once) among the pools of the repositories it serves:
+// who may start a session next, fairly, and who to wake when a slot frees.
+package slots
 
 import (
 	"slices"
@@ -6,8 +9,8 @@ import (
 )
 
 // Slots shares the pool's workers among the repositories it serves. Each
-// repository's discovery loop says how many PRs it has waiting (want) and
-// asks for a slot per PR (take); a slot goes to the repository, among
+// repository's discovery loop says how many PRs it has waiting (Want) and
+// asks for a slot per PR (Take); a slot goes to the repository, among
 // those with PRs waiting and under maxPerRepo, that holds the fewest
 // slots, and among equals to the next one in turn after the repository
 // served last (round-robin), so a busy repository cannot starve the
@@ -28,15 +31,15 @@ type Slots struct {
 	grants   int               // slots given so far: one who joins later holds no one up
 }
 
-// NewSlots shares workers slots; maxPerRepo caps one repository (0: no cap).
-func NewSlots(workers, maxPerRepo int) *Slots {
+// New shares workers slots; maxPerRepo caps one repository (0: no cap).
+func New(workers, maxPerRepo int) *Slots {
 	return &Slots{workers: workers, maxPerRepo: maxPerRepo, held: map[string]int{}, waiting: map[string]int{},
 		reported: map[string]bool{}, wake: map[string]func(){}}
 }
 
-// join adds a repository; wake must not block. One that joins after slots
+// Join adds a repository; wake must not block. One that joins after slots
 // were given (an organisation's new repository) holds no one up.
-func (s *Slots) join(repo string, wake func()) {
+func (s *Slots) Join(repo string, wake func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if i, found := slices.BinarySearch(s.repos, repo); !found {
@@ -48,8 +51,8 @@ func (s *Slots) join(repo string, wake func()) {
 	}
 }
 
-// leave drops a repository that stopped; its slots must have been released.
-func (s *Slots) leave(repo string) {
+// Leave drops a repository that stopped; its slots must have been released.
+func (s *Slots) Leave(repo string) {
 	s.mu.Lock()
 	if i, found := slices.BinarySearch(s.repos, repo); found {
 		s.repos = slices.Delete(s.repos, i, i+1)
@@ -63,8 +66,8 @@ func (s *Slots) leave(repo string) {
 	next()
 }
 
-// want records how many PRs repo has waiting for a slot now.
-func (s *Slots) want(repo string, n int) {
+// Want records how many PRs repo has waiting for a slot now.
+func (s *Slots) Want(repo string, n int) {
 	s.mu.Lock()
 	s.waiting[repo] = max(n, 0)
 	s.reported[repo] = true
@@ -73,9 +76,9 @@ func (s *Slots) want(repo string, n int) {
 	next()
 }
 
-// take gives repo a slot if one is free and it is repo's turn. When it is
+// Take gives repo a slot if one is free and it is repo's turn. When it is
 // another repository's, that one is woken to take it.
-func (s *Slots) take(repo string) bool {
+func (s *Slots) Take(repo string) bool {
 	s.mu.Lock()
 	turn := s.turn()
 	if turn == repo {
@@ -90,17 +93,17 @@ func (s *Slots) take(repo string) bool {
 	return turn == repo
 }
 
-// hold counts a slot repo already uses, even past the limit: an adopted
+// Hold counts a slot repo already uses, even past the limit: an adopted
 // session runs whatever the count.
-func (s *Slots) hold(repo string) {
+func (s *Slots) Hold(repo string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.held[repo]++
 }
 
-// release frees one of repo's slots and wakes the repository whose turn it
+// Release frees one of repo's slots and wakes the repository whose turn it
 // is, unless that is repo: its pool wakes its own loop.
-func (s *Slots) release(repo string) {
+func (s *Slots) Release(repo string) {
 	s.mu.Lock()
 	s.held[repo] = max(s.held[repo]-1, 0)
 	next := s.next(repo)
@@ -108,16 +111,16 @@ func (s *Slots) release(repo string) {
 	next()
 }
 
-// perRepo is the most slots one repository may hold at once.
-func (s *Slots) perRepo() int {
+// PerRepo is the most slots one repository may hold at once.
+func (s *Slots) PerRepo() int {
 	if s.maxPerRepo > 0 {
 		return min(s.workers, s.maxPerRepo)
 	}
 	return s.workers
 }
 
-// free is how many slots are free in all.
-func (s *Slots) free() int {
+// Free is how many slots are free in all.
+func (s *Slots) Free() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.workers - s.total()
