@@ -34,7 +34,7 @@ func (e *apiTimelineComment) check() error {
 func (c *Client) timelineComments(ctx context.Context, owner, repo string, n int) ([]Comment, error) {
 	skipped := 0
 	l := listing{op: fmt.Sprintf("list comments of %s/%s#%d from the timeline", owner, repo, n),
-		path: fmt.Sprintf("%s/issues/%d/timeline", repoPath(owner, repo), n), filtered: true, skipHuge: true, skipped: &skipped}
+		path: fmt.Sprintf("%s/issues/%d/timeline", repoPath(owner, repo), n), filtered: true, pageCount: true, skipHuge: true, skipped: &skipped}
 	var kept []Comment
 	var size int64
 	dropped := 0

@@ -335,7 +335,7 @@ func (e *apiTimelineEvent) check() error {
 // paging, so it reads to an empty page.
 func (c *Client) AutoMergeArmed(ctx context.Context, owner, repo string, n int) (bool, error) {
 	l := listing{op: fmt.Sprintf("read timeline of %s/%s#%d", owner, repo, n),
-		path: fmt.Sprintf("%s/issues/%d/timeline", repoPath(owner, repo), n), filtered: true}
+		path: fmt.Sprintf("%s/issues/%d/timeline", repoPath(owner, repo), n), filtered: true, pageCount: true}
 	armed := false
 	err := c.eachPage(ctx, l, func(_ int, body []byte, _ http.Header) (int, error) {
 		batch, n, err := strictEntries(body, (*apiTimelineEvent).check)

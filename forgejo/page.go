@@ -42,6 +42,11 @@ type listing struct {
 	// are paged in the database: a short page is the last, and a quiet
 	// list costs one request.
 	filtered bool
+	// pageCount says the forge's X-Total-Count on this list counts the
+	// entries of the answer alone, after filtering (the timeline, on Gitea
+	// and Forgejo alike): no end of the list is read from it, and the
+	// list ends at an empty page.
+	pageCount bool
 	// skipHuge skips an entry over the body cap alone rather than failing
 	// the listing: for lists anyone may write to (comments), where a
 	// stranger's one huge entry must not stop the pool reading the rest.
@@ -89,9 +94,9 @@ func (c *Client) eachPage(ctx context.Context, l listing, read func(page int, bo
 		switch {
 		case !l.filtered && n < size:
 			return nil
-		case n == 0 && !moreListed(a.header, pos+size):
+		case n == 0 && (l.pageCount || !moreListed(a.header, pos+size)):
 			return nil
-		case l.filtered && listedAll(a.header, pos+size):
+		case l.filtered && !l.pageCount && listedAll(a.header, pos+size):
 			return nil // the forge's count of the unfiltered list ends here: no page to ask for
 		case n == 0:
 			if empty++; empty > maxEmptyPages {

@@ -58,3 +58,33 @@ func servePage(w http.ResponseWriter, r *http.Request, list []map[string]any) {
 	from, to := min((page-1)*limit, len(list)), min(page*limit, len(list))
 	_ = json.NewEncoder(w).Encode(list[from:to])
 }
+
+// TestTheTimelinesCountIsOfItsPage: the forge's timeline answers carry an
+// X-Total-Count of the entries on that page alone (Gitea 1.26 and Forgejo
+// both count the answer after filtering), so it says nothing of where the
+// list ends: comments past the first page are read, and an armed
+// auto-merge on the third page is seen.
+func TestTheTimelinesCountIsOfItsPage(t *testing.T) {
+	f := newFakeForge(t, 2)
+	var events []map[string]any
+	for i := 1; i <= 5; i++ {
+		events = append(events, map[string]any{"id": i, "type": "comment", "body": fmt.Sprintf("comment %d", i),
+			"user": map[string]any{"login": "someone"}})
+	}
+	events = append(events, map[string]any{"type": "pull_scheduled_merge"})
+	f.mux.HandleFunc("/api/v1/repos/o/r/issues/1/timeline", func(w http.ResponseWriter, r *http.Request) {
+		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+		from, to := min((page-1)*limit, len(events)), min(page*limit, len(events))
+		w.Header().Set("X-Total-Count", strconv.Itoa(to-from))
+		_ = json.NewEncoder(w).Encode(events[from:to])
+	})
+	c := f.client(Options{})
+	comments, err := c.timelineComments(context.Background(), "o", "r", 1)
+	if err != nil || len(comments) != 5 {
+		t.Errorf("timelineComments = %d comments, %v; want all 5", len(comments), err)
+	}
+	if armed, err := c.AutoMergeArmed(context.Background(), "o", "r", 1); err != nil || !armed {
+		t.Errorf("AutoMergeArmed = %v, %v; want the scheduled merge on the third page", armed, err)
+	}
+}

@@ -299,7 +299,11 @@ func (m *forgejoMode) shortPages(w http.ResponseWriter, r *http.Request, p *Prox
 		p.noteRewrite(RewriteShortPage)
 	}
 	b, _ := json.Marshal(out)
-	w.Header().Set("X-Total-Count", strconv.Itoa(len(virtual))) // unfiltered, as the forge counts
+	total := len(virtual) // reviews: the unfiltered count
+	if strings.HasSuffix(r.URL.Path, "/timeline") {
+		total = len(out) // the timeline: the entries of this answer alone, as the forge counts them
+	}
+	w.Header().Set("X-Total-Count", strconv.Itoa(total))
 	writeRaw(w, http.StatusOK, b)
 }
 
