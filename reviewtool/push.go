@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,7 +51,8 @@ func runPush(ctx context.Context, t *tool, args []string, stdout, stderr io.Writ
 	defer cancel()
 	// No hook runs: code in the work tree may have planted one, and the
 	// push's environment holds the token.
-	cmd := exec.CommandContext(ctx, "git", "-c", "core.hooksPath=/dev/null", "push", "--porcelain", t.url+"/"+repo+".git", "HEAD:refs/heads/"+pr.HeadRef)
+	cmd := exec.CommandContext(ctx, "git", slices.Concat([]string{"-c", "core.hooksPath=/dev/null"}, safeHere(),
+		[]string{"push", "--porcelain", t.url + "/" + repo + ".git", "HEAD:refs/heads/" + pr.HeadRef})...)
 	cmd.Env = gitEnv(os.Environ(), t.pushToken)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -59,6 +62,22 @@ func runPush(ctx context.Context, t *tool, args []string, stdout, stderr io.Writ
 		return fail(stderr, "push to "+repo+" "+pr.HeadRef, fmt.Errorf("%v: %s", err, output))
 	}
 	return writeJSON(stdout, map[string]any{"pushed": "HEAD", "repo": repo, "branch": pr.HeadRef, "git": output})
+}
+
+// safeHere tells git to trust the repository in the working directory
+// though another user owns it: the agent server may run as a user of its
+// own, in a work tree the pool made and shared with its group (README,
+// "Shared with the agent server's user"). The environment cannot say so:
+// gitEnv drops every GIT_CONFIG_* setting.
+func safeHere() []string {
+	wd, err := os.Getwd()
+	if err == nil {
+		wd, err = filepath.EvalSymlinks(wd)
+	}
+	if err != nil {
+		return nil
+	}
+	return []string{"-c", "safe.directory=" + wd}
 }
 
 var branchRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$`)

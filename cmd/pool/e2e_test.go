@@ -132,7 +132,29 @@ func poolEnv(t *testing.T, sb *sandbox.Sandbox, tmp string, extra ...string) []s
 		// a head with no statuses (a push in a test) waits this long for a CI
 		"POOL_CHECKS_GRACE=3s",
 	}
+	if group := shareWithAgent(t, sb, filepath.Join(tmp, "state")); group != "" {
+		env = append(env, "POOL_AGENT_TREE_GROUP="+group)
+	}
 	return append(env, extra...)
+}
+
+// shareWithAgent readies state, a pool's state directory, for an agent
+// server that runs as a user of its own (sb.AgentUser: the shared servers,
+// as root): the way to it open, as a deployment's is. It returns the
+// group the pool must share its work trees with, "" when the agent server
+// runs as this process's user.
+func shareWithAgent(t *testing.T, sb *sandbox.Sandbox, state string) string {
+	t.Helper()
+	if sb.AgentUser == nil {
+		return ""
+	}
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := sandbox.OpenWayTo(state); err != nil {
+		t.Fatal(err)
+	}
+	return strconv.Itoa(int(sb.AgentUser.GID))
 }
 
 // TestSixPRsTwoWorkers is the main path: six open PRs, two workers, every

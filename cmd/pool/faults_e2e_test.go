@@ -88,8 +88,12 @@ func loadConfig(t *testing.T, sb *sandbox.Sandbox, forgeURL, agentURL string, ar
 	if err != nil {
 		t.Fatal(err)
 	}
+	state := filepath.Join(t.TempDir(), "state")
 	base := []string{"--forgejo-url", forgeURL, "--forgejo-token-file", tokenFile, "--repo", sb.Owner + "/" + sb.Repo,
-		"--agent-url", agentURL, "--state-dir", filepath.Join(t.TempDir(), "state")}
+		"--agent-url", agentURL, "--state-dir", state}
+	if group := shareWithAgent(t, sb, state); group != "" {
+		base = append(base, "--agent-tree-group", group)
+	}
 	cfg, err := configs.Load(append(base, args...))
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -101,13 +100,7 @@ func TestHostileReviewerAsItsOwnUser(t *testing.T) {
 	sb := startSeparateSandbox(t, ctx, 2, h.script(sandbox.Reviewer(sandbox.Approve)))
 	tmp := t.TempDir()
 	state := filepath.Join(tmp, "state")
-	if err := os.Mkdir(state, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := sandbox.OpenWayTo(state); err != nil {
-		t.Fatal(err)
-	}
-	env := poolEnv(t, sb, tmp, "POOL_AGENT_TREE_GROUP="+strconv.Itoa(int(sb.AgentUser.GID)))
+	env := poolEnv(t, sb, tmp) // with POOL_AGENT_TREE_GROUP: sb.AgentUser's group
 	tokenFile := envValue(env, "POOL_FORGEJO_TOKEN_FILE")
 	pool := startPool(t, ctx, buildPool(t), env, "--workers", "1")
 	repoDir := filepath.Join(state, sb.Owner+"_"+sb.Repo)

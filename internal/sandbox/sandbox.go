@@ -89,6 +89,9 @@ type Servers struct {
 	ReviewerToken string        // the agent server's reviewer account (every sandbox's); scopes ReviewerScopes
 	Reviewer      ReviewerSetup // the reviewer tool and token file the agent server uses
 	Dir           string
+	// AgentUser is the OS user Agent runs as when it is not this process's
+	// (SharedServers, as root); nil otherwise.
+	AgentUser *OSUser
 
 	mu     sync.Mutex // guards joined
 	joined int        // sandboxes joined so far, to name their accounts
@@ -115,6 +118,13 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 // agent agentName (default configs.Default().AgentName). On error it stops
 // what it started.
 func StartServers(ctx context.Context, dir, agentName string, log io.Writer) (s *Servers, err error) {
+	return startServers(ctx, dir, agentName, log, false)
+}
+
+// startServers is StartServers; separate runs the agent server as
+// SeparateUser when this machine allows it (otherwise it says why not on
+// log), with the reviewer's token file given to that user.
+func startServers(ctx context.Context, dir, agentName string, log io.Writer, separate bool) (s *Servers, err error) {
 	if agentName == "" {
 		agentName = configs.Default().AgentName
 	}
@@ -146,8 +156,13 @@ func StartServers(ctx context.Context, dir, agentName string, log io.Writer) (s 
 	if s.Reviewer, err = SetUpReviewer(ctx, filepath.Join(dir, "reviewer"), s.Forge.URL, s.ReviewerToken); err != nil {
 		return nil, err
 	}
+	if separate {
+		if s.AgentUser, err = separateReviewer(s.Reviewer, log); err != nil {
+			return nil, err
+		}
+	}
 	s.Agent, err = StartAgentServer(ctx, filepath.Join(dir, "agent"), AgentOptions{
-		ModelURL: s.Model.URL, AgentName: agentName, Log: log, Shipped: true, Env: s.Reviewer.Env,
+		ModelURL: s.Model.URL, AgentName: agentName, Log: log, Shipped: true, Env: s.Reviewer.Env, RunAs: s.AgentUser,
 	})
 	if err != nil {
 		return nil, err
@@ -178,7 +193,7 @@ func (s *Servers) Join(ctx context.Context, opts Options) (*Sandbox, error) {
 	sb := &Sandbox{
 		Forge: s.Forge, Agent: s.Agent, Dir: opts.Dir,
 		Owner: "owner" + suffix, Repo: "demo", PoolUser: "pool-bot" + suffix,
-		ReviewerUser: s.ReviewerUser, ReviewerToken: s.ReviewerToken, Reviewer: s.Reviewer,
+		ReviewerUser: s.ReviewerUser, ReviewerToken: s.ReviewerToken, Reviewer: s.Reviewer, AgentUser: s.AgentUser,
 	}
 	sb.Model = s.Model.Route(sb.Owner, opts.Script)
 	if err := sb.seedAccounts(ctx); err != nil {

@@ -17,27 +17,38 @@ func (sb *Sandbox) startSeparateAgent(ctx context.Context, s *Servers, opts Opti
 	if log == nil {
 		log = io.Discard
 	}
-	u, err := SeparateUser()
-	if err != nil {
-		fmt.Fprintf(log, "sandbox: cannot run the agent server as a user of its own, running it as this process's user: %v\n", err)
-		return nil
-	}
 	rev, err := SetUpReviewer(ctx, filepath.Join(sb.Dir, "reviewer"), s.Forge.URL, s.ReviewerToken)
 	if err != nil {
 		return err
 	}
-	if err := giveTo(u, rev.TokenFile); err != nil {
-		return fmt.Errorf("sandbox: reviewer token file: %w", err)
-	}
-	if err := OpenWayTo(rev.Bin); err != nil {
+	u, err := separateReviewer(rev, log)
+	if err != nil || u == nil {
 		return err
 	}
 	agent, err := StartAgentServer(ctx, filepath.Join(sb.Dir, "agent"), AgentOptions{
-		ModelURL: s.Model.URL, AgentName: s.Agent.opts.AgentName, Log: log, Shipped: !opts.AllowEverything, Env: rev.Env, RunAs: &u,
+		ModelURL: s.Model.URL, AgentName: s.Agent.opts.AgentName, Log: log, Shipped: !opts.AllowEverything, Env: rev.Env, RunAs: u,
 	})
 	if err != nil {
 		return err
 	}
-	sb.Agent, sb.ownAgent, sb.Reviewer, sb.AgentUser = agent, agent, rev, &u
+	sb.Agent, sb.ownAgent, sb.Reviewer, sb.AgentUser = agent, agent, rev, u
 	return nil
+}
+
+// separateReviewer returns SeparateUser with rev's token file given to it
+// and the way to its tool open; nil, with a line on log saying why, when
+// this machine does not allow it.
+func separateReviewer(rev ReviewerSetup, log io.Writer) (*OSUser, error) {
+	u, err := SeparateUser()
+	if err != nil {
+		fmt.Fprintf(log, "sandbox: cannot run the agent server as a user of its own, running it as this process's user: %v\n", err)
+		return nil, nil
+	}
+	if err := giveTo(u, rev.TokenFile); err != nil {
+		return nil, fmt.Errorf("sandbox: reviewer token file: %w", err)
+	}
+	if err := OpenWayTo(rev.Bin); err != nil {
+		return nil, err
+	}
+	return &u, nil
 }

@@ -101,6 +101,9 @@ var (
 // SharedServers returns the forge, model and agent server that every test
 // of this test binary shares, starting them on first use. Under -short it
 // skips the test. The test binary's TestMain stops them with StopShared.
+// The agent server runs as SeparateUser when the tests run as root
+// (Servers.AgentUser): a pool on these servers must share its work trees
+// with that user's group and open the way to its state directory.
 //
 // A test on shared servers isolates itself by the sandbox it joins
 // (Servers.Join): accounts, repositories and a model route of its own. A
@@ -111,7 +114,7 @@ func SharedServers(t testing.TB) *Servers {
 		t.Skip("end-to-end test: needs the real forge and agent server (run without -short)")
 	}
 	return sharedServers.get(t, "pool-servers-", func(ctx context.Context, dir string, log io.Writer) (*Servers, func() error, error) {
-		s, err := StartServers(ctx, dir, "", log)
+		s, err := startServers(ctx, dir, "", log, true)
 		if err != nil {
 			return nil, nil, err
 		}
