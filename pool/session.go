@@ -115,7 +115,7 @@ func (p *Pool) deleteLosers(ctx context.Context, v claims.View) error {
 // dispatch starts a session in a new work tree at the PR's head and
 // registers it with the watcher. A session it made but could not prompt is
 // deleted, now or, if the agent server does not answer, later.
-func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind, tree <-chan treeResult) (*sessions.Session, error) {
+func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind, tree <-chan treeResult) (followed, error) {
 	in := texts.PromptInput{PR: pr.Number, Repo: p.cfg.Repo(), Head: pr.HeadSHA, Spec: p.spec, Tag: report.NewTag(),
 		Reviewed: p.track(pr.Number).ReviewedSHA != "", Fix: kind == lifecycle.Fix, Base: p.base, Rule: p.policy.Rule,
 		PushRepo: pr.HeadRepo, PushBranch: pr.HeadRef,
@@ -124,7 +124,7 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind,
 		history, err := p.forge.StatusHistory(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
 		if err != nil {
 			p.unusedTree(ctx, tree)
-			return nil, err
+			return followed{}, err
 		}
 		in.Data.Checks = lifecycle.Failing(lifecycle.Checks(history))
 	}
@@ -135,14 +135,14 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind,
 	}
 	t := <-tree
 	if t.err != nil {
-		return nil, t.err
+		return followed{}, t.err
 	}
 	in.Dir = t.dir
-	s, err := p.sessions.Start(ctx, pr.Number, kind, texts.SessionTitle(p.cfg.Repo(), pr.Number), in.Dir, p.cfg.AgentName, texts.Prompt(in))
+	started, err := p.sessions.Start(ctx, pr.Number, kind, texts.SessionTitle(p.cfg.Repo(), pr.Number), in.Dir, p.cfg.AgentName, texts.Prompt(in))
 	if err != nil {
-		return nil, err
+		return followed{}, err
 	}
-	s.Items = items
+	s := followed{Session: started, items: items}
 	p.metrics.SessionStarted(string(kind))
 	p.book.Signal()
 	if in.Fix {
@@ -155,24 +155,31 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind,
 	return s, nil
 }
 
+// followed is a session the pool follows, with the open review items it
+// was given, if any.
+type followed struct {
+	*sessions.Session
+	items *report.Digest
+}
+
 // follow waits for a session to end, then collects it. At shutdown it leaves
 // the session running, in its work tree, for the next start to adopt, or
 // aborts it.
-func (p *Pool) follow(ctx, work context.Context, s *sessions.Session) {
+func (p *Pool) follow(ctx, work context.Context, s followed) {
 	select {
 	case <-s.Done():
 		p.collect(work, s)
 	case <-ctx.Done():
-		p.sessions.Leave(work, s, p.cfg.AbortOnExit)
+		p.sessions.Leave(work, s.Session, p.cfg.AbortOnExit)
 	}
 }
 
 // collect reads a finished session's result, deletes the session and its
 // work tree, and lets the forge decide what happens next. The result is a
 // hint.
-func (p *Pool) collect(ctx context.Context, s *sessions.Session) {
-	defer p.sessions.Drop(s)
-	res, text := p.result(ctx, s)
+func (p *Pool) collect(ctx context.Context, s followed) {
+	defer p.sessions.Drop(s.Session)
+	res, text := p.result(ctx, s.Session)
 	p.sessions.Release(ctx, s.ID, s.Dir)
 	p.count(s.PR, &p.stats.reviewed)
 	p.metrics.SessionFinished(s.Outcome())
@@ -198,7 +205,7 @@ func (p *Pool) collect(ctx context.Context, s *sessions.Session) {
 		return
 	}
 	if act.Kind == lifecycle.Review && pr.HeadSHA == p.track(s.PR).HeadSHA {
-		p.noReviewLeft(ctx, s, pr)
+		p.noReviewLeft(ctx, s.Session, pr)
 	}
 }
 
@@ -284,7 +291,7 @@ func (p *Pool) adopt(ctx, work context.Context) error {
 		guard.Go(ctx, p.log, "adopted session", func() {
 			defer p.workers.Done()
 			defer p.releaseSlot(n)
-			p.follow(ctx, work, ss)
+			p.follow(ctx, work, followed{Session: ss})
 		})
 	}
 	return nil
@@ -309,8 +316,8 @@ func (p *Pool) openItems(ctx context.Context, n int, wanted bool) *report.Digest
 
 // logItems ticks again after a session that was given open items, and logs
 // which the forge no longer shows and which remain.
-func (p *Pool) logItems(ctx context.Context, s *sessions.Session) {
-	if s.Items == nil {
+func (p *Pool) logItems(ctx context.Context, s followed) {
+	if s.items == nil {
 		return
 	}
 	after, err := p.digests.Digest(ctx, s.PR)
@@ -318,7 +325,7 @@ func (p *Pool) logItems(ctx context.Context, s *sessions.Session) {
 		p.log.Warn("re-reading open items failed", "pr", s.PR, "err", err)
 		return
 	}
-	gone, remaining, _ := report.Diff(*s.Items, after)
+	gone, remaining, _ := report.Diff(*s.items, after)
 	p.log.Info("open items after the session", "pr", s.PR, "gone", tokens(gone), "remaining", tokens(remaining))
 }
 

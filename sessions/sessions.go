@@ -17,7 +17,6 @@ import (
 
 	"pool/agent"
 	"pool/lifecycle"
-	"pool/report"
 )
 
 // Agent is what the sessions need of the agent server.
@@ -55,17 +54,16 @@ type Config struct {
 	Log            *slog.Logger
 }
 
-// Session is one session the pool follows. ID, Dir, PR, Kind, Started and
-// Items are set when it is registered and not changed; the watcher
-// goroutine alone writes seenBusy, outcome and closes done; others read
-// outcome only after done is closed.
+// Session is one session the pool follows. ID, Dir, PR, Kind and Started
+// are set when it is registered and not changed; the watcher goroutine
+// alone writes seenBusy, outcome and closes done; others read outcome only
+// after done is closed.
 type Session struct {
 	ID      string
 	Dir     string // the work tree it works in; "" for the server's own directory
 	PR      int
 	Kind    lifecycle.Kind
 	Started time.Time
-	Items   *report.Digest // open review items given to the session, if any
 
 	seenBusy bool
 	outcome  string // idle, error, gone, timeout, stuck
