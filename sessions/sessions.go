@@ -84,6 +84,9 @@ type Set struct {
 	trees Trees
 	cfg   Config
 	log   *slog.Logger
+	// reconnected is when the agent server's event stream last came back
+	// after a break; the watcher goroutine alone reads and writes it.
+	reconnected time.Time
 
 	mu      sync.Mutex // guards the fields below
 	byPR    map[int]*Session

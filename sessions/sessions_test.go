@@ -138,7 +138,9 @@ func TestJudgeSaysHowASessionEnded(t *testing.T) {
 		msgs     []agent.Message
 		gone     bool
 		after    time.Duration
-		want     string
+		// reconnect: the event stream came back this long after the start
+		reconnect time.Duration
+		want      string
 	}{
 		{name: "just prompted", msgs: nil, want: ""},
 		{name: "busy", busy: true, want: ""},
@@ -149,6 +151,12 @@ func TestJudgeSaysHowASessionEnded(t *testing.T) {
 		{name: "deleted behind its back", gone: true, want: "gone"},
 		{name: "never busy past the timeout", after: 2 * time.Minute, want: "timeout"},
 		{name: "asking a permission", busy: true, asks: true, want: "stuck"},
+		{name: "prompt lost in an agent restart", reconnect: time.Second, after: 40 * time.Second, want: "gone"},
+		{name: "not taken up yet after a reconnect", reconnect: time.Second, after: 5 * time.Second, want: ""},
+		{name: "prompted after the reconnect", reconnect: -time.Second, after: 40 * time.Second, want: ""},
+		{name: "busy after a reconnect", busy: true, reconnect: time.Second, after: 40 * time.Second, want: ""},
+		{name: "reply begun before a reconnect", msgs: []agent.Message{{Role: "assistant"}}, reconnect: time.Second,
+			after: 40 * time.Second, want: ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a := newFakeAgent()
@@ -170,6 +178,10 @@ func TestJudgeSaysHowASessionEnded(t *testing.T) {
 				a.asks = []agent.Permission{{SessionID: ss.ID, Type: "bash", Patterns: []string{"rm -rf /"}}}
 			}
 			ss.seenBusy = tt.seenBusy
+			if tt.reconnect != 0 {
+				clock = now.Add(tt.reconnect)
+				s.noteEvent(agent.Event{Type: agent.EventReconnected})
+			}
 			clock = now.Add(tt.after)
 			if err := s.check(ctx); err != nil {
 				t.Fatal(err)
@@ -183,8 +195,9 @@ func TestJudgeSaysHowASessionEnded(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("outcome %q, want %q", got, tt.want)
 			}
-			if stopped := slices.Contains(a.aborted, ss.ID); stopped != (tt.want == "timeout" && tt.busy || tt.want == "stuck") {
-				t.Errorf("aborted %v, want it aborted only when it ran too long or is stuck", a.aborted)
+			lost := tt.want == "gone" && !tt.gone
+			if stopped := slices.Contains(a.aborted, ss.ID); stopped != (tt.want == "timeout" && tt.busy || tt.want == "stuck" || lost) {
+				t.Errorf("aborted %v, want it aborted only when it ran too long, is stuck or lost its prompt", a.aborted)
 			}
 		})
 	}
