@@ -4,10 +4,10 @@ import (
 	"context"
 	"time"
 
-	"pool/agent"
 	"pool/forgejo"
 	"pool/lifecycle"
 	"pool/report"
+	"pool/sessions"
 )
 
 // Forge is what the pool asks of the forge.
@@ -33,21 +33,14 @@ type Forge interface {
 	DiffHash(ctx context.Context, owner, repo string, n int) (string, error)
 }
 
-// Agent is what the pool asks of the agent server. dir is the directory a
-// session works in; the server answers statuses, permission asks and its
-// agents per directory.
+// Agent is what the pool asks of the agent server: what its sessions need
+// (sessions.Agent), and at start its agents and whether it asks for a
+// password. dir is the directory a session works in; the server answers
+// statuses, permission asks and its agents per directory.
 type Agent interface {
+	sessions.Agent
 	Agents(ctx context.Context, dir string) ([]string, error)
 	OpenToAnyone(ctx context.Context) (bool, error)
-	CreateSession(ctx context.Context, title, dir string) (agent.Session, error)
-	PromptAsync(ctx context.Context, sessionID, agentName, text string) error
-	Statuses(ctx context.Context, dir string) (map[string]agent.Status, error)
-	Messages(ctx context.Context, sessionID string) ([]agent.Message, error)
-	Sessions(ctx context.Context) ([]agent.Session, error)
-	Delete(ctx context.Context, sessionID string) error
-	Abort(ctx context.Context, sessionID string) error
-	Permissions(ctx context.Context, dir string) ([]agent.Permission, error)
-	Dispose(ctx context.Context, dir string) error
 }
 
 // Digester reads a PR's actionable items, as `pool tick` does.

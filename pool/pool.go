@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"pool/internal/retry"
 	"pool/texts"
 	"strings"
 	"sync"
@@ -286,7 +287,7 @@ func (p *Pool) loop(ctx context.Context, work context.Context) error {
 			p.slots.Want(p.cfg.Repo(), 0) // no turn held for a failing repository
 			failures++
 			p.logFailure(failures, err)
-			if !sleep(ctx, retryWait(failures, p.cfg.PollInterval, 10*time.Minute, err)) {
+			if !retry.Wait(ctx, retryWait(failures, p.cfg.PollInterval, 10*time.Minute, err)) {
 				return nil
 			}
 			continue
@@ -359,17 +360,6 @@ func (p *Pool) settled() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.busy) == 0 && p.queue.untried() == 0
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // retryWait is the wait after n consecutive failures, the last one err:

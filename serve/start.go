@@ -34,7 +34,7 @@ func retryStart(ctx context.Context, log *slog.Logger, what string, firstWait ti
 			return err
 		}
 		log.Warn("start-up step failed; trying again", "step", what, "attempt", attempt, "err", err)
-		if !sleep(ctx, waits.Delay(attempt, 0)) {
+		if !retry.Wait(ctx, waits.Delay(attempt, 0)) {
 			return err
 		}
 	}
@@ -43,17 +43,6 @@ func retryStart(ctx context.Context, log *slog.Logger, what string, firstWait ti
 // forgeRetryable: a forge error marked retryable (a 5xx, a 429, a broken
 // connection, an answer that did not parse), by the one rule (retry.Later).
 func forgeRetryable(err error) bool { return retry.Later(err) }
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
 
 // cloneRetryable: any failed clone but a cancelled one. The token was
 // checked just before, so a failure is the forge's or the network's.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"pool/agent"
+	"pool/internal/retry"
 	"pool/lifecycle"
 )
 
@@ -204,7 +205,7 @@ func (s *Set) WasPrompted(ctx context.Context, id string) bool {
 // when it cannot tell, it says no and the session is deleted.
 func (s *Set) promptLanded(ctx context.Context, id string) bool {
 	for attempt := range 3 {
-		if attempt > 0 && !sleep(ctx, time.Second) {
+		if attempt > 0 && !retry.Wait(ctx, time.Second) {
 			return false
 		}
 		msgs, err := s.agent.Messages(ctx, id)
@@ -225,16 +226,4 @@ func hasPrompt(msgs []agent.Message) bool {
 		}
 	}
 	return false
-}
-
-// sleep waits d or until ctx ends; false if ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

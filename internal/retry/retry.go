@@ -1,9 +1,13 @@
 // Package retry holds the one rule for whether a failed call is worth
-// trying again later; the forge client, the agent client, the pool's start
-// and `pool report --wait` all ask it.
+// trying again later (the forge client, the agent client, the pool's start
+// and `pool report --wait` all ask it), and the wait before that try.
 package retry
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"time"
+)
 
 // Later reports whether err is worth retrying later. An error decides for
 // itself, anywhere in its chain, by a method RetryLater() bool:
@@ -15,4 +19,16 @@ import "errors"
 func Later(err error) bool {
 	var m interface{ RetryLater() bool }
 	return errors.As(err, &m) && m.RetryLater()
+}
+
+// Wait waits d before the next try, or until ctx ends; false if ctx ended.
+func Wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
