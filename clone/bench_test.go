@@ -13,7 +13,7 @@ import (
 )
 
 // BenchmarkAddWorkTree measures what a session waits for before it starts:
-// AddTree on a repository of 5,000 files (50 directories of 100 files of
+// TakeTree (no free tree: a new one) on a repository of 5,000 files (50 directories of 100 files of
 // 1 KiB), the PR head one commit ahead of the default branch. The clone's
 // remote is a local repository, so the fetch costs no network. It reports
 // the median of its runs:
@@ -22,7 +22,7 @@ import (
 func BenchmarkAddWorkTree(b *testing.B) { benchAddTree(b, "") }
 
 // BenchmarkAddSharedWorkTree is BenchmarkAddWorkTree with a tree group
-// (this process's own, so it needs no root): AddTree then also hands every
+// (this process's own, so it needs no root): TakeTree then also hands every
 // file of the tree to the group (ShareTree).
 //
 //	go test -run '^$' -bench AddSharedWorkTree -benchtime 5x ./clone
@@ -41,7 +41,7 @@ func benchAddTree(b *testing.B, group string) {
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
-		dir, err := c.AddTree(ctx, 1, head)
+		dir, err := c.TakeTree(ctx, 1, head)
 		took = append(took, time.Since(start))
 		if err != nil {
 			b.Fatal(err)

@@ -216,24 +216,6 @@ func (c *Clone) fetch(ctx context.Context, specs ...gitconfig.RefSpec) error {
 
 var shaRE = regexp.MustCompile(`^[0-9a-f]{7,64}$`)
 
-// AddTree fetches the default branch and PR pr's head, and adds a work tree
-// detached at head in a new directory under the clone, which it returns.
-// It fails if head is not the commit the forge has for the PR (it moved).
-func (c *Clone) AddTree(ctx context.Context, pr int, head string) (string, error) {
-	if !shaRE.MatchString(head) {
-		return "", fmt.Errorf("clone: add work tree for #%d: %q is not a commit id", pr, head)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.check(); err != nil {
-		return "", err
-	}
-	if err := c.fetch(ctx, c.baseSpec(), prSpec(pr)); err != nil {
-		return "", err
-	}
-	return c.addTree(ctx, pr, head)
-}
-
 // addTree adds a work tree detached at head in a new directory. Callers
 // hold mu.
 func (c *Clone) addTree(ctx context.Context, pr int, head string) (string, error) {
@@ -287,7 +269,7 @@ func (c *Clone) OnBase(ctx context.Context, pr int, head string) (commit string,
 	return head, true, nil
 }
 
-// RemoveTree removes a work tree AddTree made. A directory that is not one
+// RemoveTree removes a work tree TakeTree made. A directory that is not one
 // of the clone's work trees is left alone.
 func (c *Clone) RemoveTree(ctx context.Context, dir string) error {
 	if !c.Owns(dir) {

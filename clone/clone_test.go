@@ -82,7 +82,7 @@ func TestWorkTreesAddRemovePruneAndReuse(t *testing.T) {
 	if c.Reused {
 		t.Error("a fresh directory was reported as reused")
 	}
-	dir, err := c.AddTree(ctx, 1, head)
+	dir, err := c.TakeTree(ctx, 1, head)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,17 +99,17 @@ func TestWorkTreesAddRemovePruneAndReuse(t *testing.T) {
 		t.Errorf("identity in the work tree = %q", got)
 	}
 
-	if _, err := c.AddTree(ctx, 1, strings.Repeat("a", 40)); err == nil {
+	if _, err := c.TakeTree(ctx, 1, strings.Repeat("a", 40)); err == nil {
 		t.Error("a work tree at a commit the forge does not have was added")
 	}
-	if _, err := c.AddTree(ctx, 1, "--orphan"); err == nil {
+	if _, err := c.TakeTree(ctx, 1, "--orphan"); err == nil {
 		t.Error("a head that is not a commit id was passed to git")
 	}
 	if got := trees(t, c); len(got) != 1 || got[0] != dir {
 		t.Errorf("trees after failed adds = %v, want only %s", got, dir)
 	}
 
-	second, err := c.AddTree(ctx, 1, head)
+	second, err := c.TakeTree(ctx, 1, head)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestWorkTreesAddRemovePruneAndReuse(t *testing.T) {
 	}
 
 	// A killed pool leaves the clone and its trees; the relaunch reuses it.
-	third, err := c.AddTree(ctx, 1, head)
+	third, err := c.TakeTree(ctx, 1, head)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestWorkTreeOfAPrivateRepositoryKeepsTheTokenOut(t *testing.T) {
 		t.Fatalf("clone: %v", err)
 	}
 	defer c.Remove()
-	dir, err := c.AddTree(ctx, n, head)
+	dir, err := c.TakeTree(ctx, n, head)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func TestFetchFromAStalledEndpointGivesUp(t *testing.T) {
 	}
 	defer c.Remove()
 	c.url = stalledGit(t) // the remote stalls from now on
-	_, err = c.AddTree(context.Background(), 1, head)
+	_, err = c.TakeTree(context.Background(), 1, head)
 	if err == nil || !strings.HasPrefix(err.Error(), "clone: fetch") || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("work tree from a stalled endpoint: %v, want a fetch deadline", err)
 	}

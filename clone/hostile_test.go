@@ -37,7 +37,7 @@ func TestPlantedHookDoesNotRun(t *testing.T) {
 	os.MkdirAll(filepath.Join(c.Dir, "repo.git", "hooks"), 0o700)
 	plant(t, c, "post-checkout", filepath.Join(marks, "post-checkout"))
 	plant(t, c, "reference-transaction", filepath.Join(marks, "reference-transaction"))
-	dir, err := c.AddTree(ctx, 1, head)
+	dir, err := c.TakeTree(ctx, 1, head)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestPlantedHookDoesNotRun(t *testing.T) {
 	if err := c.RemoveTree(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.AddTree(ctx, 1, head); err != nil {
+	if _, err := c.TakeTree(ctx, 1, head); err != nil {
 		t.Fatal(err)
 	}
 	if ran("config-hook") {
@@ -97,7 +97,7 @@ func TestGitGetsNoInheritedEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Remove()
-	if _, err := c.AddTree(ctx, 1, head); err != nil {
+	if _, err := c.TakeTree(ctx, 1, head); err != nil {
 		t.Fatal(err)
 	}
 	out, err := os.ReadFile(seen)

@@ -112,8 +112,9 @@ func (c *Clone) shareObjects() error {
 // symbolic link and acts on each file through a descriptor it opened
 // without following one, so a process of the agent's user changing the
 // tree meanwhile cannot point it at anything outside. With no group it
-// does nothing: the tree stays the pool's alone. AddTree calls it; so must
-// anything that resets a work tree for another session.
+// does nothing: the tree stays the pool's alone. TakeTree calls it for a
+// new tree and a reset one; so must anything that resets a work tree for
+// another session.
 func (c *Clone) ShareTree(dir string) error {
 	if c.group < 0 {
 		return nil
