@@ -155,8 +155,9 @@ func TestJudgeSaysHowASessionEnded(t *testing.T) {
 		{name: "not taken up yet after a reconnect", reconnect: time.Second, after: 5 * time.Second, want: ""},
 		{name: "prompted after the reconnect", reconnect: -time.Second, after: 40 * time.Second, want: ""},
 		{name: "busy after a reconnect", busy: true, reconnect: time.Second, after: 40 * time.Second, want: ""},
-		{name: "reply begun before a reconnect", msgs: []agent.Message{{Role: "assistant"}}, reconnect: time.Second,
-			after: 40 * time.Second, want: ""},
+		{name: "reply begun before a restart", msgs: []agent.Message{{Role: "assistant"}}, reconnect: time.Second,
+			after: 40 * time.Second, want: "gone"},
+		{name: "reply begun, no reconnect", msgs: []agent.Message{{Role: "assistant"}}, after: 40 * time.Second, want: ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a := newFakeAgent()

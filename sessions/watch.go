@@ -189,8 +189,8 @@ func (s *Set) judge(ctx context.Context, ss *Session, statuses map[string]agent.
 		return "error"
 	case done || ss.seenBusy:
 		return "idle"
-	case s.promptLost(ss, msgs):
-		s.log.Warn("the agent server's event stream broke after the session was prompted and the server has not taken the prompt up since; ending the session",
+	case s.promptLost(ss):
+		s.log.Warn("the agent server's event stream broke after the session was prompted, and the server has not run it since; ending the session",
 			"pr", ss.PR, "session", ss.ID, "stream_back_since", s.cfg.Now().Sub(s.reconnected).Round(time.Second))
 		s.stop(ctx, ss)
 		return "gone"
@@ -201,23 +201,21 @@ func (s *Set) judge(ctx context.Context, ss *Session, statuses map[string]agent.
 }
 
 // lostPromptAfter is how long after the event stream came back a session
-// prompted before the break may still show no sign of work (never busy, no
-// reply begun) before it counts as lost: a restarted agent server keeps the
-// session and its prompt but never runs it. The first busy comes about a
-// second after a prompt on a working server.
+// prompted before the break, never seen busy, may still be neither running
+// nor finished before it counts as lost: a restarted agent server keeps the
+// session, its prompt and any reply it had begun, but never runs it again.
+// The first busy comes about a second after a prompt on a working server.
 const lostPromptAfter = 30 * time.Second
 
-// promptLost reports whether ss was prompted before the agent server's
-// event stream last broke and, lostPromptAfter after it came back, the
-// server has neither run it nor begun a reply.
-func (s *Set) promptLost(ss *Session, msgs []agent.Message) bool {
+// promptLost reports whether ss, never seen busy, was prompted before the
+// agent server's event stream last broke, and lostPromptAfter after it came
+// back the server is not running it (the caller has found it absent from
+// the statuses and its reply unfinished).
+func (s *Set) promptLost(ss *Session) bool {
 	if ss.seenBusy || s.reconnected.IsZero() || !s.reconnected.After(ss.Started) {
 		return false
 	}
-	if s.cfg.Now().Sub(s.reconnected) < lostPromptAfter {
-		return false
-	}
-	return !slices.ContainsFunc(msgs, func(m agent.Message) bool { return m.Role == "assistant" })
+	return s.cfg.Now().Sub(s.reconnected) >= lostPromptAfter
 }
 
 func (s *Set) stop(ctx context.Context, ss *Session) {

@@ -222,12 +222,10 @@ func TestThreeRepositoriesOneProcess(t *testing.T) {
 		}
 	}
 	assertOneSessionPerHead(t, sb, 10)
-	var order []string // the repository of each reviewer session, in start order
-	for _, p := range sb.Model.Prompts() {
-		if _, repo, _, ok := sandbox.PromptTarget(p); ok {
-			order = append(order, repo)
-		}
-	}
+	// The repository of each reviewer session, in the order the pool
+	// started them (the model hears from a session in a warm work tree
+	// sooner than from one in a new tree, so its order is not the start's).
+	order := startedRepos(pool.stderr.String())
 	for _, name := range smalls {
 		if at := slices.Index(order, sb.Owner+"/"+name); at < 0 || at >= 4 {
 			t.Errorf("%s's PR started as session %d, want among the first 4; order %v", name, at+1, order)
@@ -360,4 +358,22 @@ func (l *requestLog) roundsAfterLastMerge() []round {
 		}
 	}
 	return rounds
+}
+
+// startedRepos lists the repository of each reviewer session in the order
+// the pool's log says they started.
+func startedRepos(logs string) []string {
+	var out []string
+	for _, line := range strings.Split(logs, "\n") {
+		if !strings.Contains(line, `msg="session started"`) || !strings.Contains(line, " kind=review") {
+			continue
+		}
+		_, rest, ok := strings.Cut(line, " repo=")
+		if !ok {
+			continue
+		}
+		repo, _, _ := strings.Cut(rest, " ")
+		out = append(out, repo)
+	}
+	return out
 }
