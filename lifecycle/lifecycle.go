@@ -230,6 +230,19 @@ func (t Track) Mark(m Marks) Track {
 	return t
 }
 
+// Holds reports whether t records every mark of m already: the action
+// that implies them was carried out since it was decided (by another of
+// the pool's goroutines), and must not be carried out again.
+func (t Track) Holds(m Marks) bool {
+	if m == (Marks{}) {
+		return false
+	}
+	return (m.ConflictNoted == "" || t.ConflictSHA == m.ConflictNoted) &&
+		(m.BlockNoted == "" || t.NotedBlock == m.BlockNoted) &&
+		(m.Disarmed == "" || t.ArmedSHA != m.Disarmed) &&
+		(m.NoReviewNoted == "" || t.NotedNoReview == m.NoReviewNoted)
+}
+
 // Policy is the configuration that shapes decisions.
 type Policy struct {
 	DiagnosticEvery int

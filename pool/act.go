@@ -13,6 +13,12 @@ import (
 // note or a cancel that failed is asked for again by the next decision.
 // Review and Fix are left to the caller, which owns the slot.
 func (p *Pool) act(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a lifecycle.Action) error {
+	acting := p.actLock(pr.Number)
+	acting.Lock()
+	defer acting.Unlock()
+	if p.track(pr.Number).Holds(a.Marks) {
+		return nil // the loop or the merge queue carried it out since it was decided
+	}
 	if err := p.perform(ctx, pr, t, a); err != nil {
 		return err
 	}

@@ -121,6 +121,7 @@ type Pool struct {
 	mu     sync.Mutex              // guards tracks, locks, busy, stats, protection
 	tracks map[int]lifecycle.Track // written by writeTrack alone
 	locks  map[int]*sync.Mutex     // each PR's, held while its track changes
+	acting map[int]*sync.Mutex     // each PR's, held while one of its actions is carried out
 	busy   map[int]bool            // PRs held by a slot (claiming, reviewing or collecting)
 	stats  Stats
 }
@@ -131,7 +132,7 @@ type Pool struct {
 func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	p := &Pool{cfg: cfg, forge: d.Forge, agent: d.Agent, trees: d.Trees, history: d.History, digests: d.Digests, store: d.Store, log: d.Log, now: d.Now,
 		freed: make(chan struct{}, 1), wakeups: make(chan struct{}, 1), busy: map[int]bool{},
-		tracks: map[int]lifecycle.Track{}, locks: map[int]*sync.Mutex{}, queue: newMergeQueue(cfg.PollInterval)}
+		tracks: map[int]lifecycle.Track{}, locks: map[int]*sync.Mutex{}, acting: map[int]*sync.Mutex{}, queue: newMergeQueue(cfg.PollInterval)}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}

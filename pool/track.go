@@ -39,6 +39,19 @@ func (p *Pool) writeTrack(n int, change func(t lifecycle.Track, had bool) (next 
 	return t
 }
 
+// actLock is PR n's lock, held while an action of its is carried out and
+// its marks recorded, so that two goroutines never carry out one action.
+func (p *Pool) actLock(n int) *sync.Mutex {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.acting[n]
+	if l == nil {
+		l = &sync.Mutex{}
+		p.acting[n] = l
+	}
+	return l
+}
+
 // prLock is PR n's lock, held while its track changes.
 func (p *Pool) prLock(n int) *sync.Mutex {
 	p.mu.Lock()
