@@ -129,3 +129,40 @@ func TestFailedNoReviewNoteIsPostedNextTime(t *testing.T) {
 		t.Errorf("%d notes that sessions leave no review, want the failed one posted once\n%v", notes, f.Effects())
 	}
 }
+
+// TestOneActionIsCarriedOutOnce: the merge queue and the loop decide the
+// same note before either recorded it (marks are recorded after the
+// action) and both hand it to act at once. The note is posted once.
+func TestOneActionIsCarriedOutOnce(t *testing.T) {
+	f := newFakeForge(1)
+	f.commentDelay = 300 * time.Millisecond // the first post is still on its way when the second act comes
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := New(ctx, testConfig(1), Deps{Forge: f, Agent: newFakeAgent(approver(f, time.Millisecond))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := *f.prs[1]
+	next, act, ok := p.updateAnswered(pr, forgejo.UpdateResult{Outcome: forgejo.ClassifyUpdate(403), Status: 403}, "merge", "")
+	if !ok || act.Kind != lifecycle.NoteBlocked {
+		t.Fatalf("a refused update decided %+v, want a note", act)
+	}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- p.act(ctx, pr, next, act) }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	notes := 0
+	for _, e := range f.Effects() {
+		if strings.HasPrefix(e, "#1: comment Merging is on hold") {
+			notes++
+		}
+	}
+	if notes != 1 {
+		t.Errorf("%d hold notes from one decision carried out twice at once, want 1\n%v", notes, f.Effects())
+	}
+}
