@@ -62,7 +62,7 @@ func snapshotOf(o lifecycle.Observation) report.Snapshot {
 		pr.HeadRepo, pr.MaintainerCanEdit = "someone/r", o.MayUpdate
 	}
 	s := report.Snapshot{Target: report.Target{Owner: "o", Repo: "r", Number: 1},
-		PR: forgejo.PRDetail{PR: pr}, Protection: o.Protection}
+		PR: forgejo.PRDetail{PR: pr}, Protection: o.Protection, Dependencies: o.OpenDependencies}
 	for _, r := range o.Reviews {
 		s.Reviews = append(s.Reviews, forgejo.ReviewDetail{Review: r})
 	}

@@ -85,6 +85,11 @@ var DecisionTable = []DecisionCase{
 		o.Reviews = append(o.Reviews, forge.Review{ID: 2, State: forge.ReviewRequested, Team: "core"})
 		return o
 	}, WantKind: Merge, WantState: MergeQueued},
+	{Name: "approved and green with an open dependency waits with a note", Obs: func(o Observation) Observation {
+		o = approvedWith(status("ci", "success"))(o)
+		o.OpenDependencies = []string{"#7"}
+		return o
+	}, WantKind: NoteBlocked, WantState: DependenciesOpen},
 	{Name: "approved and pending waits", Obs: approvedWith(status("ci", "pending")), WantKind: Wait, WantState: CIPending},
 	{Name: "an auto-merge left armed is cancelled", Track: Track{HeadSHA: "h1", ArmedSHA: "h1"},
 		Obs: approvedWith(status("ci", "pending")), WantKind: Disarm},

@@ -170,7 +170,20 @@ func TestAgainstForge(t *testing.T) {
 	t.Run("review and replies", func(t *testing.T) { fx.t = t; testReviewAndReplies(fx) })
 	t.Run("statuses answer 500", func(t *testing.T) { fx.t = t; testStatuses500(fx) })
 	t.Run("to green", func(t *testing.T) { fx.t = t; testToGreen(fx) })
+	t.Run("an open dependency holds it", func(t *testing.T) { fx.t = t; testOpenDependency(fx) })
 	t.Run("base moves", func(t *testing.T) { fx.t = t; testBaseMoves(fx) })
+}
+
+// testOpenDependency: the PR, green and approved, depends on an issue
+// still open; the forge would refuse its merge, and so the report does not
+// say it may merge until the issue is closed.
+func testOpenDependency(fx *forgeFixture) {
+	issue, err := fx.f.CreateIssue(fx.ctx, fx.alice, fx.owner, fx.repo, "do this first")
+	must(fx.t, err)
+	must(fx.t, fx.f.AddDependency(fx.ctx, fx.alice, fx.owner, fx.repo, fx.n, issue))
+	wantLines(fx.t, fx.report(fx.f.URL), "recommendation: "+RecommendHeld)
+	must(fx.t, fx.f.CloseIssue(fx.ctx, fx.alice, fx.owner, fx.repo, issue))
+	wantLines(fx.t, fx.report(fx.f.URL), "recommendation: "+RecommendGreen)
 }
 
 func testNoStatuses(fx *forgeFixture) {

@@ -17,15 +17,16 @@ func (s Snapshot) observation(skipLabel string) lifecycle.Observation {
 	o.Reviews = reviewsOf(s.Reviews)
 	o.Checks = Checks(s.Statuses)
 	o.Protection = s.Protection
+	o.OpenDependencies = s.Dependencies
 	return o
 }
 
 // MayMerge answers "may it merge now?" by the supervisor's rule
 // (lifecycle.MayMerge) under policy p, with skipLabel the label that leaves
 // a PR to humans: yes, or why not. A read the answer needs that failed
-// (reviews, statuses, protection) makes it an error.
+// (reviews, statuses, protection, dependencies) makes it an error.
 func (s Snapshot) MayMerge(p lifecycle.Policy, skipLabel string) (bool, string, error) {
-	for _, err := range []error{s.ReviewsErr, s.StatusesErr, s.ProtectionErr} {
+	for _, err := range []error{s.ReviewsErr, s.StatusesErr, s.ProtectionErr, s.DependenciesErr} {
 		if err != nil {
 			return false, "", fmt.Errorf("may it merge: %w", err)
 		}

@@ -30,6 +30,7 @@ type Forge interface {
 	DefaultBranch(ctx context.Context, owner, repo string) (string, error)
 	AutoMergeArmed(ctx context.Context, owner, repo string, n int) (bool, error)
 	Protection(ctx context.Context, owner, repo, branch string) (forgejo.Protection, error)
+	OpenDependencies(ctx context.Context, owner, repo string, n int) ([]string, error)
 }
 
 // Target names one pull request.
@@ -81,6 +82,11 @@ type Snapshot struct {
 	Protection    forgejo.Protection
 	ProtectionErr error
 
+	// Dependencies are the open issues the PR depends on: the forge refuses
+	// its merge while there are any.
+	Dependencies    []string
+	DependenciesErr error
+
 	// Read only when auto-merge is in use.
 	DefaultBranch  string
 	AutoMergeArmed bool
@@ -112,6 +118,7 @@ func observe(ctx context.Context, f Forge, t Target, autoMerge bool, ownContext 
 	s.Inline, s.InlineErr = inlineComments(ctx, f, t, s.Reviews, s.ReviewsErr)
 	s.Comments, s.CommentsErr = f.Comments(ctx, t.Owner, t.Repo, t.Number)
 	s.Protection, s.ProtectionErr = f.Protection(ctx, t.Owner, t.Repo, pr.BaseRef)
+	s.Dependencies, s.DependenciesErr = f.OpenDependencies(ctx, t.Owner, t.Repo, t.Number)
 	if autoMerge {
 		s.readAutoMerge(ctx, f)
 	}
@@ -148,7 +155,7 @@ func (s *Snapshot) readAutoMerge(ctx context.Context, f Forge) {
 // Errors lists the reads that failed, for the operator, each cause once.
 func (s Snapshot) Errors() []error {
 	var out []error
-	for _, err := range []error{s.SelfErr, s.StatusesErr, s.ReviewsErr, s.InlineErr, s.CommentsErr, s.ProtectionErr, s.AutoMergeErr} {
+	for _, err := range []error{s.SelfErr, s.StatusesErr, s.ReviewsErr, s.InlineErr, s.CommentsErr, s.ProtectionErr, s.DependenciesErr, s.AutoMergeErr} {
 		if err != nil && !wrapsAny(err, out) {
 			out = append(out, err)
 		}
