@@ -23,11 +23,11 @@ func TestReportAgreesWithTheSupervisor(t *testing.T) {
 	for _, c := range lifecycle.DecisionTable {
 		t.Run(c.Name, func(t *testing.T) {
 			p, track, o := c.Inputs()
-			if reflect.DeepEqual(track, lifecycle.Track{}) && o.Hint == "" {
+			if reflect.DeepEqual(track, lifecycle.Track{}) {
 				direct++
 			}
 			snap := snapshotOf(o)
-			track, o.Hint = lifecycle.Track{}, ""
+			track = lifecycle.Track{}
 			_, act := lifecycle.Decide(p, track, o)
 			supervisor := act.Kind == lifecycle.Merge
 			rep, why, err := snap.MayMerge(p, skipLabel)

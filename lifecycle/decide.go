@@ -10,7 +10,17 @@ import (
 )
 
 // Decide returns the PR's next Track and the one action to take now.
+//
+// A session that ended (Track.Ended) is judged here, by the first decision
+// after it: at the head it ran for, a reviewer's conflict hint is taken if
+// the forge confirms it, and a PR that still needs a review backs off
+// (SessionLeftNoReview) rather than getting the next session at once.
 func Decide(p Policy, t Track, o Observation) (Track, Action) {
+	end := t.Ended
+	t.Ended = SessionEnd{}
+	if end.Head != o.HeadSHA {
+		end = SessionEnd{} // a session for an earlier head says nothing of this one
+	}
 	if o.Merged {
 		// A merge that waited for checks is announced on the issue it closes.
 		announce := t.WaitedForChecks || t.State == MergeScheduled
@@ -42,7 +52,7 @@ func Decide(p Policy, t Track, o Observation) (Track, Action) {
 	switch v := p.Approval(t, o); v.State {
 	case forge.ReviewApproved:
 		t.ReviewedSHA = o.HeadSHA
-		return approved(p, t, o)
+		return approved(p, t, o, end.Hint)
 	case forge.ReviewRequestChanges:
 		t.ReviewedSHA, t.State, t.Blocked = o.HeadSHA, ChangesRequested, ""
 		return t, Action{Kind: Wait, Reason: "changes requested; waiting for a new head"}
@@ -50,7 +60,18 @@ func Decide(p Policy, t Track, o Observation) (Track, Action) {
 		t.ReviewedSHA, t.State, t.Blocked = o.HeadSHA, Commented, ""
 		return t, Action{Kind: Wait, Reason: "reviewed without a verdict; waiting for a new head"}
 	}
-	return unreviewed(p, t, o)
+	t, act := unreviewed(p, t, o)
+	if act.Kind == Review && end.Head != "" {
+		return SessionLeftNoReview(p, t, o.Now, p.Rule.HeadVerdict(o.Author, o.HeadSHA, o.Reviews).Uncounted)
+	}
+	return t, act
+}
+
+// SessionEnded records that the PR's session for head ended, its reviewer
+// reporting hint; the next decision judges it.
+func SessionEnded(t Track, head, hint string) Track {
+	t.Ended = SessionEnd{Head: head, Hint: hint}
+	return t
 }
 
 // ClaimMatters reports whether the decision on o may depend on who holds
@@ -106,7 +127,7 @@ func unreviewed(p Policy, t Track, o Observation) (Track, Action) {
 	return t, Action{Kind: Review, Reason: "not reviewed at its head"}
 }
 
-func approved(p Policy, t Track, o Observation) (Track, Action) {
+func approved(p Policy, t Track, o Observation, hint string) (Track, Action) {
 	if t.ConflictSHA == o.HeadSHA {
 		t.State = Conflict
 		return t, Action{Kind: Wait, Reason: "conflict; waiting for a rebase"}
@@ -114,7 +135,7 @@ func approved(p Policy, t Track, o Observation) (Track, Action) {
 	if t.ConflictAt == o.HeadSHA {
 		return conflict(t, o.HeadSHA, "a conflict was found at this head and its note is not posted yet")
 	}
-	if o.Hint == string(Conflict) && !o.Mergeable {
+	if hint == string(Conflict) && !o.Mergeable {
 		return conflict(t, o.HeadSHA, "reviewer reported a conflict and the forge cannot merge")
 	}
 	if t.LandedIn != "" {

@@ -118,16 +118,29 @@ var DecisionTable = []DecisionCase{
 		Obs: approvedWith(status("ci", "pending")), WantKind: Wait, WantState: CIPending, WantDiag: true},
 	{Name: "eleventh is not", Track: Track{HeadSHA: "h1", Attempts: 10},
 		Obs: approvedWith(status("ci", "pending")), WantKind: Wait, WantState: CIPending},
-	{Name: "reviewer conflict hint confirmed by forge", Obs: func(o Observation) Observation {
-		o = approvedWith(status("ci", "success"))(o)
-		o.Hint, o.Mergeable = "conflict", false
-		return o
-	}, WantKind: NoteConflict, WantState: Conflict},
-	{Name: "conflict hint the forge contradicts is ignored", Obs: func(o Observation) Observation {
-		o = approvedWith(status("ci", "success"))(o)
-		o.Hint = "conflict"
-		return o
-	}, WantKind: Merge},
+	{Name: "reviewer conflict hint confirmed by forge", Track: Track{Ended: SessionEnd{Head: "h1", Hint: "conflict"}},
+		Obs: func(o Observation) Observation {
+			o = approvedWith(status("ci", "success"))(o)
+			o.Mergeable = false
+			return o
+		}, WantKind: NoteConflict, WantState: Conflict},
+	{Name: "conflict hint the forge contradicts is ignored", Track: Track{Ended: SessionEnd{Head: "h1", Hint: "conflict"}},
+		Obs: approvedWith(status("ci", "success")), WantKind: Merge},
+	{Name: "a conflict hint for an earlier head is ignored", Track: Track{Ended: SessionEnd{Head: "h0", Hint: "conflict"}},
+		Obs: func(o Observation) Observation {
+			o = approvedWith(status("ci", "success"))(o)
+			o.Mergeable = false
+			return o
+		}, WantKind: Merge},
+	{Name: "a session that left no counted review backs off", Track: Track{HeadSHA: "h1", HeadSeen: now, Ended: SessionEnd{Head: "h1"}},
+		WantKind: Wait, WantState: Unreviewed},
+	{Name: "a session for an earlier head is no failure of this one", Track: Track{HeadSHA: "h0", HeadSeen: now, Ended: SessionEnd{Head: "h0"}},
+		WantKind: Review, WantState: Unreviewed},
+	{Name: "the third session with no counted review asks for the note",
+		Track: Track{HeadSHA: "h1", HeadSeen: now, Failures: NoReviewNoteAfter - 1, Ended: SessionEnd{Head: "h1"}},
+		Obs:   withReviews(unofficial(review(forge.ReviewApproved))), WantKind: NoteNoReview, WantState: Unreviewed},
+	{Name: "a session that left an approval leads to the merge", Track: Track{HeadSHA: "h1", HeadSeen: now, Ended: SessionEnd{Head: "h1"}},
+		Obs: approvedWith(status("ci", "success")), WantKind: Merge, WantState: MergeQueued},
 	{Name: "conflict noted waits for new head", Track: Track{HeadSHA: "h1", ConflictSHA: "h1"},
 		Obs: approvedWith(status("ci", "success")), WantKind: Wait, WantState: Conflict},
 	{Name: "new head after conflict is reviewed", Track: Track{HeadSHA: "h0", ConflictSHA: "h0", ReviewedSHA: "h0", State: Conflict},

@@ -114,6 +114,17 @@ type Track struct {
 	// Update is the update of the head branch the pool made itself, kept
 	// for the head it made and the one after it (whose approval it judges).
 	Update HeadUpdate `json:"update,omitzero"`
+	// Ended is the PR's last session, which ended and left its outcome to
+	// the next decision (SessionEnded); that decision reads it and clears it.
+	Ended SessionEnd `json:"ended,omitzero"`
+}
+
+// SessionEnd is a session that ended at Head. Hint is the merge_status its
+// reviewer reported ("conflict", "merged", ...): a hint that only the forge
+// can confirm.
+type SessionEnd struct {
+	Head string `json:"head"`
+	Hint string `json:"hint,omitempty"`
 }
 
 // HeadUpdate is an update of a PR's head branch made by the pool: the base
@@ -168,9 +179,7 @@ type Observation struct {
 	// refuses to merge it (HTTP 500, no message) while any is open.
 	OpenDependencies []string
 	Claim            claims.Verdict
-	// Hint is the merge_status a reviewer session just reported, if any.
-	Hint string
-	Now  time.Time
+	Now              time.Time
 }
 
 // Kind is what the pool should do.

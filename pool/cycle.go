@@ -126,7 +126,7 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 // stepOne decides one PR and tallies the decision. Only a rejected token
 // is an error: any other failure is retried next cycle.
 func (p *Pool) stepOne(ctx, work context.Context, pr forgejo.PR, res *cycleResult, todo *[]candidate) error {
-	d, err := p.step(work, pr, "") // its comments and merges get the shutdown timeout
+	d, err := p.step(work, pr) // its comments and merges get the shutdown timeout
 	if err != nil {
 		if errors.Is(err, forgejo.ErrUnauthorized) {
 			return err
@@ -194,7 +194,7 @@ func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) int {
 			break
 		}
 		// The session's end is observed by the loop: once the slot is
-		// free, the PR is decided again, whatever its follower managed.
+		// free, the PR is decided again: its follower only records the end.
 		p.index.forget(c.pr.Number)
 		p.workers.Add(1)
 		guard.Go(ctx, p.log, "slot", func() {
@@ -208,10 +208,9 @@ func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) int {
 }
 
 // step observes one PR, decides, and performs the decision unless it needs a
-// session, which the caller arranges: a merge goes to the merge queue. hint
-// is a just-finished session's merge_status.
-func (p *Pool) step(ctx context.Context, pr forgejo.PR, hint string) (decision, error) {
-	return p.decideAndAct(ctx, pr, hint)
+// session, which the caller arranges: a merge goes to the merge queue.
+func (p *Pool) step(ctx context.Context, pr forgejo.PR) (decision, error) {
+	return p.decideAndAct(ctx, pr)
 }
 
 // decision is an action and the instant it was decided for: the
@@ -222,14 +221,13 @@ type decision struct {
 	at time.Time
 }
 
-func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR, hint string) (decision, error) {
+func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR) (decision, error) {
 	early := p.earlyComments(ctx, pr)
 	defer func() { <-early }() // read or not, it has ended
 	obs, err := p.observe(ctx, pr)
 	if err != nil {
 		return decision{}, err
 	}
-	obs.Hint = hint
 	approved := p.policy.Approval(p.track(pr.Number), obs).State == forgejo.ReviewApproved
 	if approved && !p.hasTrack(pr.Number) {
 		if err := p.recoverAttempts(ctx, pr); err != nil {
@@ -366,7 +364,7 @@ func (p *Pool) forgetGone(ctx context.Context, open map[int]bool) error {
 			p.forget(n) // retargeted away from the default branch
 			continue
 		}
-		if _, err := p.step(ctx, pr, ""); err != nil {
+		if _, err := p.step(ctx, pr); err != nil {
 			p.log.Warn("settling a closed PR failed", "pr", n, "err", err)
 		}
 	}

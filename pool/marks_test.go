@@ -96,6 +96,45 @@ func TestASessionsEndIsDecidedByTheLoop(t *testing.T) {
 	}
 }
 
+// TestASessionsEndIsObservedOnce: a session ends with no review. Its
+// follower decides nothing: it hands the PR back to the loop, which
+// observes it once (one read of its reviews), backs it off and starts no
+// second session. A follower that decided too read the reviews three times.
+func TestASessionsEndIsObservedOnce(t *testing.T) {
+	f := newFakeForge(1)
+	ended := make(chan int, 1)
+	a := newFakeAgent(func(int) (time.Duration, func(), string) {
+		return time.Millisecond, func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			ended <- f.calls["reviews"]
+		}, "no verdict"
+	})
+	cfg := testConfig(1)
+	cfg.PollInterval, cfg.IdleExit = time.Hour, 0 // the back-off after the session is the poll interval
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := New(ctx, cfg, Deps{Forge: f, Agent: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := -1
+	go func() {
+		before = <-ended
+		time.Sleep(time.Second)
+		cancel()
+	}()
+	if _, err := p.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	after := f.calls["reviews"] - before
+	f.mu.Unlock()
+	if _, prompts, _ := a.count(); before < 0 || after != 1 || prompts != 1 {
+		t.Errorf("%d reads of the reviews after the session, %d sessions; want 1 read (the loop's) and 1 session", after, prompts)
+	}
+}
+
 // TestFailedNoReviewNoteIsPostedNextTime: sessions keep leaving no counted
 // review; the note saying so fails once when it is due, and the next
 // session that leaves none posts it, once.

@@ -341,7 +341,7 @@ func (p *Pool) workQueue(ctx context.Context) time.Duration {
 // loop decides it again. moved is when the queue's last merge was answered,
 // if this is the first PR read mergeable after it.
 func (p *Pool) mergeQueued(ctx context.Context, pr forgejo.PR, moved time.Time) {
-	act, err := p.decideAndAct(ctx, pr, "")
+	act, err := p.decideAndAct(ctx, pr)
 	if err != nil {
 		p.log.Warn("merge queue: deciding failed; waiting", "pr", pr.Number, "err", err)
 		p.queue.notReady(pr.Number, p.now())
@@ -434,7 +434,7 @@ func (p *Pool) settleMerged(ctx context.Context, n int) {
 		p.log.Warn("re-reading a merged PR failed; the next cycle will", "pr", n, "err", err)
 		return
 	}
-	if _, err := p.decideAndAct(ctx, fresh, ""); err != nil {
+	if _, err := p.decideAndAct(ctx, fresh); err != nil {
 		p.log.Warn("settling a merged PR failed; the next cycle will", "pr", n, "err", err)
 	}
 }

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"pool/texts"
 
 	"pool/agent"
@@ -48,7 +49,7 @@ func (p *Pool) runSlot(ctx, work context.Context, c candidate) {
 	s, err := p.dispatch(work, pr, c.kind, tree)
 	if err != nil {
 		log.Warn("starting a session failed; backing off", "err", err)
-		p.sessionLeftNoReview(pr.Number, nil)
+		p.sessionNotStarted(pr.Number)
 		return
 	}
 	p.follow(ctx, work, s)
@@ -175,8 +176,9 @@ func (p *Pool) follow(ctx, work context.Context, s followed) {
 }
 
 // collect reads a finished session's result, deletes the session and its
-// work tree, and lets the forge decide what happens next. The result is a
-// hint.
+// work tree, and hands the PR back to the discovery loop: it records the
+// session's end, and the loop's next decision on the PR judges it (its
+// slot, freed, wakes the loop). The result is a hint.
 func (p *Pool) collect(ctx context.Context, s followed) {
 	defer p.sessions.Drop(s.Session)
 	res, text := p.result(ctx, s.Session)
@@ -190,49 +192,19 @@ func (p *Pool) collect(ctx context.Context, s followed) {
 		log.Info("session finished", "outcome", s.Outcome(), "decision", res.Decision, "merge_status", res.MergeStatus)
 	}
 	p.logItems(ctx, s)
-	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, s.PR)
-	if err != nil {
-		log.Warn("re-reading the PR failed; next cycle will", "err", err)
-		return
+	if res.MergeStatus == "merged" {
+		p.checkMergedClaim(ctx, s.PR, log)
 	}
-	if res.MergeStatus == "merged" && !pr.Merged {
-		log.Warn("reviewer reported merged but the forge says not merged; the forge wins",
-			"reported", res.MergeStatus, "forge_merged", pr.Merged)
-	}
-	act, err := p.step(ctx, pr, res.MergeStatus)
-	if err != nil {
-		log.Warn("applying the lifecycle failed; next cycle will retry", "err", err)
-		return
-	}
-	if act.Kind == lifecycle.Review && pr.HeadSHA == p.track(s.PR).HeadSHA {
-		p.noReviewLeft(ctx, s.Session, pr)
-	}
+	p.sessionEnded(s.PR, res.MergeStatus)
 }
 
-// noReviewLeft handles a session after which the head still has no counted
-// review: the PR is retried after a back-off, whatever else is on the head.
-// An approval that does not count is never taken for the session's outcome:
-// an outsider can make one at any time. After a few such sessions the pool
-// says so once, naming the approvals that do not count (the pool's own
-// reviewer's, when its account lacks write access or a place on the
-// approvals whitelist).
-func (p *Pool) noReviewLeft(ctx context.Context, s *sessions.Session, pr forgejo.PR) {
-	log := p.log.With("pr", s.PR, "session", s.ID)
-	t, act := p.sessionLeftNoReview(s.PR, p.uncounted(ctx, pr))
-	log.Warn("session left no counted review on the head; backing off", "failures", t.Failures)
-	if err := p.act(ctx, pr, t, act); err != nil {
-		log.Warn("posting the note that sessions leave no review failed", "err", err)
+// checkMergedClaim logs a reviewer's report that it merged the PR which
+// the forge contradicts. The forge wins.
+func (p *Pool) checkMergedClaim(ctx context.Context, n int, log *slog.Logger) {
+	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, n)
+	if err == nil && !pr.Merged {
+		log.Warn("reviewer reported merged but the forge says not merged; the forge wins", "forge_merged", pr.Merged)
 	}
-}
-
-// uncounted lists the authors of approvals on the head that the review
-// rule does not count.
-func (p *Pool) uncounted(ctx context.Context, pr forgejo.PR) []string {
-	reviews, err := p.forge.Reviews(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
-	if err != nil {
-		return nil
-	}
-	return p.policy.Rule.HeadVerdict(pr.Author, pr.HeadSHA, reviews).Uncounted
 }
 
 // result reads the session's final assistant text and parses it.

@@ -156,16 +156,26 @@ func (p *Pool) updateAnswered(pr forgejo.PR, res forgejo.UpdateResult, style, di
 	return t, act, true
 }
 
-// sessionLeftNoReview records a session (or one that could not start)
-// that left no counted review; uncounted are the approvals on the head
-// that do not count.
-func (p *Pool) sessionLeftNoReview(n int, uncounted []string) (lifecycle.Track, lifecycle.Action) {
-	var act lifecycle.Action
-	t := p.writeTrack(n, apply(func(t lifecycle.Track) lifecycle.Track {
-		t, act = lifecycle.SessionLeftNoReview(p.policy, t, p.now(), uncounted)
+// sessionEnded records that the PR's session ended, its reviewer
+// reporting hint, at the head the pool last decided on: the session was
+// started for that head, and the loop decides nothing on a PR while its
+// session runs.
+func (p *Pool) sessionEnded(n int, hint string) {
+	p.writeTrack(n, func(t lifecycle.Track, had bool) (lifecycle.Track, bool) {
+		if !had {
+			return t, false // forgotten meanwhile (merged or closed): nothing to judge
+		}
+		return lifecycle.SessionEnded(t, t.HeadSHA, hint), true
+	})
+}
+
+// sessionNotStarted records a session that could not start: the PR backs
+// off as after one that left no review.
+func (p *Pool) sessionNotStarted(n int) {
+	p.writeTrack(n, apply(func(t lifecycle.Track) lifecycle.Track {
+		t, _ = lifecycle.SessionLeftNoReview(p.policy, t, p.now(), nil)
 		return t
 	}))
-	return t, act
 }
 
 // fixerStarted records a fixer session started for head.
