@@ -45,6 +45,7 @@ type seenPR struct {
 // listPRs returns the open PRs, listing them all now and then and otherwise
 // reading only what changed since the last cycle.
 func (p *Pool) listPRs(ctx context.Context) ([]forgejo.PR, error) {
+	p.takeFresher()
 	ix := &p.index
 	ix.cycles++
 	due := ix.owed || ix.cycles%p.turn.Every == p.turn.Phase%p.turn.Every
@@ -188,4 +189,34 @@ func (p *Pool) quietUntil(t lifecycle.Track, act lifecycle.Action, now time.Time
 		return t.RefusedUntil
 	}
 	return time.Time{}
+}
+
+// fresherRead hands the discovery loop a read of a PR newer than its copy:
+// the merge queue read another head than the one the loop decided on. A
+// push need not change the PR's update time at once (the forge stamps it
+// when it has processed the push), so without it the loop would decide the
+// old head again, and the queue leave it again, until the next full
+// listing.
+func (p *Pool) fresherRead(pr forgejo.PR) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fresher == nil {
+		p.fresher = map[int]forgejo.PR{}
+	}
+	p.fresher[pr.Number] = pr
+}
+
+// takeFresher puts the fresher reads of open PRs in the index, before the
+// listing applies what the forge says changed since. Whether a PR is open
+// is the listing's to say.
+func (p *Pool) takeFresher() {
+	p.mu.Lock()
+	fresh := p.fresher
+	p.fresher = nil
+	p.mu.Unlock()
+	for n, pr := range fresh {
+		if _, listed := p.index.open[n]; listed && pr.State == "open" && !pr.Merged {
+			p.index.open[n] = pr
+		}
+	}
 }

@@ -2,9 +2,14 @@ package pool
 
 import (
 	"context"
+	"log/slog"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"pool/forgejo"
 )
 
 // TestSameSecondChangesAreNotMissed: the forge stamps updates in whole
@@ -102,4 +107,66 @@ func TestFullListingTurns(t *testing.T) {
 	if len(rounds) != 29 {
 		t.Errorf("rounds 2..30 with a full listing: %d, want 29 (one pool in each, in turn)", len(rounds))
 	}
+}
+
+// TestAHeadTheQueueSawIsTheLoopsNext: the loop decides to merge head a;
+// before the merge queue reads the PR mergeable, the head moves to b
+// without a new update time (the forge stamps a push when it has processed
+// it). The queue leaves the PR; the loop's next decision is on b (a
+// review, then its merge), not on a again. A loop that kept its own copy
+// decided to merge a again, and the queue left it again, until its next
+// full listing: 21 decisions to merge in this test.
+func TestAHeadTheQueueSawIsTheLoopsNext(t *testing.T) {
+	f := newFakeForge(1)
+	f.review(1, "reviewer", forgejo.ReviewApproved)
+	f.mu.Lock()
+	f.checkedAt = time.Now().Add(time.Hour) // the forge is still checking: the queue waits
+	f.mu.Unlock()
+	var logs syncBuffer
+	cfg := testConfig(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := New(ctx, cfg, Deps{Forge: f, Agent: newFakeAgent(approver(f, time.Millisecond)),
+		Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		waitFor(ctx, func() bool { return p.queue.has(1) })
+		f.mu.Lock()
+		f.prs[1].HeadSHA = fakeSHA("sha-1-b") // no touch: the update time stays
+		f.checkedAt = time.Time{}
+		f.mu.Unlock()
+	}()
+	if _, err := p.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	merges := 0
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "msg=decision") && strings.Contains(line, " pr=1 action=merge ") {
+			merges++
+		}
+	}
+	if !f.prs[1].Merged || f.prs[1].HeadSHA != fakeSHA("sha-1-b") || merges > 3 {
+		t.Errorf("merged %v at %s, %d decisions to merge; want b merged after at most 3 (a once, b by the loop and the queue)\n%s",
+			f.prs[1].Merged, f.prs[1].HeadSHA, merges, logs.String())
+	}
+}
+
+// syncBuffer is a log sink that goroutines may write at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -109,7 +109,10 @@ type Pool struct {
 	// the forge's refusals named (lifecycle.Learn); under mu.
 	learned []string
 
-	index   index         // owned by the discovery loop goroutine
+	index index // owned by the discovery loop goroutine
+	// fresher are reads of PRs newer than the index's copies, made by the
+	// merge queue, for the loop's next listing (fresherRead); under mu.
+	fresher map[int]forgejo.PR
 	turn    ListTurn      // when the discovery loop lists every open PR
 	freed   chan struct{} // a slot was released; buffered 1
 	wakeups chan struct{} // a webhook said something changed; buffered 1

@@ -423,6 +423,7 @@ func (p *Pool) leaveQueue(ctx context.Context, pr forgejo.PR) {
 	if pr.Merged || pr.State != "open" {
 		p.settleMerged(ctx, pr.Number)
 	}
+	p.fresherRead(pr)
 	p.wakeLoop()
 }
 
