@@ -352,8 +352,7 @@ func (p *Pool) mergeQueued(ctx context.Context, pr forgejo.PR, moved time.Time) 
 		return
 	}
 	if act.Kind != lifecycle.Merge {
-		p.queue.remove(pr.Number)
-		p.wakeLoop() // the discovery loop takes the PR back
+		p.handBack(pr) // the discovery loop takes the PR back
 		return
 	}
 	res, err := p.merge(ctx, pr)
@@ -423,6 +422,13 @@ func (p *Pool) leaveQueue(ctx context.Context, pr forgejo.PR) {
 	if pr.Merged || pr.State != "open" {
 		p.settleMerged(ctx, pr.Number)
 	}
+	p.handBack(pr)
+}
+
+// handBack takes a PR out of the queue and hands it to the discovery loop
+// with the queue's read of it, newer than the loop's copy (fresherRead).
+func (p *Pool) handBack(pr forgejo.PR) {
+	p.queue.remove(pr.Number)
 	p.fresherRead(pr)
 	p.wakeLoop()
 }

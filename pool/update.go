@@ -33,9 +33,8 @@ func (p *Pool) updateQueued(ctx context.Context, pr forgejo.PR) {
 		return
 	}
 	p.log.Info("update answered", "pr", pr.Number, "outcome", res.Outcome, "status", res.Status, "style", style, "base", pr.BaseSHA)
-	p.queue.remove(pr.Number)
 	p.afterUpdate(ctx, pr, res, style, diff)
-	p.wakeLoop()
+	p.handBack(pr) // read before the update: the loop waits for the forge to show the new head
 }
 
 // afterUpdate folds the forge's answer to an update into the track.
