@@ -5,11 +5,11 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"pool/forgejo"
+	"pool/internal/syncbuf"
 )
 
 // TestSameSecondChangesAreNotMissed: the forge stamps updates in whole
@@ -122,7 +122,7 @@ func TestAHeadTheQueueSawIsTheLoopsNext(t *testing.T) {
 	f.mu.Lock()
 	f.checkedAt = time.Now().Add(time.Hour) // the forge is still checking: the queue waits
 	f.mu.Unlock()
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	cfg := testConfig(1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -151,22 +151,4 @@ func TestAHeadTheQueueSawIsTheLoopsNext(t *testing.T) {
 		t.Errorf("merged %v at %s, %d decisions to merge; want b merged after at most 3 (a once, b by the loop and the queue)\n%s",
 			f.prs[1].Merged, f.prs[1].HeadSHA, merges, logs.String())
 	}
-}
-
-// syncBuffer is a log sink that goroutines may write at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

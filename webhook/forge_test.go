@@ -12,6 +12,7 @@ import (
 
 	"pool/forgejo"
 	"pool/internal/sandbox"
+	"pool/internal/syncbuf"
 )
 
 // forgeGuard bounds each wait for the real forge; deliveries normally take
@@ -73,7 +74,7 @@ type forgeRun struct {
 	srv        *httptest.Server
 	wakes      chan int
 	seen       chan seen
-	log        *lockedBuffer
+	log        *syncbuf.Buffer
 }
 
 func startForgeRun(t *testing.T) *forgeRun {
@@ -81,7 +82,7 @@ func startForgeRun(t *testing.T) *forgeRun {
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	t.Cleanup(cancel)
 	r := &forgeRun{t: t, ctx: ctx, forge: f, wakes: make(chan int, 100),
-		seen: make(chan seen, 100), log: &lockedBuffer{}}
+		seen: make(chan seen, 100), log: &syncbuf.Buffer{}}
 	r.seedRepo()
 	logger := slog.New(slog.NewTextHandler(r.log, nil))
 	h := Handler([]byte(testSecret), "owner", "demo", logger, func(pr int) { r.wakes <- pr })

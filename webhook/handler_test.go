@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -17,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"pool/internal/syncbuf"
 )
 
 const (
@@ -74,32 +75,14 @@ func delivery(vendor, event, eventType, body, signature string) *http.Request {
 	return r
 }
 
-// lockedBuffer collects log output written from several goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type fixture struct {
 	h     http.Handler
 	wakes chan int
-	log   *lockedBuffer
+	log   *syncbuf.Buffer
 }
 
 func newFixture(wake Wake) *fixture {
-	f := &fixture{wakes: make(chan int, 100), log: &lockedBuffer{}}
+	f := &fixture{wakes: make(chan int, 100), log: &syncbuf.Buffer{}}
 	if wake == nil {
 		wake = func(pr int) { f.wakes <- pr }
 	}

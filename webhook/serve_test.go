@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"pool/internal/syncbuf"
 )
 
 func TestServeAnswersThenStopsWithContext(t *testing.T) {
@@ -76,7 +78,7 @@ func TestServeWarnsOnceBeyondLoopback(t *testing.T) {
 			if tt.public {
 				ln = publicAddr{ln}
 			}
-			var logs lockedBuffer
+			var logs syncbuf.Buffer
 			ctx, cancel := context.WithCancel(t.Context())
 			done := make(chan error, 1)
 			go func() { done <- serve(ctx, ln, http.NotFoundHandler(), slog.New(slog.NewTextHandler(&logs, nil))) }()

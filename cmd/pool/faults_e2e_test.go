@@ -19,6 +19,7 @@ import (
 	"pool/configs"
 	"pool/internal/faultproxy"
 	"pool/internal/sandbox"
+	"pool/internal/syncbuf"
 	"pool/pool"
 	"pool/serve"
 )
@@ -127,7 +128,7 @@ func TestTwentyPercentFaults(t *testing.T) {
 	cfg := loadConfig(t, sb, forge.URL, agentProxy.URL, "--workers", "2",
 		"--poll-interval", "1s", "--status-interval", "1s", "--idle-exit", "3")
 
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	start := time.Now()
 	var rep pool.Report

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"pool/internal/syncbuf"
 	"pool/serve"
 )
 
@@ -28,7 +29,7 @@ func TestAPRMergedBehindTheForgesBackIsMarkedMerged(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := loadConfig(t, sb, sb.Forge.URL, sb.Agent.URL, "--workers", "1", "--poll-interval", "1s", "--idle-exit", "3")
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	rep, err := serve.Run(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil || ctx.Err() != nil {
 		t.Fatalf("serve.Run: %v, %v\nlogs:\n%s", err, ctx.Err(), logs.String())
