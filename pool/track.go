@@ -96,10 +96,15 @@ func apply(f func(lifecycle.Track) lifecycle.Track) func(lifecycle.Track, bool) 
 // decided records a decision on an observation of the PR.
 func (p *Pool) decided(n int, obs lifecycle.Observation) (lifecycle.Track, lifecycle.Action) {
 	var act lifecycle.Action
+	failures := 0
 	t := p.writeTrack(n, apply(func(t lifecycle.Track) lifecycle.Track {
+		failures = t.Failures
 		t, act = lifecycle.Decide(p.policy, t, obs)
 		return t
 	}))
+	if t.Failures > failures {
+		p.log.Warn("the session left no counted review on the head; backing off", "pr", n, "failures", t.Failures)
+	}
 	return t, act
 }
 
