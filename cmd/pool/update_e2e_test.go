@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -155,6 +157,33 @@ func logUpdatesAndMerges(t *testing.T, pool *poolProc) {
 	}
 }
 
+// notReadyAnswers counts, per PR, the merge calls the forge answered "try
+// again later" (405: the PR is being checked), from the pool's log. After
+// each merge and each update of a branch the forge starts a check of every
+// open PR of the base in a goroutine of its own (Gitea 1.26
+// services/pull/merge.go and update.go, AddTestPullRequestTask), which
+// marks each PR "checking" when it reaches it: seconds late on a loaded
+// machine. A merge call made after the pool read the PR mergeable and
+// before that mark is answered so, whatever the pool does; the queue waits
+// and merges at its next try. One such answer per PR is the forge's race,
+// not a refusal of the pool's merge: a PR behind its base is refused with
+// another answer, and a storm of them would count more than one.
+func notReadyAnswers(pool *poolProc) map[int]int {
+	out := map[int]int{}
+	for _, line := range strings.Split(pool.stderr.String(), "\n") {
+		if !strings.Contains(line, `msg="merge answered"`) || !strings.Contains(line, " outcome=not_ready ") {
+			continue
+		}
+		if m := prField.FindStringSubmatch(line); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			out[n]++
+		}
+	}
+	return out
+}
+
+var prField = regexp.MustCompile(` pr=([0-9]+) `)
+
 // countPOST is how many POST requests ended with suffix.
 func (l *requestLog) countPOST(suffix string) int {
 	l.mu.Lock()
@@ -213,7 +242,8 @@ func TestOutdatedBranchesRebased(t *testing.T) {
 
 // runOutdated runs the scenario with updates in style and returns the
 // reviewer sessions and the updates; it fails the test unless all 6 PRs
-// merge with no merge call refused.
+// merge with no merge call refused, but for one "try again later" per PR
+// at most (notReadyAnswers).
 func runOutdated(t *testing.T, extra map[string]any, style string) (sessions, updates int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
 	defer cancel()
@@ -233,10 +263,11 @@ func runOutdated(t *testing.T, extra map[string]any, style string) (sessions, up
 		assertMerged(t, ctx, sb, n)
 	}
 	refused := 0
+	notReady := notReadyAnswers(pool)
 	for n, c := range mergeRefusals(forge, sb, sb.PRs) {
 		refused += c
-		if c > 0 {
-			t.Errorf("the forge refused %d merge calls of PR #%d, want none", c, n)
+		if c > notReady[n] || notReady[n] > 1 {
+			t.Errorf("the forge refused %d merge calls of PR #%d (%d of them \"try again later\"), want none but one \"try again later\" at most", c, n, notReady[n])
 		}
 	}
 	sessions = len(sb.Model.Prompts())
