@@ -58,6 +58,8 @@ type fakeForge struct {
 	// commentDelay makes PostComment take this long, unless its context
 	// ends first; started, if set, hears when one begins.
 	commentDelay time.Duration
+	// reviewsDelay makes the reads of a PR's reviews take this long.
+	reviewsDelay map[int]time.Duration
 	started      chan string
 	// base is the base branch's tip; a merge moves it. outdated: the
 	// protection blocks a PR behind it (MergeBase != base), answering
@@ -278,6 +280,10 @@ func (f *fakeForge) DeleteComment(_ context.Context, _, _ string, id int64) erro
 }
 
 func (f *fakeForge) Reviews(_ context.Context, _, _ string, n int) ([]forgejo.Review, error) {
+	f.mu.Lock()
+	delay := f.reviewsDelay[n]
+	f.mu.Unlock()
+	time.Sleep(delay)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]forgejo.Review(nil), f.reviews[n]...), f.fail("reviews")

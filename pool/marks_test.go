@@ -135,6 +135,23 @@ func TestASessionsEndIsObservedOnce(t *testing.T) {
 	}
 }
 
+// TestOnceJudgesTheSessionsEnd: with --once, a session that ends while a
+// cycle is still stepping another PR (slow to read) is judged before the
+// pool exits: its PR, approved, is merged. A pool that counted only the
+// busy slots exited after that cycle with the approval never decided.
+func TestOnceJudgesTheSessionsEnd(t *testing.T) {
+	f := newFakeForge(1, 2)
+	f.review(2, "reviewer", forgejo.ReviewApproved)
+	f.statuses[f.prs[2].HeadSHA] = []forgejo.Status{{ID: 1, Context: "ci", State: "pending"}}
+	f.reviewsDelay = map[int]time.Duration{2: 300 * time.Millisecond} // #2 is decided every cycle, slowly
+	cfg := testConfig(1)
+	cfg.IdleExit, cfg.Once = 0, true
+	rep := runPool(t, cfg, f, newFakeAgent(approver(f, 50*time.Millisecond)))
+	if !f.prs[1].Merged {
+		t.Errorf("PR #1, approved by its session, is not merged at exit: %+v\n%v", rep, f.Effects())
+	}
+}
+
 // TestFailedNoReviewNoteIsPostedNextTime: sessions keep leaving no counted
 // review; the note saying so fails once when it is due, and the next
 // session that leaves none posts it, once.

@@ -359,11 +359,20 @@ func (p *Pool) wakeLoop() {
 	}
 }
 
-// settled: nothing running, and every PR queued to merge tried once, for --once.
+// settled: nothing running, every session's end judged by a decision,
+// and every PR queued to merge tried once, for --once.
 func (p *Pool) settled() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.busy) == 0 && p.queue.untried() == 0
+	if len(p.busy) > 0 || p.queue.untried() > 0 {
+		return false
+	}
+	for _, t := range p.tracks {
+		if t.Ended != (lifecycle.SessionEnd{}) {
+			return false
+		}
+	}
+	return true
 }
 
 // retryWait is the wait after n consecutive failures, the last one err:
