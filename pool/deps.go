@@ -54,15 +54,7 @@ type Digester interface {
 type Trees interface {
 	// TakeTree returns a tree detached at head that no session uses.
 	TakeTree(ctx context.Context, pr int, head string) (dir string, err error)
-	// GiveTree takes back a tree no session works in any more; false: it
-	// was removed instead of kept (keep free trees are kept already).
-	GiveTree(ctx context.Context, dir string, keep int) (kept bool, err error)
-	// RetireTrees removes the free trees freed before idleSince and
-	// returns every tree removed since it last did.
-	RetireTrees(ctx context.Context, idleSince time.Time) []string
-	Owns(dir string) bool
-	RemoveTree(ctx context.Context, dir string) error
-	PruneTrees(ctx context.Context, keep []string) error
+	sessions.Trees // taking back, retiring and removing the trees of ended sessions
 }
 
 // History tells whether a PR's head is already on the base branch, and in

@@ -41,25 +41,19 @@ func (p *Pool) writeTrack(n int, change func(t lifecycle.Track, had bool) (next 
 
 // actLock is PR n's lock, held while an action of its is carried out and
 // its marks recorded, so that two goroutines never carry out one action.
-func (p *Pool) actLock(n int) *sync.Mutex {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	l := p.acting[n]
-	if l == nil {
-		l = &sync.Mutex{}
-		p.acting[n] = l
-	}
-	return l
-}
+func (p *Pool) actLock(n int) *sync.Mutex { return p.lockIn(p.acting, n) }
 
 // prLock is PR n's lock, held while its track changes.
-func (p *Pool) prLock(n int) *sync.Mutex {
+func (p *Pool) prLock(n int) *sync.Mutex { return p.lockIn(p.locks, n) }
+
+// lockIn returns PR n's lock in locks, made on first use.
+func (p *Pool) lockIn(locks map[int]*sync.Mutex, n int) *sync.Mutex {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	l := p.locks[n]
+	l := locks[n]
 	if l == nil {
 		l = &sync.Mutex{}
-		p.locks[n] = l
+		locks[n] = l
 	}
 	return l
 }
