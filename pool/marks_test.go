@@ -121,7 +121,8 @@ func TestASessionsEndIsObservedOnce(t *testing.T) {
 	before := -1
 	go func() {
 		before = <-ended
-		time.Sleep(time.Second)
+		waitFor(ctx, func() bool { return p.track(1).Failures > 0 }) // the loop judged the session
+		time.Sleep(500 * time.Millisecond)                           // and nobody reads the PR again
 		cancel()
 	}()
 	if _, err := p.Run(ctx); err != nil {
