@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"pool/claims"
@@ -208,7 +207,7 @@ func (t Track) afterUpdate(head string) bool { return t.Update.Made() && head !=
 // new head's checks pass.
 func mergeOrWait(p Policy, t Track, o Observation, reason string) (Track, Action) {
 	if len(o.OpenDependencies) > 0 {
-		return blockedAs(DependenciesOpen, t, o.HeadSHA, "it depends on "+strings.Join(o.OpenDependencies, ", ")+
+		return blockedAs(DependenciesOpen, t, o.HeadSHA, "it depends on "+nameSome(o.OpenDependencies)+
 			", still open; the forge merges it only once they are closed")
 	}
 	if o.Behind && p.updates(o.Protection) {

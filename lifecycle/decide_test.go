@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -528,6 +529,30 @@ func TestClaimMattersWheneverASessionMayStart(t *testing.T) {
 			if _, act := Decide(policy, tr, o); (act.Kind == Review || act.Kind == Fix) && !ClaimMatters(policy, tr, o) {
 				t.Errorf("%s, track %+v: the decision is %s, but ClaimMatters says no", name, tr, act.Kind)
 			}
+		}
+	}
+}
+
+// TestLongListsAreNamedInPart: the issues a PR depends on and the
+// accounts whose approvals do not count are lists anyone on the forge can
+// make long, and the reasons naming them go into comments: ten are named,
+// the rest counted.
+func TestLongListsAreNamedInPart(t *testing.T) {
+	var deps, outsiders []string
+	var reviews []forge.Review
+	for i := range 500 {
+		deps = append(deps, fmt.Sprintf("someone/repo-%d#%d", i, i))
+		outsiders = append(outsiders, fmt.Sprintf("outsider-%d", i))
+		reviews = append(reviews, forge.Review{ID: int64(i + 10), Author: outsiders[i], State: forge.ReviewApproved, CommitID: "h1"})
+	}
+	o := approvedWith(status("ci", "success"))(open("h1"))
+	o.OpenDependencies = deps
+	_, dep := Decide(policy, Track{}, o)
+	_, note := Decide(policy, Track{HeadSHA: "h1", HeadSeen: now, Failures: NoReviewNoteAfter - 1, Ended: SessionEnd{Head: "h1"}},
+		withReviews(reviews...)(open("h1")))
+	for _, act := range []Action{dep, note} {
+		if len(act.Reason) > 1000 || !strings.Contains(act.Reason, "and 490 more") {
+			t.Errorf("%s: a reason of %d bytes, want ten named and 490 counted: %.300s", act.Kind, len(act.Reason), act.Reason)
 		}
 	}
 }

@@ -98,5 +98,18 @@ func joinAccounts(accounts []string) string {
 	if len(accounts) == 0 {
 		return "an unknown account"
 	}
-	return strings.Join(accounts, ", ")
+	return nameSome(accounts)
+}
+
+// namedAtMost is how many names of a list anyone on the forge can make
+// long (approvals, issue dependencies) a reason names; the rest are
+// counted. A reason goes into a comment.
+const namedAtMost = 10
+
+// nameSome joins the first namedAtMost names and counts the others.
+func nameSome(names []string) string {
+	if len(names) <= namedAtMost {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:namedAtMost], ", "), len(names)-namedAtMost)
 }
