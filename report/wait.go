@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"pool/forgejo"
+	"pool/internal/retry"
 )
 
 // Polling defaults of --wait.
@@ -22,14 +23,10 @@ type clock struct {
 var realClock = clock{now: time.Now, sleep: sleepCtx}
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
+	if !retry.Wait(ctx, d) {
 		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
+	return nil
 }
 
 // poller repeats an observation until it settles or the cap passes.
