@@ -25,6 +25,7 @@ const FullListEvery = 20
 type index struct {
 	open   map[int]forgejo.PR
 	final  map[int]time.Time // per PR: updates stamped before this are in our copy
+	readAt map[int]time.Time // per PR: when our copy was asked for, by this process's clock
 	mark   time.Time         // the next delta asks from here
 	cycles int
 	owed   bool // a full listing was due and its turn's gate refused it
@@ -78,6 +79,7 @@ func (p *Pool) listAll(ctx context.Context) ([]forgejo.PR, error) {
 	if err != nil {
 		return nil, err
 	}
+	asked := p.now()
 	prs, err := p.forge.OpenPRs(ctx, p.cfg.Owner, p.cfg.Name)
 	if err != nil {
 		return nil, err
@@ -85,9 +87,11 @@ func (p *Pool) listAll(ctx context.Context) ([]forgejo.PR, error) {
 	ix := &p.index
 	ix.open = make(map[int]forgejo.PR, len(prs))
 	ix.final = make(map[int]time.Time, len(prs))
+	ix.readAt = make(map[int]time.Time, len(prs))
 	for _, pr := range prs {
 		ix.open[pr.Number] = pr
 		ix.final[pr.Number] = served
+		ix.readAt[pr.Number] = asked
 		ix.advance(pr.Updated)
 	}
 	if !served.IsZero() {
@@ -107,6 +111,7 @@ func (p *Pool) applyChange(ctx context.Context, ch forgejo.PRChange, served time
 	if known, ok := ix.open[ch.Number]; ok && known.Updated.Equal(ch.Updated) && ch.Updated.Before(ix.final[ch.Number]) {
 		return nil
 	}
+	asked := p.now()
 	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, ch.Number)
 	if err != nil {
 		return err
@@ -117,6 +122,7 @@ func (p *Pool) applyChange(ctx context.Context, ch forgejo.PRChange, served time
 	}
 	ix.open[pr.Number] = pr
 	ix.final[pr.Number] = served // read after the delta: at least as new as served
+	ix.readAt[pr.Number] = asked
 	return nil
 }
 
@@ -191,22 +197,30 @@ func (p *Pool) quietUntil(t lifecycle.Track, act lifecycle.Action, now time.Time
 	return time.Time{}
 }
 
-// fresherRead hands the discovery loop a read of a PR newer than its copy:
-// the merge queue read another head than the one the loop decided on. A
-// push need not change the PR's update time at once (the forge stamps it
-// when it has processed the push), so without it the loop would decide the
-// old head again, and the queue leave it again, until the next full
-// listing.
-func (p *Pool) fresherRead(pr forgejo.PR) {
+// fresherRead hands the discovery loop a read of a PR asked for at asked:
+// the merge queue read another head than the one the loop decided on, or
+// gives the PR back. A push need not change the PR's update time at once
+// (the forge stamps it when it has processed the push), so without it the
+// loop could decide the old head again, and the queue leave it again,
+// until the next full listing.
+func (p *Pool) fresherRead(pr forgejo.PR, asked time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.fresher == nil {
-		p.fresher = map[int]forgejo.PR{}
+		p.fresher = map[int]freshRead{}
 	}
-	p.fresher[pr.Number] = pr
+	p.fresher[pr.Number] = freshRead{pr: pr, asked: asked}
 }
 
-// takeFresher puts the fresher reads of open PRs in the index, before the
+// freshRead is a read of a PR the merge queue made, and when it asked.
+type freshRead struct {
+	pr    forgejo.PR
+	asked time.Time
+}
+
+// takeFresher puts the queue's reads of open PRs in the index where they
+// were asked for after the index's copy (an older read must never replace
+// a newer one: the loop would decide a head the PR has left), before the
 // listing applies what the forge says changed since. Whether a PR is open
 // is the listing's to say.
 func (p *Pool) takeFresher() {
@@ -214,9 +228,24 @@ func (p *Pool) takeFresher() {
 	fresh := p.fresher
 	p.fresher = nil
 	p.mu.Unlock()
-	for n, pr := range fresh {
-		if _, listed := p.index.open[n]; listed && pr.State == "open" && !pr.Merged {
-			p.index.open[n] = pr
+	ix := &p.index
+	for n, r := range fresh {
+		_, listed := ix.open[n]
+		if listed && r.pr.State == "open" && !r.pr.Merged && r.asked.After(ix.readAt[n]) {
+			ix.open[n] = r.pr
+			ix.readAt[n] = r.asked
 		}
 	}
+}
+
+// queueRead reads PR n for the merge queue, noting when it asked.
+func (p *Pool) queueRead(ctx context.Context, n int) (forgejo.PR, error) {
+	asked := p.now()
+	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, n)
+	p.queue.mu.Lock()
+	if e, ok := p.queue.entries[n]; ok {
+		e.asked = asked
+	}
+	p.queue.mu.Unlock()
+	return pr, err
 }

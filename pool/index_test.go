@@ -152,3 +152,32 @@ func TestAHeadTheQueueSawIsTheLoopsNext(t *testing.T) {
 			f.prs[1].Merged, f.prs[1].HeadSHA, merges, logs.String())
 	}
 }
+
+// TestAnOlderReadNeverReplacesTheIndexsCopy: the merge queue gives a PR
+// back with its read of it, but the loop may have read the PR again since
+// (the pool's own update moved its head). An older read must not replace
+// the newer copy: the loop would decide the head the PR has left, which
+// also forgets the update the pool made (its approval no longer carries).
+func TestAnOlderReadNeverReplacesTheIndexsCopy(t *testing.T) {
+	f := newFakeForge(1)
+	p, err := New(context.Background(), testConfig(1), Deps{Forge: f, Agent: newFakeAgent(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.listPRs(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	current := p.index.open[1].HeadSHA
+	old := *f.prs[1]
+	old.HeadSHA = fakeSHA("before-the-update")
+	p.fresherRead(old, time.Now().Add(-time.Minute))
+	p.takeFresher()
+	if got := p.index.open[1].HeadSHA; got != current {
+		t.Errorf("the loop's copy is at %s after an older read was handed back, want %s", got, current)
+	}
+	p.fresherRead(old, time.Now())
+	p.takeFresher()
+	if got := p.index.open[1].HeadSHA; got != old.HeadSHA {
+		t.Errorf("the loop's copy is at %s after a newer read was handed back, want %s", got, old.HeadSHA)
+	}
+}

@@ -112,7 +112,7 @@ type Pool struct {
 	index index // owned by the discovery loop goroutine
 	// fresher are reads of PRs newer than the index's copies, made by the
 	// merge queue, for the loop's next listing (fresherRead); under mu.
-	fresher map[int]forgejo.PR
+	fresher map[int]freshRead
 	turn    ListTurn      // when the discovery loop lists every open PR
 	freed   chan struct{} // a slot was released; buffered 1
 	wakeups chan struct{} // a webhook said something changed; buffered 1

@@ -59,10 +59,9 @@ type queued struct {
 	waits     int       // reads in a row that found it not mergeable
 	refused   int       // merge calls answered "try again later" while it read mergeable
 	tried     bool      // read at least once
-	// slow: read alone after a merge for a whole queuePaceFor without
-	// reading mergeable (a conflict the forge reports only so, a forge
-	// that takes longer): it is not read alone again until it reads
-	// mergeable, so it holds the others once at most.
+	asked     time.Time // when the queue last asked the forge for the PR (queueRead)
+	// slow: read alone after a merge for a whole queuePaceFor, never
+	// mergeable; not read alone again until it is, so it holds the others once.
 	slow bool
 }
 
@@ -81,10 +80,14 @@ func (q *mergeQueue) add(n int, head string, now time.Time) {
 	q.kick()
 }
 
-func (q *mergeQueue) remove(n int) {
+func (q *mergeQueue) remove(n int) (asked time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if e, ok := q.entries[n]; ok {
+		asked = e.asked
+	}
 	delete(q.entries, n)
+	return asked
 }
 
 func (q *mergeQueue) has(n int) bool {
@@ -303,7 +306,7 @@ func (p *Pool) workQueue(ctx context.Context) time.Duration {
 		entries = []queued{head}
 	}
 	for _, e := range entries {
-		pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, e.n)
+		pr, err := p.queueRead(ctx, e.n)
 		switch {
 		case errors.Is(err, forgejo.ErrUnauthorized) || ctx.Err() != nil:
 			return time.Minute
@@ -418,18 +421,18 @@ func (p *Pool) checkOnBase(ctx context.Context, pr forgejo.PR) {
 // leaveQueue takes a PR out of the queue because it changed under it; a
 // merged or closed one is settled now.
 func (p *Pool) leaveQueue(ctx context.Context, pr forgejo.PR) {
-	p.queue.remove(pr.Number)
+	asked := p.queue.remove(pr.Number)
 	if pr.Merged || pr.State != "open" {
 		p.settleMerged(ctx, pr.Number)
 	}
-	p.handBack(pr)
+	p.fresherRead(pr, asked)
+	p.wakeLoop()
 }
 
 // handBack takes a PR out of the queue and hands it to the discovery loop
-// with the queue's read of it, newer than the loop's copy (fresherRead).
+// with the queue's read of it, if newer than the loop's copy (fresherRead).
 func (p *Pool) handBack(pr forgejo.PR) {
-	p.queue.remove(pr.Number)
-	p.fresherRead(pr)
+	p.fresherRead(pr, p.queue.remove(pr.Number))
 	p.wakeLoop()
 }
 
