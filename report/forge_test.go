@@ -45,20 +45,32 @@ func newForgeFixture(t *testing.T, ctx context.Context, f *sandbox.Forge, repo s
 	fx.reviewer = fx.user(fx.reviewerName)
 	fx.fixer = fx.user(fx.fixerName)
 	fx.mallory = fx.user("mallory")
-	must(t, f.CreateRepo(ctx, fx.alice, repo))
-	for _, u := range []string{fx.reviewerName, fx.fixerName} {
-		must(t, f.AddCollaborator(ctx, fx.alice, fx.owner, repo, u, "write"))
-	}
-	must(t, f.CreateBranchWithFile(ctx, fx.alice, fx.owner, repo, "feature-1", "main.go",
-		"package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n"))
 	var err error
-	fx.n, fx.head, err = f.CreatePR(ctx, fx.alice, fx.owner, repo, "feature-1", "main", "Add main", "")
-	must(t, err)
 	fx.client, err = forgejo.New(ctx, f.URL, fx.fixer, forgejo.Options{})
 	must(t, err)
+	fx.n, fx.head = fx.openPR(repo, nil)
 	fx.target = fmt.Sprintf("%s/%s#%d", fx.owner, repo, fx.n)
-	fx.waitMergeable()
 	return fx
+}
+
+// openPR creates alice's repository, with review-bot and pool-bot as
+// writers and main protected by the given rule if any, and a PR of feature-1
+// into main that the forge has checked.
+func (fx *forgeFixture) openPR(repo string, protection map[string]any) (n int, head string) {
+	fx.t.Helper()
+	must(fx.t, fx.f.CreateRepo(fx.ctx, fx.alice, repo))
+	if protection != nil {
+		must(fx.t, fx.f.ProtectBranch(fx.ctx, fx.alice, fx.owner, repo, "main", protection))
+	}
+	for _, u := range []string{fx.reviewerName, fx.fixerName} {
+		must(fx.t, fx.f.AddCollaborator(fx.ctx, fx.alice, fx.owner, repo, u, "write"))
+	}
+	must(fx.t, fx.f.CreateBranchWithFile(fx.ctx, fx.alice, fx.owner, repo, "feature-1", "main.go",
+		"package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n"))
+	n, head, err := fx.f.CreatePR(fx.ctx, fx.alice, fx.owner, repo, "feature-1", "main", "Add main", "")
+	must(fx.t, err)
+	fx.waitMergeable(repo, n)
+	return n, head
 }
 
 // user creates an account and returns its token.
@@ -76,18 +88,18 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// waitMergeable waits for the forge's conflict check on the new PR.
-func (fx *forgeFixture) waitMergeable() {
+// waitMergeable waits for the forge's conflict check on a new PR.
+func (fx *forgeFixture) waitMergeable(repo string, n int) {
 	fx.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		pr, err := fx.client.PRDetail(fx.ctx, fx.owner, fx.repo, fx.n)
+		pr, err := fx.client.PRDetail(fx.ctx, fx.owner, repo, n)
 		must(fx.t, err)
 		if pr.Mergeable {
 			return
 		}
 		if time.Now().After(deadline) {
-			fx.t.Fatalf("%s never became mergeable", fx.target)
+			fx.t.Fatalf("%s/%s#%d never became mergeable", fx.owner, repo, n)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -377,23 +389,31 @@ func testToGreen(fx *forgeFixture) {
 	wantLines(fx.t, fx.report(fx.f.URL), "unresolved_review_threads: 0", "recommendation: "+RecommendGreen)
 }
 
-// autoMergeArmedRoundTrip schedules an auto-merge while a check is pending,
-// reads it from the timeline, and cancels it.
+// autoMergeArmedRoundTrip schedules an auto-merge while a required check is
+// pending, reads it from the timeline, and cancels it. It does so on a PR of
+// its own, in a repository whose main requires that check: the forge's
+// auto-merge worker merges at once where no check is required, and may do so
+// after the cancel was answered (it read the schedule before), which merged
+// the demo PR under the later subtests.
 func (fx *forgeFixture) autoMergeArmedRoundTrip() {
 	fx.t.Helper()
-	res, err := fx.client.Merge(fx.ctx, fx.owner, fx.repo, fx.n, forgejo.MergeOptions{Style: "merge", HeadSHA: fx.head, WhenChecksSucceed: true})
+	const repo, check = "armed", "ci/required"
+	n, head := fx.openPR(repo, map[string]any{
+		"enable_status_check": true, "status_check_contexts": []string{check}})
+	must(fx.t, fx.f.PostStatus(fx.ctx, fx.alice, fx.owner, repo, head, check, "pending", "http://ci.test/required", "running"))
+	res, err := fx.client.Merge(fx.ctx, fx.owner, repo, n, forgejo.MergeOptions{Style: "merge", HeadSHA: head, WhenChecksSucceed: true})
 	must(fx.t, err)
 	if res.Outcome != forgejo.MergeScheduled {
 		fx.t.Fatalf("scheduling an auto-merge: %+v", res)
 	}
-	armed, err := fx.client.AutoMergeArmed(fx.ctx, fx.owner, fx.repo, fx.n)
+	armed, err := fx.client.AutoMergeArmed(fx.ctx, fx.owner, repo, n)
 	if err != nil || !armed {
 		fx.t.Errorf("AutoMergeArmed after scheduling = %v, %v", armed, err)
 	}
-	path := fmt.Sprintf("/repos/%s/%s/pulls/%d/merge", fx.owner, fx.repo, fx.n)
+	path := fmt.Sprintf("/repos/%s/%s/pulls/%d/merge", fx.owner, repo, n)
 	_, err = fx.f.Do(fx.ctx, fx.alice, http.MethodDelete, path, nil, nil)
 	must(fx.t, err)
-	armed, err = fx.client.AutoMergeArmed(fx.ctx, fx.owner, fx.repo, fx.n)
+	armed, err = fx.client.AutoMergeArmed(fx.ctx, fx.owner, repo, n)
 	if err != nil || armed {
 		fx.t.Errorf("AutoMergeArmed after cancelling = %v, %v", armed, err)
 	}
