@@ -93,7 +93,9 @@ func ClaimMatters(p Policy, t Track, o Observation) bool {
 
 // atHead forgets what belonged to the previous head.
 // The pool's own update is kept for the head it made, whose approval it
-// judges, and forgotten at the next.
+// judges, and forgotten at the next. A read of the head it updated from,
+// seen again after the new one (a read from before the update), keeps it
+// too: forgetting it would update the PR again and lose the carry-over.
 func (t Track) atHead(head string, now time.Time) Track {
 	if head != t.HeadSHA {
 		t.Attempts, t.Failures = 0, 0
@@ -101,7 +103,7 @@ func (t Track) atHead(head string, now time.Time) Track {
 		t.FixerSHA, t.LastStatus, t.Blocked, t.LandedIn, t.ConflictAt = "", "", "", "", ""
 		t.Refusals, t.Refused, t.RefusedUntil, t.RefusedSeen, t.RefusedOn = 0, "", time.Time{}, time.Time{}, ""
 		t.WaitedForChecks = false
-		if t.HeadSHA != t.Update.From {
+		if t.HeadSHA != t.Update.From && head != t.Update.From {
 			t.Update = HeadUpdate{}
 		}
 	}

@@ -311,3 +311,20 @@ func TestTheNewHeadWaitsForTheForge(t *testing.T) {
 		t.Errorf("the forge never caught up: %s, want a review after RetryMax", act.Kind)
 	}
 }
+
+// TestAReadOfTheOldHeadKeepsTheUpdate: a read from before the update, decided
+// after the new head was seen, neither updates the PR again nor forgets the
+// update, so the new head's approval still carries over when it shows again.
+func TestAReadOfTheOldHeadKeepsTheUpdate(t *testing.T) {
+	tr, act := Decide(policy, updatedTrack("merge", ""), updatedHead())
+	if act.Kind != Wait || tr.State != UpdateChecks {
+		t.Fatalf("the new head: %s/%s, want a wait in %s", act.Kind, tr.State, UpdateChecks)
+	}
+	if tr, act = Decide(policy, tr, behindGreen()); act.Kind != Wait || tr.State != Updating || !tr.Update.Made() {
+		t.Fatalf("an old read of the updated head: %s/%s, update remembered %v; want a wait in %s, the update kept",
+			act.Kind, tr.State, tr.Update.Made(), Updating)
+	}
+	if tr, act = Decide(policy, tr, updatedHead()); act.Kind != Wait || tr.State != UpdateChecks {
+		t.Errorf("the new head again: %s/%s, want the approval carried over and a wait in %s", act.Kind, tr.State, UpdateChecks)
+	}
+}
