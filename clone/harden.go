@@ -18,8 +18,11 @@ import (
 // only the config keys a clone needs (scrub).
 
 // gitSafeArgs come before every git command's own arguments. Command-line
-// settings outrank the repository's config.
-var gitSafeArgs = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}
+// settings outrank the repository's config. core.symlinks=false checks a
+// PR's symbolic link out as a plain file holding the link's text: a link
+// to a file outside the tree (a token) would be followed by whatever reads
+// the tree, the agent server's read tool included.
+var gitSafeArgs = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.symlinks=false"}
 
 // passedEnv are the only variables of the pool's environment git gets.
 var passedEnv = []string{"PATH", "HOME", "LANG"}

@@ -117,3 +117,65 @@ func TestGitGetsNoInheritedEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// linkForge makes a repository in dir whose PR 1 adds notes.md, a symbolic
+// link to target, and returns the PR's head.
+func linkForge(t *testing.T, dir, target string) string {
+	t.Helper()
+	gitIn(t, ".", "init", "-q", "-b", "main", dir)
+	commitFile(t, dir, "README.md")
+	gitIn(t, dir, "checkout", "-qb", "feature")
+	if err := os.Symlink(target, filepath.Join(dir, "notes.md")); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, dir, "add", "notes.md")
+	gitIn(t, dir, "commit", "-qm", "add a link")
+	head := gitIn(t, dir, "rev-parse", "HEAD")
+	gitIn(t, dir, "update-ref", "refs/pull/1/head", head)
+	gitIn(t, dir, "checkout", "-q", "main")
+	return head
+}
+
+// TestALinkInThePRIsCheckedOutAsItsText: a PR's symbolic link to a file
+// outside the tree (a token) is checked out as a plain file holding the
+// link's text, in a new tree and in a reset one, so nothing that reads the
+// tree (the agent server's read tool follows links) reaches the file. The
+// tree's own git agrees: the status is clean, and adding everything (a
+// fixer's commit) keeps the link a link.
+func TestALinkInThePRIsCheckedOutAsItsText(t *testing.T) {
+	ctx := context.Background()
+	secret := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(secret, []byte("secret-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "src")
+	head := linkForge(t, src, secret)
+	c, err := Open(ctx, Options{Dir: filepath.Join(t.TempDir(), "clone"), URL: src, Token: "tok", Branch: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Remove()
+	for _, when := range []string{"new tree", "reset tree"} {
+		dir, err := c.TakeTree(ctx, 1, head)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "notes.md")
+		if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+			t.Fatalf("%s: notes.md is not a plain file: %v, %v", when, fi, err)
+		}
+		if b, _ := os.ReadFile(path); string(b) != secret {
+			t.Errorf("%s: notes.md holds %q, want the link's text %q", when, b, secret)
+		}
+		if st := gitIn(t, dir, "status", "--porcelain"); st != "" {
+			t.Errorf("%s: the tree's git sees changes:\n%s", when, st)
+		}
+		gitIn(t, dir, "add", "-A")
+		if got := gitIn(t, dir, "ls-files", "-s", "notes.md"); !strings.HasPrefix(got, "120000 ") {
+			t.Errorf("%s: after adding everything, notes.md is %q, want a link (120000)", when, got)
+		}
+		if kept, err := c.GiveTree(ctx, dir, 1); err != nil || !kept {
+			t.Fatalf("GiveTree = %v, %v", kept, err)
+		}
+	}
+}

@@ -34,8 +34,10 @@ func (c *Clone) checkOut(ctx context.Context, dir, head string) error {
 
 // makeGitDir makes gitDir a new git directory for a work tree: no hooks,
 // repo.git's objects as alternates, the base branch as
-// refs/remotes/origin/<base> (the reviewer diffs against it), and the
-// commit identity. Callers hold mu.
+// refs/remotes/origin/<base> (the reviewer diffs against it), the commit
+// identity, and links as plain files, as the pool checks them out
+// (gitSafeArgs): the session's git then sees no change in them, and its
+// commits keep them links. Callers hold mu.
 func (c *Clone) makeGitDir(ctx context.Context, gitDir string) error {
 	if _, err := runGit(ctx, "", []string{"init", "--quiet", "--bare", "--template=", gitDir}); err != nil {
 		return err
@@ -55,7 +57,7 @@ func (c *Clone) makeGitDir(ctx context.Context, gitDir string) error {
 	if err != nil {
 		return fmt.Errorf("read the base branch %s: %w", c.branch, err)
 	}
-	settings := [][]string{{"config", "core.bare", "false"}, {"update-ref", "refs/remotes/origin/" + c.branch, base}}
+	settings := [][]string{{"config", "core.bare", "false"}, {"config", "core.symlinks", "false"}, {"update-ref", "refs/remotes/origin/" + c.branch, base}}
 	for i, key := range []string{"user.name", "user.email"} {
 		if c.ident[i] != "" {
 			settings = append(settings, []string{"config", key, c.ident[i]})
