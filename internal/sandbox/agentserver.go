@@ -41,7 +41,7 @@ type AgentOptions struct {
 	// Permission is then ignored: the definitions say what is allowed.
 	Shipped bool
 	Log     io.Writer // progress lines; nil discards them
-	// Port pins the listening port; 0 lets the server choose (no race).
+	// Port pins the listening port; 0 takes a free one (startListening).
 	Port int
 	// RunAs runs the server as this user (SeparateUser) instead of this
 	// process's: dir is given to it, and the binary copied where it may
@@ -91,7 +91,7 @@ func StartAgentServer(ctx context.Context, dir string, opts AgentOptions) (*Agen
 			return nil, fmt.Errorf("sandbox: agent server as %s: %w", opts.RunAs.Name, err)
 		}
 	}
-	a, err := startOpencode(ctx, bin, dir, opts)
+	a, err := startListening(ctx, bin, dir, opts)
 	if a != nil {
 		a.opts = opts
 	}
@@ -153,10 +153,36 @@ func agentEnv(dir string, opts AgentOptions) []string {
 // listeningRE matches the line the server prints once it listens.
 var listeningRE = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
 
-// startOpencode starts the server on a port of its own choosing (--port 0)
-// and learns the port from its output, so no other process can take the port
-// in between. The process is not bound to ctx: the caller owns it through
-// Stop. It is killed if the test binary dies first.
+// errExitedEarly is a server that exited before it listened: on a port
+// taken meanwhile, among other causes.
+var errExitedEarly = errors.New("opencode serve exited before it listened")
+
+// startListening starts the server on opts.Port, or without one on a free
+// port the kernel names, and on another if the server exits before it
+// listens (another process took the port in between). Not --port 0:
+// opencode then takes its default port, 4096, whenever it is free, so the
+// servers of tests running side by side took turns on it, and a server
+// restarted on its port (Restart) found it taken by another's.
+func startListening(ctx context.Context, bin, dir string, opts AgentOptions) (*AgentServer, error) {
+	if opts.Port != 0 {
+		return startOpencode(ctx, bin, dir, opts)
+	}
+	var err error
+	for range 3 {
+		if opts.Port, err = freePort(); err != nil {
+			return nil, err
+		}
+		var a *AgentServer
+		if a, err = startOpencode(ctx, bin, dir, opts); !errors.Is(err, errExitedEarly) {
+			return a, err
+		}
+	}
+	return nil, err
+}
+
+// startOpencode starts the server on opts.Port and learns its URL from its
+// output. The process is not bound to ctx: the caller owns it through Stop.
+// It is killed if the test binary dies first.
 func startOpencode(ctx context.Context, bin, dir string, opts AgentOptions) (*AgentServer, error) {
 	a := &AgentServer{Dir: dir, exited: make(chan struct{})}
 	logFile, err := os.Create(a.logPath())
@@ -228,7 +254,7 @@ func (a *AgentServer) awaitURL(ctx context.Context, urls <-chan string) error {
 	case a.URL = <-urls:
 		return nil
 	case <-a.exited:
-		return fmt.Errorf("opencode serve exited: %v", a.cmd.ProcessState)
+		return fmt.Errorf("%w: %v", errExitedEarly, a.cmd.ProcessState)
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-timer.C:
