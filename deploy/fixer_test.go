@@ -1,13 +1,11 @@
 package deploy_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"pool/agent"
 	"pool/deploy"
@@ -23,16 +21,8 @@ import (
 // write is refused, and a plain file in the tree is still written and
 // edited.
 func TestShippedFixerWritesNothingOfGits(t *testing.T) {
-	if testing.Short() {
-		t.Skip("deploy: the real agent server is skipped in -short mode")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	const token = "0123456789abcdef-reviewer-token-for-the-fixer-test"
-	setup, err := sandbox.SetUpReviewer(ctx, t.TempDir(), "http://127.0.0.1:9", token)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, setup := offlineReviewer(t, token)
 	dir := gitRepo(t)
 	leak := filepath.Join(dir, "leaked.txt")
 	// git runs the monitor through the shell with arguments of its own

@@ -1,13 +1,11 @@
 package deploy_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"pool/agent"
 	"pool/clone"
@@ -50,16 +48,8 @@ func linkPR(t *testing.T, target string) (src, head string) {
 // the link is a plain file: reading it shows the link's text, never the
 // token.
 func TestShippedReviewerReadsALinkAsItsText(t *testing.T) {
-	if testing.Short() {
-		t.Skip("deploy: the real agent server is skipped in -short mode")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	const token = "0123456789abcdef-reviewer-token-for-the-link-test"
-	setup, err := sandbox.SetUpReviewer(ctx, t.TempDir(), "http://127.0.0.1:9", token)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, setup := offlineReviewer(t, token)
 	src, head := linkPR(t, setup.TokenFile)
 	c, err := clone.Open(ctx, clone.Options{Dir: filepath.Join(t.TempDir(), "clone"), URL: src, Token: "tok", Branch: "main"})
 	if err != nil {

@@ -113,21 +113,30 @@ func refusal(out string) bool {
 		strings.Contains(out, "Model tried to call unavailable tool")
 }
 
+// offlineReviewer skips in -short mode, and otherwise sets pool-review up
+// with token and a forge URL nothing answers on: for tests of the real
+// agent server that reach no forge. Its context ends with the test.
+func offlineReviewer(t *testing.T, token string) (context.Context, sandbox.ReviewerSetup) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("deploy: the real agent server is skipped in -short mode")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	setup, err := sandbox.SetUpReviewer(ctx, t.TempDir(), "http://127.0.0.1:9", token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, setup
+}
+
 // TestShippedReviewerRefusesWhatItMayNotDo runs the shipped reviewer on the
 // real agent server and has its model ask for what the definition does not
 // allow: each call is refused (no permission ask, which headless would wait
 // on forever), and nothing shows the reviewer's token.
 func TestShippedReviewerRefusesWhatItMayNotDo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("deploy: the real agent server is skipped in -short mode")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	const token = "0123456789abcdef-reviewer-token-for-the-refusal-test"
-	setup, err := sandbox.SetUpReviewer(ctx, t.TempDir(), "http://127.0.0.1:9", token)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, setup := offlineReviewer(t, token)
 	tf := setup.TokenFile
 	refused := []sandbox.Turn{
 		{Bash: "curl -s http://127.0.0.1:9/api/v1/user"},
