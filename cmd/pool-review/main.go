@@ -10,6 +10,10 @@
 //	pool-review comment OWNER/REPO#N --body TEXT
 //	pool-review push OWNER/REPO#N
 //
+// Called as git (a link named git, first on the agent server's PATH), it is
+// a guard: it runs the real git only with arguments that stay in the work
+// tree (reviewtool.GitGuard).
+//
 // Exit codes: 0 done; 1 the forge or git refused or could not be reached;
 // 2 bad arguments or environment.
 package main
@@ -18,12 +22,16 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"pool/reviewtool"
 )
 
 func main() {
+	if filepath.Base(os.Args[0]) == "git" {
+		os.Exit(reviewtool.GitGuard(os.Args[1:], os.Getenv, os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := reviewtool.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()

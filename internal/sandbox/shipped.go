@@ -80,9 +80,10 @@ type ReviewerSetup struct {
 	Env       map[string]string
 }
 
-// SetUpReviewer builds cmd/pool-review into dir/bin, writes the reviewer's
-// token to dir/reviewer-token, and returns the agent server's environment:
-// PATH with the tool first, the forge's URL and the token file's path for
+// SetUpReviewer builds cmd/pool-review into dir/bin, links it as git in
+// dir/guard (the git guard), writes the reviewer's token to
+// dir/reviewer-token, and returns the agent server's environment: PATH with
+// the guard and the tool first, the forge's URL and the token file's path for
 // the tool, and a git identity for a fixer's commits. The token itself is in
 // no variable.
 func SetUpReviewer(ctx context.Context, dir, forgeURL, reviewerToken string) (ReviewerSetup, error) {
@@ -94,11 +95,20 @@ func SetUpReviewer(ctx context.Context, dir, forgeURL, reviewerToken string) (Re
 	if err := buildReviewTool(ctx, s.Bin); err != nil {
 		return s, err
 	}
+	// As the README installs it: git, first on the server's PATH, is the
+	// tool's guard, which runs the real git further on.
+	guard := filepath.Join(dir, "guard")
+	if err := os.MkdirAll(guard, 0o755); err != nil {
+		return s, fmt.Errorf("sandbox: git guard: %w", err)
+	}
+	if err := os.Symlink(s.Bin, filepath.Join(guard, "git")); err != nil {
+		return s, fmt.Errorf("sandbox: git guard: %w", err)
+	}
 	if err := os.WriteFile(s.TokenFile, []byte(reviewerToken+"\n"), 0o600); err != nil {
 		return s, fmt.Errorf("sandbox: reviewer token file: %w", err)
 	}
 	s.Env = map[string]string{
-		"PATH":             bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"PATH":             strings.Join([]string{guard, bin, os.Getenv("PATH")}, string(os.PathListSeparator)),
 		EnvReviewForgeURL:  forgeURL,
 		EnvReviewTokenFile: s.TokenFile,
 		"GIT_AUTHOR_NAME":  "reviewer", "GIT_AUTHOR_EMAIL": "reviewer@example.com",

@@ -75,3 +75,49 @@ func TestShippedReviewerReadsALinkAsItsText(t *testing.T) {
 		t.Errorf("reading the PR's link shows %q, want the link's text %s", outputs[0], setup.TokenFile)
 	}
 }
+
+// TestShippedReviewerGitStaysInItsTree: git diffs any two paths when one is
+// outside the repository, no --no-index needed, and the permissions, which
+// match the command's text, let `git diff /dev/null TOKENFILE` through: it
+// printed the token. The git guard (pool-review as git, first on the
+// server's PATH) sees the arguments after the shell and refuses every
+// spelling of a path outside the tree; git in the tree still runs.
+func TestShippedReviewerGitStaysInItsTree(t *testing.T) {
+	const token = "0123456789abcdef-reviewer-token-for-the-git-test"
+	ctx, setup := offlineReviewer(t, token)
+	dir := gitRepo(t)
+	tf := setup.TokenFile
+	up, err := filepath.Rel(dir, tf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := []sandbox.Turn{
+		{Bash: "git diff /dev/null " + tf},
+		{Bash: "git diff -- /dev/null " + tf},
+		{Bash: `git diff "/dev/null" "` + tf + `"`},
+		{Bash: "git diff /dev/null $" + sandbox.EnvReviewTokenFile},
+		{Bash: "git diff " + up + " README"},
+		{Bash: "git show HEAD --output-indicator-new=x"},
+	}
+	allowed := []sandbox.Turn{{Bash: "git log --format=%s"}}
+	turns := append(append([]sandbox.Turn(nil), refused...), allowed...)
+	rec := &recorder{turns: turns}
+	srv := startShipped(ctx, t, rec, setup)
+	runSession(ctx, t, agent.New(srv.URL, "", agent.Options{}), deploy.Reviewer, dir, "Review PR #1. Repo: owner/demo.")
+	outputs := rec.seen()
+	if len(outputs) != len(turns) {
+		t.Fatalf("%d tool outputs, want %d: %q", len(outputs), len(turns), outputs)
+	}
+	for i, out := range outputs {
+		t.Logf("%s\n  -> %s", turns[i].Bash, strings.TrimSpace(out))
+		if strings.Contains(out, token) {
+			t.Errorf("%s: the output shows the token", turns[i].Bash)
+		}
+		if i < len(refused) && !refusal(out) && !strings.Contains(out, "pool-review: git") {
+			t.Errorf("%s was not refused: %q", turns[i].Bash, out)
+		}
+	}
+	if got := strings.TrimSpace(outputs[len(refused)]); got != "one" {
+		t.Errorf("git log in the tree said %q, want the commit's subject %q", got, "one")
+	}
+}
