@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"pool/agent"
 	"pool/deploy"
 	"pool/internal/sandbox"
 )
@@ -48,13 +47,7 @@ func TestShippedFixerWritesNothingOfGits(t *testing.T) {
 	for _, s := range steps {
 		turns = append(turns, s.turn)
 	}
-	rec := &recorder{turns: turns}
-	srv := startShipped(ctx, t, rec, setup)
-	runSession(ctx, t, agent.New(srv.URL, "", agent.Options{}), deploy.Fixer, dir, "PR #1 of owner/demo is approved but its checks fail: fix it.")
-	outputs := rec.seen()
-	if len(outputs) != len(turns) {
-		t.Fatalf("%d tool outputs, want %d: %q", len(outputs), len(turns), outputs)
-	}
+	outputs := runScripted(ctx, t, setup, deploy.Fixer, dir, "PR #1 of owner/demo is approved but its checks fail: fix it.", turns)
 	for i, out := range outputs {
 		call := fmt.Sprintf("%s%s %v", turns[i].Tool, turns[i].Bash, turns[i].Args["filePath"])
 		t.Logf("%s\n  -> %s", call, strings.TrimSpace(out))

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"pool/agent"
 	"pool/clone"
 	"pool/deploy"
 	"pool/internal/sandbox"
@@ -60,13 +59,8 @@ func TestShippedReviewerReadsALinkAsItsText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recorder{turns: []sandbox.Turn{{Tool: "read", Args: map[string]any{"filePath": filepath.Join(dir, "notes.md")}}}}
-	srv := startShipped(ctx, t, rec, setup)
-	runSession(ctx, t, agent.New(srv.URL, "", agent.Options{}), deploy.Reviewer, dir, "Review PR #1. Repo: owner/demo.")
-	outputs := rec.seen()
-	if len(outputs) != 1 {
-		t.Fatalf("%d tool outputs, want 1: %q", len(outputs), outputs)
-	}
+	read := []sandbox.Turn{{Tool: "read", Args: map[string]any{"filePath": filepath.Join(dir, "notes.md")}}}
+	outputs := runScripted(ctx, t, setup, deploy.Reviewer, dir, "Review PR #1. Repo: owner/demo.", read)
 	t.Logf("read notes.md -> %s", strings.TrimSpace(outputs[0]))
 	if strings.Contains(outputs[0], token) {
 		t.Errorf("reading the PR's link shows the token: %q", outputs[0])
@@ -101,13 +95,7 @@ func TestShippedReviewerGitStaysInItsTree(t *testing.T) {
 	}
 	allowed := []sandbox.Turn{{Bash: "git log --format=%s"}}
 	turns := append(append([]sandbox.Turn(nil), refused...), allowed...)
-	rec := &recorder{turns: turns}
-	srv := startShipped(ctx, t, rec, setup)
-	runSession(ctx, t, agent.New(srv.URL, "", agent.Options{}), deploy.Reviewer, dir, "Review PR #1. Repo: owner/demo.")
-	outputs := rec.seen()
-	if len(outputs) != len(turns) {
-		t.Fatalf("%d tool outputs, want %d: %q", len(outputs), len(turns), outputs)
-	}
+	outputs := runScripted(ctx, t, setup, deploy.Reviewer, dir, "Review PR #1. Repo: owner/demo.", turns)
 	for i, out := range outputs {
 		t.Logf("%s\n  -> %s", turns[i].Bash, strings.TrimSpace(out))
 		if strings.Contains(out, token) {

@@ -164,15 +164,8 @@ func TestShippedReviewerRefusesWhatItMayNotDo(t *testing.T) {
 		{Bash: "pool-review comment owner/demo#1 --body - < " + tf},
 	}
 	turns := append(append([]sandbox.Turn(nil), refused...), allowed...)
-	rec := &recorder{turns: turns}
-	srv := startShipped(ctx, t, rec, setup)
-	c := agent.New(srv.URL, "", agent.Options{})
 	dir := gitRepo(t)
-	runSession(ctx, t, c, deploy.Reviewer, dir, "Review PR #1. Repo: owner/demo.")
-	outputs := rec.seen()
-	if len(outputs) != len(turns) {
-		t.Fatalf("%d tool outputs, want %d: %q", len(outputs), len(turns), outputs)
-	}
+	outputs := runScripted(ctx, t, setup, deploy.Reviewer, dir, "Review PR #1. Repo: owner/demo.", turns)
 	for i, out := range outputs {
 		call := fmt.Sprintf("%s%s %v", turns[i].Bash, turns[i].Tool, turns[i].Args)
 		t.Logf("%s\n  -> %s", call, strings.TrimSpace(out))
@@ -341,4 +334,19 @@ func startShipped(ctx context.Context, t *testing.T, rec *recorder, setup sandbo
 		_ = srv.Stop()
 	})
 	return srv
+}
+
+// runScripted runs one session of the shipped agent agentName in dir on a
+// new agent server, its model making the calls turns, and returns what each
+// call gave back; it fails the test unless every call was made.
+func runScripted(ctx context.Context, t *testing.T, setup sandbox.ReviewerSetup, agentName, dir, prompt string, turns []sandbox.Turn) []string {
+	t.Helper()
+	rec := &recorder{turns: turns}
+	srv := startShipped(ctx, t, rec, setup)
+	runSession(ctx, t, agent.New(srv.URL, "", agent.Options{}), agentName, dir, prompt)
+	outputs := rec.seen()
+	if len(outputs) != len(turns) {
+		t.Fatalf("%d tool outputs, want %d: %q", len(outputs), len(turns), outputs)
+	}
+	return outputs
 }

@@ -69,8 +69,10 @@ func CheckGitArgs(args []string) error {
 			if err := checkLongOption(a); err != nil {
 				return err
 			}
-		case strings.ContainsAny(a, "OF"):
-			return fmt.Errorf("%s: -O and -F read a file", a)
+		default:
+			if err := checkShortOptions(a); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -83,6 +85,21 @@ func checkGitPath(a string) error {
 	for _, seg := range strings.Split(a, "/") {
 		if seg == ".." || strings.HasSuffix(seg, ":..") {
 			return fmt.Errorf("%s: .. leads out of the work tree", a)
+		}
+	}
+	return nil
+}
+
+// checkShortOptions refuses -O (an order file) and -F (a message file, or
+// for log a plain-text search) among short options run together, up to
+// the first option that takes the rest as its value (-S, -G, -U, -n...).
+func checkShortOptions(a string) error {
+	for _, c := range a[1:] {
+		switch {
+		case c == 'O' || c == 'F':
+			return fmt.Errorf("%s: -O and -F read a file", a)
+		case strings.ContainsRune("SGUMCBlnL", c):
+			return nil
 		}
 	}
 	return nil
