@@ -9,6 +9,9 @@
 // agent server passes to the commands it runs. The token never appears in
 // what it prints: its output, its errors and the output of git pass through
 // a filter that blanks it.
+//
+// Linked as git first on the agent server's PATH, the same binary is the
+// git guard (GitGuard): the agent's git reads nothing outside its work tree.
 package reviewtool
 
 import (
