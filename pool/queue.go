@@ -421,12 +421,11 @@ func (p *Pool) checkOnBase(ctx context.Context, pr forgejo.PR) {
 // leaveQueue takes a PR out of the queue because it changed under it; a
 // merged or closed one is settled now.
 func (p *Pool) leaveQueue(ctx context.Context, pr forgejo.PR) {
-	asked := p.queue.remove(pr.Number)
 	if pr.Merged || pr.State != "open" {
+		p.queue.remove(pr.Number)
 		p.settleMerged(ctx, pr.Number)
 	}
-	p.fresherRead(pr, asked)
-	p.wakeLoop()
+	p.handBack(pr)
 }
 
 // handBack takes a PR out of the queue and hands it to the discovery loop

@@ -31,7 +31,8 @@ var deniedOptions = []string{"--no-index", "--output", "--ext-diff", "--textconv
 	"--pathspec-from-file", "--file", "--template", "--no-verify", "--orderfile", "--exec", "--upload-pack"}
 
 // GitGuard runs the real git with args if CheckGitArgs allows them, as the
-// process itself (exec), and otherwise says why on stderr and returns 2.
+// process itself (exec). Otherwise it says why on stderr and returns 2; 1
+// if git could not be run.
 func GitGuard(args []string, getenv func(string) string, stderr io.Writer) int {
 	if err := CheckGitArgs(args); err != nil {
 		fmt.Fprintf(stderr, "pool-review: git %s refused: %v\n", strings.Join(args, " "), err)
