@@ -68,6 +68,25 @@ func (t Track) HoldsUpdate() bool {
 	return false
 }
 
+// UpdateHolder returns the PR that holds its base's one update among
+// tracks (all of one base), or 0: of those that hold it, the one the pool
+// updated last. A PR that let go of the update (its checks failed) and
+// holds again after another was updated waits for that one, never the
+// other way round, and no PR waits on itself.
+func UpdateHolder(tracks map[int]Track) int {
+	holder := 0
+	var at time.Time
+	for n, t := range tracks {
+		if !t.HoldsUpdate() {
+			continue
+		}
+		if holder == 0 || t.Update.At.After(at) || (t.Update.At.Equal(at) && n < holder) {
+			holder, at = n, t.Update.At
+		}
+	}
+	return holder
+}
+
 // Track is the pool's memory of one PR. It is persisted, and everything in it
 // can be rebuilt from the forge if lost. Only the functions of this package
 // change it.

@@ -328,3 +328,33 @@ func TestAReadOfTheOldHeadKeepsTheUpdate(t *testing.T) {
 		t.Errorf("the new head again: %s/%s, want the approval carried over and a wait in %s", act.Kind, tr.State, UpdateChecks)
 	}
 }
+
+// TestOneUpdateHolderPerBase: of the PRs that hold the base's update, the
+// one the pool updated last holds it; one that let go of it and holds
+// again waits for that one.
+func TestOneUpdateHolderPerBase(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	updated := func(s State, at time.Time) Track {
+		return Track{State: s, HeadSHA: "new", Update: HeadUpdate{From: "old", At: at}}
+	}
+	tests := []struct {
+		name   string
+		tracks map[int]Track
+		want   int
+	}{
+		{name: "none updated", tracks: map[int]Track{1: {State: OutOfDate}, 2: {State: CIPending}}, want: 0},
+		{name: "the updated one let go", tracks: map[int]Track{1: updated(CIFailing, t0), 2: {State: OutOfDate}}, want: 0},
+		{name: "one holds", tracks: map[int]Track{1: updated(UpdateChecks, t0), 2: {State: OutOfDate}}, want: 1},
+		{name: "two hold: the later update", tracks: map[int]Track{
+			1: updated(OutOfDate, t0), 2: updated(OutOfDate, t0.Add(time.Minute))}, want: 2},
+		{name: "two hold at one time: the lower number", tracks: map[int]Track{
+			3: updated(OutOfDate, t0), 2: updated(CIPending, t0)}, want: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := UpdateHolder(tc.tracks); got != tc.want {
+				t.Errorf("UpdateHolder = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

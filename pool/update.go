@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"pool/forgejo"
+	"pool/lifecycle"
 )
 
 // updateQueued updates a PR the merge queue reached that is approved,
@@ -65,15 +66,13 @@ func (p *Pool) updateStyle() string {
 	return p.cfg.UpdateStyle
 }
 
-// updatingOther returns another PR of the base whose update is in flight
-// (updated, waiting for its new head or its checks), or 0.
+// updatingOther returns the PR of the base that holds its one update
+// (lifecycle.UpdateHolder) if it is another than n, or 0.
 func (p *Pool) updatingOther(n int) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for m, t := range p.tracks {
-		if m != n && t.HoldsUpdate() {
-			return m
-		}
+	if holder := lifecycle.UpdateHolder(p.tracks); holder != n {
+		return holder
 	}
 	return 0
 }

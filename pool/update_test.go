@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -148,4 +149,59 @@ func TestARefusedUpdateIsNoLoop(t *testing.T) {
 			t.Errorf("HTTP %d: %d hold notes, want 1: %v", status, n, f.Effects())
 		}
 	}
+}
+
+// setCheck reports the check "ci" on PR n's current head as state, a
+// newer run than any before, and returns the head.
+func (f *fakeForge) setCheck(n int, state string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	head := f.prs[n].HeadSHA
+	f.nextID++
+	f.statuses[head] = append(f.statuses[head], forgejo.Status{ID: f.nextID, Context: "ci", State: state})
+	f.ciAt[head] = time.Time{}
+	f.touch(n)
+	return head
+}
+
+// moveBase moves the base branch, as a person's push to it does.
+func (f *fakeForge) moveBase(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.base = fakeSHA(name)
+	for n, pr := range f.prs {
+		if pr.State == "open" {
+			f.touch(n)
+		}
+	}
+}
+
+// TestTwoUpdatedPRsNeverWaitOnEachOther: after the first merge, PR X is
+// updated and its checks fail (it lets go of the base's update), PR Y is
+// updated next, the base moves, and X's checks re-run green: both are
+// behind and were updated by the pool. One of them is updated again and
+// merged, then the other: neither waits for the other for ever.
+func TestTwoUpdatedPRsNeverWaitOnEachOther(t *testing.T) {
+	f := outdatedForge(true, 1, 2, 3)
+	a := newFakeAgent(approver(f, time.Millisecond))
+	cfg := testConfig(2)
+	cfg.IdleExit = 0
+	cfg.Fixers.Enabled = false
+	f.ciDelay = 20 * cfg.PollInterval
+	updated := func(except int) int {
+		for n := 1; n <= 3; n++ {
+			if n != except && len(effectsWith(f, fmt.Sprintf("#%d: update by", n))) > 0 {
+				return n
+			}
+		}
+		return 0
+	}
+	runUntil(t, cfg, f, a, func(ctx context.Context, p *Pool) {
+		waitFor(ctx, func() bool { return updated(0) != 0 })
+		x := updated(0)
+		f.setCheck(x, "failure")
+		waitFor(ctx, func() bool { return updated(x) != 0 })
+		f.moveBase("pushed-by-a-person")
+		f.setCheck(x, "success")
+	}, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
 }
