@@ -9,7 +9,7 @@ const (
 	MergeDone      MergeOutcome = "merged"         // 200
 	MergeScheduled MergeOutcome = "scheduled"      // 201, or 409 already scheduled
 	MergeNotReady  MergeOutcome = "not_ready"      // 405 try again later / still checking
-	MergeBlocked   MergeOutcome = "blocked"        // 405 not allowed, WIP, branch protection; 423 archived
+	MergeBlocked   MergeOutcome = "blocked"        // 405 not allowed, WIP, branch protection; 409 PushRejected; 423 archived
 	MergeAlready   MergeOutcome = "already_merged" // 405 already merged
 	MergeHeadMoved MergeOutcome = "head_moved"     // 409 head out of date
 	MergeConflict  MergeOutcome = "conflict"       // 409 conflicts
@@ -43,6 +43,7 @@ const (
 	RuleMergeWhitelist  = "merge_whitelist"
 	RuleWorkInProgress  = "work_in_progress"
 	RuleArchived        = "archived"
+	RulePushRejected    = "push_rejected" // 409 PushRejected: a hook on the forge refused the merge's push
 	RuleQuota           = "quota"
 	RuleUnknown         = "unknown"
 )
@@ -61,6 +62,7 @@ const (
 
 // refusalRules maps words of the forge's refusal to the rule.
 var refusalRules = []struct{ words, rule string }{
+	{"pushrejected", RulePushRejected}, // first: the hook's own words may name any other rule
 	{"behind the base branch", RuleOutdated},
 	{"status checks", RuleStatusCheck},
 	{"enough approvals", RuleApprovals},
@@ -111,7 +113,9 @@ func classify409(msg string) MergeOutcome {
 		return MergeHeadMoved
 	case strings.Contains(msg, "already scheduled"):
 		return MergeScheduled
-	case strings.Contains(msg, "push out of date"), strings.Contains(msg, "pushrejected"):
+	case strings.Contains(msg, "pushrejected"):
+		return MergeBlocked // a hook refused the push (Forgejo): no wait cures it
+	case strings.Contains(msg, "push out of date"):
 		return MergeNotReady
 	}
 	return MergeConflict

@@ -18,6 +18,7 @@ func TestClassifyMerge(t *testing.T) {
 		{409, `{"message":"head out of date"}`, MergeHeadMoved},
 		{409, `{"message":"pull request is already scheduled to auto merge"}`, MergeScheduled},
 		{409, `{"message":"merge push out of date"}`, MergeNotReady},
+		{409, `{"message":"PushRejected with remote message: User permission denied for writing"}`, MergeBlocked},
 		{409, `{"StdOut":"CONFLICT (content): Merge conflict in a.txt"}`, MergeConflict},
 		{423, `{"message":"repo is archived"}`, MergeBlocked},
 		{413, `{"message":"quota exceeded","user_id":3,"username":"acme"}`, MergeQuota},
@@ -49,6 +50,7 @@ func TestRefusalRule(t *testing.T) {
 		{405, `{"message":"Work in progress PRs cannot be merged"}`, RuleWorkInProgress},
 		{423, `{"message":"repo is archived"}`, RuleArchived},
 		{413, `{"message":"quota exceeded"}`, RuleQuota},
+		{409, `{"message":"PushRejected with remote message: unsigned commits are not allowed"}`, RulePushRejected},
 		{405, `{"message":""}`, RuleUnknown},
 	}
 	for _, tt := range tests {

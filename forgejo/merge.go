@@ -46,15 +46,20 @@ func (c *Client) postMerge(ctx context.Context, op, owner, repo string, n int, b
 	if err != nil {
 		return MergeResult{}, err
 	}
-	res := MergeResult{Status: status, Message: snippet(b)}
-	res.Outcome = ClassifyMerge(status, res.Message)
-	if res.Outcome == MergeBlocked || res.Outcome == MergeQuota {
-		res.Rule = RefusalRule(status, res.Message)
-	}
+	res := MergeAnswer(status, snippet(b))
 	if status == http.StatusUnauthorized || status >= 500 {
 		return res, newError(op, status, fmt.Errorf("%s", res.Message))
 	}
 	return res, nil
+}
+
+// MergeAnswer classifies a merge answer and names the rule a refusal cites.
+func MergeAnswer(status int, message string) MergeResult {
+	res := MergeResult{Status: status, Message: message, Outcome: ClassifyMerge(status, message)}
+	if res.Outcome == MergeBlocked || res.Outcome == MergeQuota {
+		res.Rule = RefusalRule(status, message)
+	}
+	return res
 }
 
 // ClassifyMerge maps a merge answer to an outcome (forge.ClassifyMerge).

@@ -147,7 +147,7 @@ func approved(p Policy, t Track, o Observation, hint string) (Track, Action) {
 	}
 	t, held := holdRefused(p, t, o)
 	if held {
-		return blockedAs(refusedState(t.Refused), t, o.HeadSHA, refusalReason(t.Refused))
+		return holdingRefused(t, o.HeadSHA)
 	}
 	t.Blocked = ""
 	switch Summarize(o.Checks, RequiredContexts(o.Protection)) {
@@ -274,11 +274,15 @@ func conflict(t Track, head, reason string) (Track, Action) {
 }
 
 // UpdateRefused records that the forge refused the pool's update of the
-// head branch (403: it may not push there; or another answer that is no
-// update): a refusal like a merge's, with
-// one note and a back-off, not an update call every cycle.
+// head branch (403: it may not push there; 5xx: it could not, as for an
+// AGit PR; or another answer that is no update): a refusal like a merge's,
+// with one note and a back-off, not an update call every cycle.
 func UpdateRefused(p Policy, t Track, head string, status int, now time.Time) (Track, Action) {
-	return refused(p, t, head, forge.MergeResult{Outcome: "update_refused", Status: status, Rule: ruleUpdateRefused}, now)
+	rule := ruleUpdateRefused
+	if status >= 500 {
+		rule = ruleUpdateFailed
+	}
+	return refused(p, t, head, forge.MergeResult{Outcome: "update_refused", Status: status, Rule: rule}, now)
 }
 
 // blocked waits for the PR or the rule to change, and asks for the note
@@ -330,6 +334,11 @@ func AfterMerge(p Policy, t Track, head string, res forge.MergeResult, now time.
 		return conflict(t, head, "merge conflict")
 	case forge.MergeQuota, forge.MergeBlocked:
 		return refused(p, t, head, res, now)
+	case forge.MergeFailed:
+		if res.Status >= 500 { // not "try again later": a merge every cycle would get the same answer
+			res.Rule = ruleServerError
+			return refused(p, t, head, res, now)
+		}
 	}
 	status := fmt.Sprintf("%s (HTTP %d: %s)", res.Outcome, res.Status, res.Message)
 	t, diag := t.retry(p, MergeFailed, status)

@@ -556,3 +556,34 @@ func TestLongListsAreNamedInPart(t *testing.T) {
 		}
 	}
 }
+
+// TestAServerErrorIsNotedOnceItPersists: a merge answered 5xx is a
+// refusal that backs off, with no attempt counted and no diagnostic; the
+// note comes with the serverErrorNoteAfter-th answer at the head, once,
+// and the back-off grows past RetryMax to hours.
+func TestAServerErrorIsNotedOnceItPersists(t *testing.T) {
+	obs := approvedWith(status("ci", "success"))(open("h1"))
+	boom := forge.MergeResult{Outcome: forge.MergeFailed, Status: 500, Message: "internal error"}
+	tr, _ := Decide(policy, Track{}, obs)
+	notes := 0
+	for i := 1; i <= 20; i++ {
+		var act Action
+		tr, act = AfterMerge(policy, tr, "h1", boom, now)
+		if act.Diagnostic || tr.Attempts != 0 || tr.State != MergeRefused {
+			t.Fatalf("answer %d: diagnostic %v, %d attempts, %s; want a refusal", i, act.Diagnostic, tr.Attempts, tr.State)
+		}
+		if act.Kind == NoteBlocked {
+			notes++
+			if i != serverErrorNoteAfter {
+				t.Errorf("noted at the %d-th server error, want the %d-th", i, serverErrorNoteAfter)
+			}
+			tr = tr.Mark(act.Marks)
+		}
+	}
+	if notes != 1 {
+		t.Errorf("%d notes, want 1", notes)
+	}
+	if wait := tr.RefusedUntil.Sub(now); wait <= policy.RetryMax || wait < time.Hour {
+		t.Errorf("after 20 server errors: back-off %s, want hours", wait)
+	}
+}

@@ -16,9 +16,22 @@ import (
 // changes: the head (a new head starts over), the base, the checks, the
 // reviews, the protection, or the PR itself (a comment, a label).
 
-// ruleUpdateRefused is the forge's refusal of the pool's update of a head
-// branch (not a rule of the protection).
-const ruleUpdateRefused = "update_refused"
+// A refusal no change the pool can see cures (a hook that rejects the
+// push, a server error that persists, an update the forge will not make)
+// backs off up to longHold, not RetryMax: hours, not a call every half
+// hour. A server error is noted only from the serverErrorNoteAfter-th at a
+// head on: one is often a proxy's hiccup.
+const (
+	longHold             = 8 * time.Hour
+	serverErrorNoteAfter = 3
+)
+
+// The refusals of the forge that are no rule of the protection.
+const (
+	ruleUpdateRefused = "update_refused" // the pool's update of a head branch (403, 4xx)
+	ruleUpdateFailed  = "update_failed"  // the update answered 5xx (an AGit PR's branch)
+	ruleServerError   = "server_error"   // the merge answered 5xx
+)
 
 // refused records the forge's refusal of the merge (or update) of head.
 func refused(p Policy, t Track, head string, res forge.MergeResult, now time.Time) (Track, Action) {
@@ -28,10 +41,31 @@ func refused(p Policy, t Track, head string, res forge.MergeResult, now time.Tim
 	}
 	t.Refusals++
 	t.Refused = rule
-	t.RefusedUntil = now.Add(forge.Backoff{Base: p.RetryBase, Max: p.RetryMax}.Delay(t.Refusals, 0))
+	t.RefusedUntil = now.Add(forge.Backoff{Base: p.RetryBase, Max: holdMax(p, rule)}.Delay(t.Refusals, 0))
 	t.RefusedSeen, t.RefusedOn = time.Time{}, ""
 	t.LastStatus = fmt.Sprintf("%s (HTTP %d: %s)", res.Outcome, res.Status, res.Message)
-	return blockedAs(refusedState(rule), t, head, refusalReason(rule))
+	return holdingRefused(t, head)
+}
+
+// holdingRefused is the wait of a refused head, with one note per head and
+// reason (a server error's only once it persists).
+func holdingRefused(t Track, head string) (Track, Action) {
+	if serverError(t.Refused) && t.Refusals < serverErrorNoteAfter {
+		t.State, t.Blocked = refusedState(t.Refused), ""
+		return t, Action{Kind: Wait, Reason: "backing off after a server error: " + t.LastStatus}
+	}
+	return blockedAs(refusedState(t.Refused), t, head, refusalReason(t.Refused))
+}
+
+func serverError(rule string) bool { return rule == ruleServerError || rule == ruleUpdateFailed }
+
+// holdMax is the longest wait after a refusal for rule.
+func holdMax(p Policy, rule string) time.Duration {
+	switch rule {
+	case forge.RulePushRejected, ruleServerError, ruleUpdateFailed, ruleUpdateRefused:
+		return max(p.RetryMax, longHold)
+	}
+	return p.RetryMax
 }
 
 // holdRefused reports whether a refused head still waits: the back-off
@@ -41,6 +75,9 @@ func refused(p Policy, t Track, head string, res forge.MergeResult, now time.Tim
 func holdRefused(p Policy, t Track, o Observation) (Track, bool) {
 	if t.Refusals == 0 || (t.Refused == forge.RuleOutdated && o.Behind && o.MayUpdate && p.updates(o.Protection)) {
 		return t, false
+	}
+	if (t.Refused == ruleUpdateRefused || t.Refused == ruleUpdateFailed) && !o.Behind {
+		return t, false // a refused update holds no merge of a head that needs none
 	}
 	on := dependsOn(o)
 	if t.RefusedOn == "" {
@@ -93,6 +130,11 @@ var refusalReasons = map[string]string{
 	forge.RuleMergeWhitelist:  "the forge refused the merge: the pool's account may not merge into this branch",
 	forge.RuleWorkInProgress:  "the forge refused the merge: the PR is marked work in progress",
 	forge.RuleArchived:        "the forge refused the merge: the repository is archived",
+	forge.RulePushRejected: "the forge refused the merge: a hook of the repository rejected its push (PushRejected; " +
+		"the hook's words are in the pool's log). Change what the hook refuses, or merge by hand",
+	ruleServerError: "the forge answered the merge with a server error again and again (its answer is in the pool's log)",
+	ruleUpdateFailed: "the branch is behind its base and must be updated before it merges, but the forge answered the pool's " +
+		"update with a server error again and again (it cannot update the head branch of an AGit PR). Update it by hand",
 	ruleUpdateRefused: "the branch is behind its base and must be updated before it merges, but the forge refused the pool's " +
 		"update (the pool's account may not push to the branch, or the forge could not update it). Update it, or let the account push",
 }

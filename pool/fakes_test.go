@@ -108,6 +108,15 @@ func (f *fakeForge) fail(op string) error {
 	return nil
 }
 
+// serverError is the error the client returns beside an answer of status,
+// as it does for a 5xx: nil for any other.
+func serverError(op string, status int) error {
+	if status < 500 {
+		return nil
+	}
+	return &forgejo.Error{Op: op, Status: status, Retryable: true, Err: errors.New("server error")}
+}
+
 func (f *fakeForge) record(format string, args ...any) {
 	f.effects = append(f.effects, fmt.Sprintf(format, args...))
 }
@@ -193,7 +202,7 @@ func (f *fakeForge) Update(_ context.Context, _, _ string, n int, style string) 
 	f.calls["update"]++
 	f.record("#%d: update by %s", n, style)
 	if res, ok := f.updateAnswer[n]; ok {
-		return res, nil
+		return res, serverError("update", res.Status)
 	}
 	pr := f.prs[n]
 	head := fakeSHA(fmt.Sprintf("update-%d-%s", n, f.base))
@@ -345,7 +354,7 @@ func (f *fakeForge) Merge(ctx context.Context, _, _ string, n int, opt forgejo.M
 	f.calls["merge"]++
 	f.record("#%d: merge at %s", n, opt.HeadSHA)
 	if res, ok := f.mergeAnswer[n]; ok {
-		return res, nil
+		return res, serverError("merge", res.Status)
 	}
 	if f.checking() {
 		return forgejo.MergeResult{Outcome: forgejo.MergeNotReady, Status: 405, Message: "Please try again later"}, nil

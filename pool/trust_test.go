@@ -337,3 +337,50 @@ func TestQuotaRefusalIsNotedOnceAndBacksOff(t *testing.T) {
 		f.mu.Unlock()
 	}, func() bool { return f.isMerged(1) })
 }
+
+// TestPermanentMergeRefusalsAreNotedOnceAndBackOff: a merge refused by a
+// server-side hook (409 PushRejected, which no wait cures) and a merge
+// answered 500 time after time get one note, no diagnostic, and fewer
+// calls as the back-off grows.
+func TestPermanentMergeRefusalsAreNotedOnceAndBackOff(t *testing.T) {
+	tests := []struct {
+		name, note string
+		answer     forgejo.MergeResult
+	}{
+		{name: "pre-receive hook", note: "#1: comment Merging is on hold: the forge refused the merge: a hook",
+			answer: forgejo.MergeAnswer(409, `{"message":"PushRejected with remote message: User permission denied for writing"}`)},
+		{name: "server error", note: "#1: comment Merging is on hold: the forge answered the merge with a server error",
+			answer: forgejo.MergeAnswer(500, `{"message":"internal error"}`)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeForge(1)
+			f.mergeAnswer[1] = tc.answer
+			f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{Context: "ci", State: "success"}}
+			cfg := testConfig(1)
+			cfg.IdleExit = 0
+			const cycles = 40
+			runUntil(t, cfg, f, newFakeAgent(approver(f, time.Millisecond)), func(ctx context.Context, p *Pool) {
+				waitFor(ctx, func() bool { return len(effectsWith(f, "#1: merge")) > 0 })
+				time.Sleep(cycles * cfg.PollInterval)
+				if n := len(effectsWith(f, tc.note)); n != 1 {
+					t.Errorf("hold notes = %d, want 1: %v", n, f.Effects())
+				}
+				if d := effectsWith(f, "#1: comment Merge retry"); len(d) != 0 {
+					t.Errorf("diagnostics for a refusal: %v", d)
+				}
+				// back-offs of 1, 2, 4, 8, 16, 32 poll intervals fit about six calls in 40 intervals
+				if m := effectsWith(f, "#1: merge"); len(m) > 8 {
+					t.Errorf("%d merge calls in %d poll intervals: no back-off", len(m), cycles)
+				}
+				f.mu.Lock()
+				delete(f.mergeAnswer, 1)
+				f.mu.Unlock()
+				f.push(1, fakeSHA("sha-1-b")) // a new head is reviewed and merged
+				f.mu.Lock()
+				f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{Context: "ci", State: "success"}}
+				f.mu.Unlock()
+			}, func() bool { return f.isMerged(1) })
+		})
+	}
+}

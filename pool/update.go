@@ -28,7 +28,7 @@ func (p *Pool) updateQueued(ctx context.Context, pr forgejo.PR) {
 		return
 	}
 	res, err := p.forge.Update(ctx, p.cfg.Owner, p.cfg.Name, pr.Number, style)
-	if err != nil {
+	if err != nil && res.Status < 500 { // a 5xx is an answer: a refusal that backs off (AGit PRs get it every time)
 		p.log.Warn("merge queue: the update call failed; waiting", "pr", pr.Number, "err", err)
 		p.queue.backOff(pr.Number, p.now(), err)
 		return

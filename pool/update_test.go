@@ -128,10 +128,11 @@ func TestAConflictFoundByTheUpdateIsAConflict(t *testing.T) {
 	}
 }
 
-// TestARefusedUpdateIsNoLoop: an update answered 403, or 400, gets one
-// note and backs off: a handful of calls, not one a cycle.
+// TestARefusedUpdateIsNoLoop: an update answered 403, 400, or 500 (an
+// AGit PR's branch, which the forge cannot update) gets one note and backs
+// off: a handful of calls, not one a cycle.
 func TestARefusedUpdateIsNoLoop(t *testing.T) {
-	for _, status := range []int{403, 400} {
+	for _, status := range []int{403, 400, 500} {
 		f := outdatedForge(true, 1, 2)
 		f.updateAnswer[2] = forgejo.UpdateResult{Outcome: forgejo.ClassifyUpdate(status), Status: status}
 		a := newFakeAgent(approver(f, time.Millisecond))
