@@ -207,7 +207,7 @@ var settings = []setting{
 	{"status_interval", "status-interval", []string{"POOL_STATUS_INTERVAL"}, "10s", "time between session status checks (a `duration`)"},
 	{"claim_ttl", "claim-ttl", []string{"POOL_CLAIM_TTL"}, "30m", "a claim without review activity goes stale after this `duration`"},
 	{"idle_exit", "idle-exit", []string{"POOL_IDLE_EXIT"}, "50", "exit after `N` idle cycles (0 = never)"},
-	{"diagnostic_every", "diagnostic-every", []string{"POOL_DIAGNOSTIC_EVERY"}, "10", "post a diagnostic comment every `N` merge attempts"},
+	{"diagnostic_every", "diagnostic-every", []string{"POOL_DIAGNOSTIC_EVERY"}, "10", "post the first diagnostic comment on an approved PR after `N` poll intervals of waiting, each next one after twice the pause"},
 	{"skip_label", "skip-label", []string{"POOL_SKIP_LABEL"}, "needs feedback", "PRs with this `label` are left to humans"},
 	{"state_dir", "state-dir", []string{"POOL_STATE_DIR"}, "", "state `dir` (default $XDG_STATE_HOME/pool)"},
 	{"spec_file", "spec-file", []string{"POOL_SPEC_FILE"}, "", "`file` with spec context for reviewers"},

@@ -98,7 +98,7 @@ func ClaimMatters(p Policy, t Track, o Observation) bool {
 // too: forgetting it would update the PR again and lose the carry-over.
 func (t Track) atHead(head string, now time.Time) Track {
 	if head != t.HeadSHA {
-		t.Attempts, t.Failures = 0, 0
+		t.Attempts, t.Failures, t.Diagnostics, t.DiagnosedAt = 0, 0, 0, time.Time{}
 		t.NotBefore = time.Time{}
 		t.FixerSHA, t.LastStatus, t.Blocked, t.LandedIn, t.ConflictAt = "", "", "", "", ""
 		t.Refusals, t.Refused, t.RefusedUntil, t.RefusedSeen, t.RefusedOn = 0, "", time.Time{}, time.Time{}, ""
@@ -152,7 +152,7 @@ func approved(p Policy, t Track, o Observation, hint string) (Track, Action) {
 	t.Blocked = ""
 	switch Summarize(o.Checks, RequiredContexts(o.Protection)) {
 	case ChecksFailing:
-		t, diag := t.retry(p, CIFailing, string(ChecksFailing))
+		t, diag := t.retry(p, CIFailing, string(ChecksFailing), o.Now)
 		switch {
 		case t.FixerSHA == o.HeadSHA:
 		case noFixer(p, o) != "":
@@ -166,7 +166,7 @@ func approved(p Policy, t Track, o Observation, hint string) (Track, Action) {
 		}
 		return t, Action{Kind: Wait, Reason: "checks failing; a fixer was started for this head", Diagnostic: diag}
 	case ChecksPending:
-		t, diag := t.retry(p, CIPending, string(ChecksPending))
+		t, diag := t.retry(p, CIPending, string(ChecksPending), o.Now)
 		t.WaitedForChecks = true
 		if t.afterUpdate(o.HeadSHA) {
 			t.State = UpdateChecks
@@ -306,11 +306,27 @@ func blockedAs(s State, t Track, head, reason string) (Track, Action) {
 	return t, act
 }
 
-// retry counts one more merge attempt and says whether it is a diagnostic one.
-func (t Track) retry(p Policy, s State, status string) (Track, bool) {
+// retry records that an approved head still waits to merge, in s, and
+// says whether a diagnostic comment is due: the first DiagnosticEvery poll
+// intervals (RetryBase) after the wait began, each next one after twice
+// the pause before, up to longHold. Attempts are counted by the answers
+// to merge calls alone (AfterMerge): a decision to wait makes no call.
+func (t Track) retry(p Policy, s State, status string, now time.Time) (Track, bool) {
 	t.State, t.LastStatus = s, status
-	t.Attempts++
-	return t, p.DiagnosticEvery > 0 && t.Attempts%p.DiagnosticEvery == 0
+	if p.DiagnosticEvery <= 0 {
+		return t, false
+	}
+	if t.DiagnosedAt.IsZero() {
+		t.DiagnosedAt = now // the wait begins
+		return t, false
+	}
+	pause := forge.Backoff{Base: time.Duration(p.DiagnosticEvery) * p.RetryBase, Max: max(p.RetryMax, longHold)}
+	if now.Before(t.DiagnosedAt.Add(pause.Delay(t.Diagnostics+1, 0))) {
+		return t, false
+	}
+	t.Diagnostics++
+	t.DiagnosedAt = now
+	return t, true
 }
 
 // AfterMerge folds the forge's answer to a merge call into the Track. A merge
@@ -341,7 +357,8 @@ func AfterMerge(p Policy, t Track, head string, res forge.MergeResult, now time.
 		}
 	}
 	status := fmt.Sprintf("%s (HTTP %d: %s)", res.Outcome, res.Status, res.Message)
-	t, diag := t.retry(p, MergeFailed, status)
+	t.Attempts++
+	t, diag := t.retry(p, MergeFailed, status, now)
 	return t, Action{Kind: Wait, Reason: "merge failed; retrying next cycle", Diagnostic: diag}
 }
 

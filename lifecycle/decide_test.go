@@ -115,9 +115,11 @@ var DecisionTable = []DecisionCase{
 	{Name: "a superseded cancellation is not a failure",
 		Obs:      approvedWith(Check{Context: "ci / a (push)", State: "failure", Superseded: true}, status("ci / b (push)", "success")),
 		WantKind: Merge},
-	{Name: "tenth attempt is diagnostic", Track: Track{HeadSHA: "h1", Attempts: 9},
+	{Name: "a wait of ten poll intervals is diagnosed", Track: Track{HeadSHA: "h1", HeadSeen: now, DiagnosedAt: now.Add(-10 * time.Minute)},
 		Obs: approvedWith(status("ci", "pending")), WantKind: Wait, WantState: CIPending, WantDiag: true},
-	{Name: "eleventh is not", Track: Track{HeadSHA: "h1", Attempts: 10},
+	{Name: "one of nine is not", Track: Track{HeadSHA: "h1", HeadSeen: now, DiagnosedAt: now.Add(-9 * time.Minute)},
+		Obs: approvedWith(status("ci", "pending")), WantKind: Wait, WantState: CIPending},
+	{Name: "the second waits twice as long", Track: Track{HeadSHA: "h1", HeadSeen: now, Diagnostics: 1, DiagnosedAt: now.Add(-19 * time.Minute)},
 		Obs: approvedWith(status("ci", "pending")), WantKind: Wait, WantState: CIPending},
 	{Name: "reviewer conflict hint confirmed by forge", Track: Track{Ended: SessionEnd{Head: "h1", Hint: "conflict"}},
 		Obs: func(o Observation) Observation {
@@ -585,5 +587,39 @@ func TestAServerErrorIsNotedOnceItPersists(t *testing.T) {
 	}
 	if wait := tr.RefusedUntil.Sub(now); wait <= policy.RetryMax || wait < time.Hour {
 		t.Errorf("after 20 server errors: back-off %s, want hours", wait)
+	}
+}
+
+// TestDiagnosticsComeFurtherApart: an approved head whose checks stay
+// pending, decided every minute for four days: no attempt counted, the
+// diagnostics 10, 20, 40, ... minutes apart, up to longHold, and none
+// repeated within a pass.
+func TestDiagnosticsComeFurtherApart(t *testing.T) {
+	obs := approvedWith(status("ci", "pending"))(open("h1"))
+	tr := Track{}
+	var at []time.Time
+	for i := 0; i < 4*24*60; i++ {
+		obs.Now = now.Add(time.Duration(i) * time.Minute)
+		var act Action
+		tr, act = Decide(policy, tr, obs)
+		if act.Diagnostic {
+			at = append(at, obs.Now)
+		}
+	}
+	if tr.Attempts != 0 {
+		t.Errorf("%d attempts counted, want 0: no merge call was made", tr.Attempts)
+	}
+	if len(at) > 0 && at[0].Sub(now) != 10*time.Minute {
+		t.Errorf("the first diagnostic came %s after the wait began, want 10m0s", at[0].Sub(now))
+	}
+	want := 20 * time.Minute
+	for i := 1; i < len(at); i++ {
+		if gap := at[i].Sub(at[i-1]); gap != want {
+			t.Errorf("diagnostic %d came %s after the one before, want %s", i+1, gap, want)
+		}
+		want = min(2*want, longHold)
+	}
+	if len(at) < 2 || len(at) > 16 {
+		t.Errorf("%d diagnostics in four days, want a handful: %v", len(at), at)
 	}
 }

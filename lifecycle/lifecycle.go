@@ -95,12 +95,16 @@ type Track struct {
 	HeadSHA     string    `json:"head_sha"`              // head when last observed
 	HeadSeen    time.Time `json:"head_seen"`             // when the pool first saw that head
 	ReviewedSHA string    `json:"reviewed_sha"`          // head at which a counted review was last seen
-	Attempts    int       `json:"attempts"`              // merge retry cycles since approval
+	Attempts    int       `json:"attempts"`              // merge calls at this head that failed (not refusals, not "try again later")
 	LastStatus  string    `json:"last_status"`           // last merge answer or checks state, for diagnostics
 	ConflictSHA string    `json:"conflict_sha"`          // head the conflict comment was posted for
 	ConflictAt  string    `json:"conflict_at,omitempty"` // head a conflict was found at (noted or not)
 	FixerSHA    string    `json:"fixer_sha"`             // head a fixer session was started (created and prompted) for
 	Failures    int       `json:"failures"`              // sessions at this head that left no review
+	// Diagnostics counts the diagnostic comments of this head's wait to
+	// merge; DiagnosedAt is when the last was decided on (or the wait began).
+	Diagnostics int       `json:"diagnostics,omitempty"`
+	DiagnosedAt time.Time `json:"diagnosed_at,omitzero"`
 	// NotedNoReview is the head the note that sessions leave no review was
 	// posted for.
 	NotedNoReview string    `json:"noted_no_review,omitempty"`

@@ -47,7 +47,7 @@ func New(gauges func() Gauges) *Metrics {
 	m.sessionsStarted = m.counterVec("pool_sessions_started_total", "Reviewer and fixer sessions started, by kind.", "kind")
 	m.sessionsFinished = m.counterVec("pool_sessions_finished_total", "Sessions collected, by how they ended (idle, error, gone, timeout, stuck).", "outcome")
 	m.mergeCalls = m.counterVec("pool_merge_calls_total", "Merge calls the pool made, by the forge's answer.", "outcome")
-	m.retries = m.counter("pool_merge_retry_attempts_total", "Merge retry attempts counted on approved PRs (checks pending or failing, merge refused).")
+	m.retries = m.counter("pool_merge_retry_attempts_total", "Merge calls on approved PRs that failed (not refusals, not \"try again later\").")
 	m.forgeRequests = m.counterVec("pool_forge_requests_total", "HTTP requests to the forge API, by endpoint class and status code (\"error\": no answer).", "endpoint", "code")
 	m.agentRequests = m.counterVec("pool_agent_requests_total", "HTTP requests to the agent server, by endpoint class and status code (\"error\": no answer).", "endpoint", "code")
 	m.reconnects = m.counter("pool_agent_event_stream_reconnects_total", "Times the agent server's event stream was opened again after the first.")

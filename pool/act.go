@@ -28,7 +28,7 @@ func (p *Pool) act(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a life
 
 func (p *Pool) perform(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a lifecycle.Action) error {
 	if a.Diagnostic {
-		if _, err := p.comment(ctx, pr.Number, texts.DiagnosticBody(t.Attempts, t.LastStatus)); err != nil {
+		if _, err := p.comment(ctx, pr.Number, texts.DiagnosticBody(t.Attempts, t.LastStatus, a.Reason)); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,7 +70,11 @@ func TestNewPRIsDecidedAndStartedFirst(t *testing.T) {
 	}
 	o.busy = p.isBusy
 	go func() {
-		waitFor(ctx, func() bool { return p.track(1).Attempts >= 3 })
+		waitFor(ctx, func() bool { // PR 1 decided three times
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			return len(slices.DeleteFunc(slices.Clone(o.log), func(e string) bool { return !strings.HasPrefix(e, "reviews 1") })) >= 3
+		})
 		f.mu.Lock()
 		f.prs[3] = &forgejo.PR{Number: 3, State: "open", Mergeable: true, HeadSHA: fakeSHA("sha-3-a"), BaseRef: "main",
 			Author: "author", Updated: time.Now(), HeadRepo: "o/r", HeadRef: "feature-3", MergeBase: f.base}

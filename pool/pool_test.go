@@ -170,7 +170,7 @@ func TestPendingChecksCostOneSession(t *testing.T) {
 	cfg := testConfig(1)
 	cfg.DiagnosticEvery = 4
 	runPoolWith(t, cfg, f, a, func(ctx context.Context, p *Pool) {
-		waitFor(ctx, func() bool { return p.track(1).Attempts >= 10 })
+		waitFor(ctx, func() bool { return len(effectsWith(f, "#1: comment Merge retry")) > 0 })
 		f.mu.Lock()
 		f.statuses[head] = []forgejo.Status{{ID: 2, Context: "ci", State: "success"}}
 		f.mu.Unlock()
@@ -183,7 +183,7 @@ func TestPendingChecksCostOneSession(t *testing.T) {
 	}
 	diag := 0
 	for _, e := range f.Effects() {
-		if strings.HasPrefix(e, "#1: comment Merge retry attempt ") {
+		if strings.HasPrefix(e, "#1: comment Merge retry") {
 			diag++
 		}
 	}
@@ -362,8 +362,8 @@ func TestLostStateRebuildsAttemptsFromDiagnostics(t *testing.T) {
 	f.review(1, "reviewer", forgejo.ReviewApproved)
 	f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{ID: 1, Context: "ci", State: "pending"}}
 	f.comments[1] = []forgejo.Comment{
-		{ID: 50, Author: "pool-bot", Body: texts.Sign(texts.DiagnosticBody(20, "pending"))},
-		{ID: 51, Author: "mallory", Body: texts.DiagnosticBody(90, "pending")},
+		{ID: 50, Author: "pool-bot", Body: texts.Sign(texts.DiagnosticBody(20, "pending", "checks pending"))},
+		{ID: 51, Author: "mallory", Body: texts.DiagnosticBody(90, "pending", "checks pending")},
 	}
 	f.nextID = 100
 	cfg := testConfig(1)
@@ -375,8 +375,8 @@ func TestLostStateRebuildsAttemptsFromDiagnostics(t *testing.T) {
 	if _, err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := p.track(1).Attempts; got != 21 {
-		t.Errorf("attempts = %d, want 21 (20 recovered from our own marker, +1 this cycle)", got)
+	if got := p.track(1).Attempts; got != 20 {
+		t.Errorf("attempts = %d, want 20 (recovered from our own marker; a wait for checks makes no merge call)", got)
 	}
 }
 
@@ -632,4 +632,40 @@ func TestAQueuedPRListedClosedIsNotIdle(t *testing.T) {
 	if res.quiet() || res.queued != 1 {
 		t.Errorf("cycle %+v with PR #1 in the merge queue: want 1 queued, not quiet", res)
 	}
+}
+
+// TestWaitingChecksAreNoSpam: an approved PR whose check stays pending and
+// one whose check fails, fixers off, decided for 200 poll intervals: no
+// merge call is made, so no attempt is counted, and the diagnostics come
+// further and further apart (after 10, 20, 40, 80 intervals: at most five
+// each), without a word of a fixer.
+func TestWaitingChecksAreNoSpam(t *testing.T) {
+	f := newFakeForge(1, 2)
+	f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{ID: 1, Context: "ci", State: "pending"}}
+	f.statuses[f.prs[2].HeadSHA] = []forgejo.Status{{ID: 2, Context: "ci", State: "failure"}}
+	cfg := testConfig(2)
+	cfg.IdleExit, cfg.DiagnosticEvery, cfg.Fixers.Enabled = 0, 10, false
+	const cycles = 200
+	runUntil(t, cfg, f, newFakeAgent(approver(f, time.Millisecond)), func(ctx context.Context, p *Pool) {
+		waitFor(ctx, func() bool {
+			return p.track(1).State == lifecycle.CIPending && p.track(2).State == lifecycle.CIFailing
+		})
+		time.Sleep(cycles * cfg.PollInterval)
+		for n := 1; n <= 2; n++ {
+			if a := p.track(n).Attempts; a != 0 {
+				t.Errorf("#%d: %d attempts counted, want 0: no merge call was made", n, a)
+			}
+			diags := effectsWith(f, fmt.Sprintf("#%d: comment Merge retry", n))
+			if len(diags) == 0 || len(diags) > 5 {
+				t.Errorf("#%d: %d diagnostics in %d poll intervals, want 1 to 5: %v", n, len(diags), cycles, diags)
+			}
+			f.mu.Lock()
+			for _, c := range f.comments[n] {
+				if strings.Contains(c.Body, "fixer") && !strings.Contains(c.Body, "fixers are off") {
+					t.Errorf("#%d: a comment speaks of a fixer with fixers off: %q", n, c.Body)
+				}
+			}
+			f.mu.Unlock()
+		}
+	}, func() bool { return true })
 }

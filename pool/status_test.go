@@ -121,13 +121,12 @@ func TestStatusShowsSlotsQueueAndMergedPRs(t *testing.T) {
 
 func TestMetricsAreCountedWhereThingsHappen(t *testing.T) {
 	f := newFakeForge(1, 2)
-	head := f.prs[2].HeadSHA
-	f.statuses[head] = []forgejo.Status{{ID: 1, Context: "ci", State: "pending"}}
+	f.mergeAnswer[2] = forgejo.MergeAnswer(400, "bad request")
 	a := newFakeAgent(approver(f, 5*time.Millisecond))
 	p, m := runWithMetrics(t, f, a, 2, func(ctx context.Context, p *Pool) {
 		waitFor(ctx, func() bool { return p.track(2).Attempts >= 3 })
 		f.mu.Lock()
-		f.statuses[head] = []forgejo.Status{{ID: 2, Context: "ci", State: "success"}}
+		delete(f.mergeAnswer, 2)
 		f.mu.Unlock()
 	})
 	for call, want := range map[string]int{"started review": 2, "finished idle": 2, "claim won=true": 2, "merge merged": 2} {
@@ -136,7 +135,7 @@ func TestMetricsAreCountedWhereThingsHappen(t *testing.T) {
 		}
 	}
 	if got := m.count("retry"); got < 3 {
-		t.Errorf("retry attempts counted %d, want at least 3 (the attempts seen on PR 2)", got)
+		t.Errorf("retry attempts counted %d, want at least 3 (the failed merge calls of PR 2)", got)
 	}
 	if m.cycles != int(p.report().Cycles) {
 		t.Errorf("cycle durations observed %d, cycles completed %d", m.cycles, p.report().Cycles)

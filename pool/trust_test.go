@@ -231,7 +231,7 @@ func TestMergeQueueWaitsForTheForge(t *testing.T) {
 	}
 	if diag := effectsWith(f, "#"); len(diag) > 0 {
 		for _, e := range diag {
-			if strings.Contains(e, "Merge retry attempt") {
+			if strings.Contains(e, "Merge retry") {
 				t.Errorf("a wait for the forge's check counted as a failed attempt: %s", e)
 			}
 		}

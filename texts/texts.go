@@ -71,9 +71,13 @@ func TitlePR(title, repo string, single bool) (int, bool) {
 	return n, strings.EqualFold(named, repo)
 }
 
-func DiagnosticBody(attempt int, status string) string {
-	return fmt.Sprintf("Merge retry attempt %d. Last status: %s.\nStill retrying — will not give up. Invoking CI fixer if needed.\n\n%s",
-		attempt, status, forge.Marker(forge.MarkRetry, map[string]any{"attempt": attempt, "status": status}))
+// DiagnosticBody is the note on an approved PR that still waits to merge:
+// why (the decision's reason), the last status, and the merge calls that
+// failed (attempt). The pool posts it further apart each time.
+func DiagnosticBody(attempt int, status, why string) string {
+	return fmt.Sprintf("Merge retry: still waiting to merge (%s). Last status: %s. Failed merge calls at this head: %d.\n"+
+		"The pool keeps trying and will not give up; its next note comes after a longer pause.\n\n%s",
+		why, status, attempt, forge.Marker(forge.MarkRetry, map[string]any{"attempt": attempt, "status": status}))
 }
 
 // RetryAttempt reads the attempt number from a diagnostic comment's marker.

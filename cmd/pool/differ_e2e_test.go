@@ -143,7 +143,7 @@ func TestTeamRequestWarningAndDependency(t *testing.T) {
 		"diagnostic comments on the warning PR: %d",
 		forge.count(mergePath(org, teamRepo, teamPR)), forge.count(mergePath(sb.Owner, sb.Repo, warnPR)),
 		forge.count(mergePath(sb.Owner, sb.Repo, depPR)), forge.refusedCount("POST /api/v1/repos/"),
-		commentsStarting(sb.Owner, sb.Repo, warnPR, "Merge retry attempt"))
+		commentsStarting(sb.Owner, sb.Repo, warnPR, "Merge retry"))
 	_ = pool.cmd.Process.Signal(sigterm)
 	pool.wait(t, ctx)
 	if t.Failed() {

@@ -215,7 +215,7 @@ func TestPendingChecksLyingReviewerOneSession(t *testing.T) {
 
 	eventually(t, ctx, "a diagnostic comment after ten pending cycles", func() bool {
 		for _, c := range prComments(t, ctx, sb, n) {
-			if strings.HasPrefix(c.Body, "Merge retry attempt 10. Last status: pending.") {
+			if strings.HasPrefix(c.Body, "Merge retry: still waiting to merge (checks pending). Last status: pending.") {
 				return true
 			}
 		}

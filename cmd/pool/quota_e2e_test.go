@@ -35,7 +35,7 @@ func TestQuotaRefusalIsABlockOnForgejo(t *testing.T) {
 		switch {
 		case strings.HasPrefix(c.Body, "Merging is on hold") && strings.Contains(c.Body, "quota"):
 			notes++
-		case strings.HasPrefix(c.Body, "Merge retry attempt"):
+		case strings.HasPrefix(c.Body, "Merge retry"):
 			diagnostics++
 		}
 	}
