@@ -349,17 +349,23 @@ func (p *Pool) view(pr forgejo.PR, comments []forgejo.Comment, reviews []forgejo
 // forgetGone settles tracked PRs that are no longer open: merged or closed.
 func (p *Pool) forgetGone(ctx context.Context, open map[int]bool) error {
 	for _, n := range p.trackedNumbers() {
-		if open[n] || p.isBusy(n) || p.queue.has(n) {
+		if open[n] || p.isBusy(n) || p.queue.has(n) || !p.index.readDue(n, p.now()) {
 			continue
 		}
 		pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, n)
 		if errors.Is(err, forgejo.ErrNotFound) {
+			p.readOK(n)
 			p.forget(n)
 			continue
 		}
-		if err != nil {
+		if errors.Is(err, forgejo.ErrUnauthorized) || ctx.Err() != nil {
 			return err
 		}
+		if err != nil {
+			p.readFailed(n, nil, err) // one PR the forge cannot show stops no other
+			continue
+		}
+		p.readOK(n)
 		if pr.BaseRef != p.base && pr.State == "open" {
 			p.forget(n) // retargeted away from the default branch
 			continue

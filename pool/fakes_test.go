@@ -79,6 +79,8 @@ type fakeForge struct {
 	quiet bool
 	// updateAnswer overrides the update's answer per PR.
 	updateAnswer map[int]forgejo.UpdateResult
+	// unreadable: the reads of these PRs fail (a PR the forge cannot convert).
+	unreadable map[int]bool
 }
 
 func newFakeForge(prs ...int) *fakeForge {
@@ -88,7 +90,7 @@ func newFakeForge(prs ...int) *fakeForge {
 		mergeAnswer: map[int]forgejo.MergeResult{}, lostRace: map[int]bool{}, now: time.Now, calls: map[string]int{},
 		protection: forgejo.Protection{UserCanMerge: true}, merged: map[int]time.Time{}, base: fakeSHA("base-0"),
 		parents: map[string][]string{}, authorPush: map[int]bool{}, ciAt: map[string]time.Time{},
-		updateAnswer: map[int]forgejo.UpdateResult{}}
+		updateAnswer: map[int]forgejo.UpdateResult{}, unreadable: map[int]bool{}}
 	for _, n := range prs {
 		f.prs[n] = &forgejo.PR{Number: n, State: "open", Mergeable: true, HeadSHA: fakeSHA(fmt.Sprintf("sha-%d-a", n)),
 			BaseRef: "main", Author: "author", Updated: time.Now(), HeadRepo: "o/r", HeadRef: fmt.Sprintf("feature-%d", n), MergeBase: f.base}
@@ -189,6 +191,9 @@ func (f *fakeForge) PR(_ context.Context, _, _ string, n int) (forgejo.PR, error
 		return forgejo.PR{}, &forgejo.Error{Op: "get", Status: 404, Err: forgejo.ErrNotFound}
 	}
 	f.trail = append(f.trail, fmt.Sprintf("read #%d", n))
+	if f.unreadable[n] {
+		return forgejo.PR{}, &forgejo.Error{Op: "get", Status: 500, Retryable: true, Err: errors.New("internal error")}
+	}
 	out := *pr
 	out.Mergeable = out.Mergeable && !f.checking()
 	out.BaseSHA = f.base

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"time"
 
@@ -30,6 +31,7 @@ type index struct {
 	cycles int
 	owed   bool // a full listing was due and its turn's gate refused it
 	seen   map[int]seenPR
+	unread map[int]*unreadPR // PRs whose read failed (unread.go)
 }
 
 // seenPR is what the last step of a PR decided, to skip the next step while
@@ -59,7 +61,7 @@ func (p *Pool) listPRs(ctx context.Context) ([]forgejo.PR, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, ch := range changes {
+	for _, ch := range append(changes, ix.unreadChanges(p.now())...) {
 		if err := p.applyChange(ctx, ch, served); err != nil {
 			return nil, err
 		}
@@ -85,6 +87,9 @@ func (p *Pool) listAll(ctx context.Context) ([]forgejo.PR, error) {
 		return nil, err
 	}
 	ix := &p.index
+	for _, e := range ix.unread {
+		e.change = nil // the listing holds every open PR as it is now
+	}
 	ix.open = make(map[int]forgejo.PR, len(prs))
 	ix.final = make(map[int]time.Time, len(prs))
 	ix.readAt = make(map[int]time.Time, len(prs))
@@ -106,15 +111,31 @@ func (p *Pool) applyChange(ctx context.Context, ch forgejo.PRChange, served time
 	ix := &p.index
 	if ch.State != "open" {
 		delete(ix.open, ch.Number)
+		if e := ix.unread[ch.Number]; e != nil {
+			e.change = nil
+		}
 		return nil
 	}
 	if known, ok := ix.open[ch.Number]; ok && known.Updated.Equal(ch.Updated) && ch.Updated.Before(ix.final[ch.Number]) {
 		return nil
 	}
+	if !ix.readDue(ch.Number, p.now()) {
+		ix.unread[ch.Number].change = &ch // read once its back-off ends
+		return nil
+	}
 	asked := p.now()
 	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, ch.Number)
-	if err != nil {
+	if errors.Is(err, forgejo.ErrUnauthorized) || ctx.Err() != nil {
 		return err
+	}
+	if err != nil && !errors.Is(err, forgejo.ErrNotFound) {
+		p.readFailed(ch.Number, &ch, err)
+		return nil
+	}
+	p.readOK(ch.Number)
+	if err != nil { // gone
+		delete(ix.open, ch.Number)
+		return nil
 	}
 	if pr.State != "open" {
 		delete(ix.open, pr.Number)

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"pool/forgejo"
 	"pool/internal/syncbuf"
+	"pool/lifecycle"
 )
 
 // TestSameSecondChangesAreNotMissed: the forge stamps updates in whole
@@ -180,4 +182,59 @@ func TestAnOlderReadNeverReplacesTheIndexsCopy(t *testing.T) {
 	if got := p.index.open[1].HeadSHA; got != old.HeadSHA {
 		t.Errorf("the loop's copy is at %s after a newer read was handed back, want %s", got, old.HeadSHA)
 	}
+}
+
+// open adds PR n, as an author opening it does.
+func (f *fakeForge) open(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.prs[n] = &forgejo.PR{Number: n, State: "open", Mergeable: true, HeadSHA: fakeSHA(fmt.Sprintf("sha-%d-a", n)), BaseRef: "main",
+		Author: "author", Updated: f.now(), HeadRepo: "o/r", HeadRef: fmt.Sprintf("feature-%d", n), MergeBase: f.base}
+}
+
+// TestOneUnreadablePRStopsNoOther: the read of PR 1 fails every time,
+// after it changed (its review) and after it closed while tracked. The
+// pool skips it, reading it again after a back-off, and PR 2, opened
+// meanwhile, is reviewed and merged; the cycles go on (30 more of them).
+func TestOneUnreadablePRStopsNoOther(t *testing.T) {
+	for _, closed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("closed=%v", closed), func(t *testing.T) {
+			f := newFakeForge(1)
+			f.review(1, "reviewer", forgejo.ReviewRequestChanges)
+			cfg := testConfig(1)
+			cfg.IdleExit = 0
+			var cycles func() int64
+			runUntil(t, cfg, f, newFakeAgent(approver(f, time.Millisecond)), func(ctx context.Context, p *Pool) {
+				cycles = func() int64 { return int64(p.report().Cycles) }
+				waitFor(ctx, func() bool { return p.track(1).State == lifecycle.ChangesRequested })
+				reads := func() int {
+					return len(slices.DeleteFunc(f.readTrail(), func(e string) bool { return e != "read #1" }))
+				}
+				before := reads()
+				f.mu.Lock()
+				f.unreadable[1] = true
+				if closed {
+					f.prs[1].State = "closed"
+				}
+				f.touch(1)
+				f.mu.Unlock()
+				waitFor(ctx, func() bool { return reads() >= before+2 })
+				f.open(2)
+				from, read := cycles(), reads()
+				cycles = func() int64 {
+					if n := reads() - read; n > 8 {
+						t.Errorf("PR 1 read %d times in %d cycles: no back-off", n, int64(p.report().Cycles)-from)
+					}
+					return int64(p.report().Cycles) - from
+				}
+			}, func() bool { return f.isMerged(2) && cycles() >= 30 })
+		})
+	}
+}
+
+// readTrail is the trail of reads and merges.
+func (f *fakeForge) readTrail() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.trail)
 }
