@@ -349,11 +349,16 @@ func (c *Clone) gitIn(ctx context.Context, dir, admin string, args ...string) (s
 // runGit runs git with args in dir ("": the pool's own), with the tree
 // deadline, gitSafeArgs and gitEnv.
 func runGit(ctx context.Context, dir string, args []string) (string, error) {
+	return runGitEnv(ctx, dir, args, nil)
+}
+
+// runGitEnv is runGit with env added to gitEnv.
+func runGitEnv(ctx context.Context, dir string, args, env []string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, deadlines.tree)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", slices.Concat(gitSafeArgs, args)...)
 	cmd.Dir = dir
-	cmd.Env = gitEnv()
+	cmd.Env = append(gitEnv(), env...)
 	cmd.WaitDelay = 5 * time.Second
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut

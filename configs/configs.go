@@ -130,6 +130,9 @@ type Fixers struct {
 	// Forks starts them on PRs whose head is in another repository too: the
 	// fixer then pushes to a stranger's repository (default false).
 	Forks bool
+	// Token is the account's the pool pushes a fixer's commits with; ""
+	// means the forge token. Never logged; the agent side never sees it.
+	Token string
 }
 
 // Repo is "owner/name".
@@ -218,6 +221,8 @@ var settings = []setting{
 	{"checks_grace", "checks-grace", []string{"POOL_CHECKS_GRACE"}, "2m", "an approved head with no statuses waits this `duration` for a CI before it merges"},
 	{"fixers.enabled", "fixers", []string{"POOL_FIXERS_ENABLED"}, "true", "start a fixer session on an approved PR whose checks fail (a `bool`)"},
 	{"fixers.forks", "fixers-forks", []string{"POOL_FIXERS_FORKS"}, "false", "start fixers on PRs from forks too; they push to the fork's branch (a `bool`)"},
+	{"fixers.token", "", []string{"POOL_FIXERS_TOKEN"}, "", ""},
+	{"fixers.token_file", "fixers-token-file", []string{"POOL_FIXERS_TOKEN_FILE"}, "", "`file` holding the token of the account the pool pushes fixers' commits as (default: the forge token)"},
 	{"claims.trusted", "trusted-claimers", []string{"POOL_CLAIMS_TRUSTED"}, "", "comma-separated `accounts` whose claims are honoured"},
 	{"session_timeout", "session-timeout", []string{"POOL_SESSION_TIMEOUT"}, "60m", "abort a session busy longer than this `duration`"},
 	{"shutdown_timeout", "shutdown-timeout", []string{"POOL_SHUTDOWN_TIMEOUT"}, "30s", "time allowed for a clean exit (a `duration`)"},
@@ -347,6 +352,9 @@ func decode(v *viper.Viper) (Config, error) {
 		return Config{}, err
 	}
 	cfg.Token = token
+	if cfg.Fixers.Token, err = loadSecret("fixers.token", d.str("fixers.token"), d.str("fixers.token_file")); err != nil {
+		return Config{}, err
+	}
 	if cfg.WebhookSecret, err = loadSecret("webhook.secret", d.str("webhook.secret"), d.str("webhook.secret_file")); err != nil {
 		return Config{}, err
 	}

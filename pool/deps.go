@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"pool/clone"
 	"pool/forgejo"
 	"pool/lifecycle"
 	"pool/report"
@@ -55,6 +56,12 @@ type Trees interface {
 	// TakeTree returns a tree detached at head that no session uses.
 	TakeTree(ctx context.Context, pr int, head string) (dir string, err error)
 	sessions.Trees // taking back, retiring and removing the trees of ended sessions
+}
+
+// Fixes publishes the commits a fixer session made in its work tree: the
+// pool, not the agent, pushes them (clone.PushFix). The clone implements it.
+type Fixes interface {
+	PushFix(ctx context.Context, dir string, f clone.Fix) (head string, err error)
 }
 
 // History tells whether a PR's head is already on the base branch, and in

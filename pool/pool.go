@@ -42,6 +42,9 @@ type Deps struct {
 	// Trees gives each session a work tree; nil: sessions work in the agent
 	// server's own directory.
 	Trees Trees
+	// Fixes pushes what a fixer session committed; nil: nothing is pushed.
+	// UseClone sets it with the trees.
+	Fixes Fixes
 	// History checks a PR the forge reads mergeable but will not merge; nil:
 	// such a PR waits for the forge.
 	History History
@@ -82,6 +85,7 @@ type Pool struct {
 	forge   Forge
 	agent   Agent
 	trees   Trees
+	fixes   Fixes // nil: a fixer's commits are not pushed
 	history History
 	digests Digester
 	store   State
@@ -133,7 +137,7 @@ type Pool struct {
 // the agent server knows the agent, loads state and the instance identity.
 // It starts nothing.
 func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
-	p := &Pool{cfg: cfg, forge: d.Forge, agent: d.Agent, trees: d.Trees, history: d.History, digests: d.Digests, store: d.Store, log: d.Log, now: d.Now,
+	p := &Pool{cfg: cfg, forge: d.Forge, agent: d.Agent, trees: d.Trees, fixes: d.Fixes, history: d.History, digests: d.Digests, store: d.Store, log: d.Log, now: d.Now,
 		freed: make(chan struct{}, 1), wakeups: make(chan struct{}, 1), busy: map[int]bool{},
 		tracks: map[int]lifecycle.Track{}, locks: map[int]*sync.Mutex{}, acting: map[int]*sync.Mutex{}, queue: newMergeQueue(cfg.PollInterval)}
 	if p.log == nil {
@@ -395,16 +399,17 @@ func firstLine(s string) string {
 // Base is the repository's default branch, whose PRs the pool serves.
 func (p *Pool) Base() string { return p.base }
 
-// Clone is the repository's clone: work trees for the sessions, and the
-// base branch's history.
+// Clone is the repository's clone: work trees for the sessions, the
+// base branch's history, and the fixers' pushes.
 type Clone interface {
 	Trees
 	History
+	Fixes
 }
 
 // UseClone gives the pool its clone, before it runs.
 func (p *Pool) UseClone(c Clone) {
-	p.trees, p.history = c, c
+	p.trees, p.history, p.fixes = c, c, c
 	p.sessions.UseTrees(c)
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"pool/agent"
 	"pool/claims"
+	"pool/clone"
 	"pool/forgejo"
 	"pool/internal/guard"
 	"pool/lifecycle"
@@ -144,6 +145,9 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind,
 		return followed{}, err
 	}
 	s := followed{Session: started, items: items}
+	if in.Fix {
+		s.fix = p.fixFor(pr)
+	}
 	p.metrics.SessionStarted(string(kind))
 	p.book.Signal()
 	if in.Fix {
@@ -157,10 +161,11 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind,
 }
 
 // followed is a session the pool follows, with the open review items it
-// was given, if any.
+// was given, if any, and for a fixer what the pool may push.
 type followed struct {
 	*sessions.Session
 	items *report.Digest
+	fix   *clone.Fix
 }
 
 // follow waits for a session to end, then collects it. At shutdown it leaves
@@ -182,6 +187,7 @@ func (p *Pool) follow(ctx, work context.Context, s followed) {
 func (p *Pool) collect(ctx context.Context, s followed) {
 	defer p.sessions.Drop(s.Session)
 	res, text := p.result(ctx, s.Session)
+	p.pushFix(ctx, s)
 	p.sessions.Release(ctx, s.ID, s.Dir)
 	p.count(s.PR, &p.stats.reviewed)
 	p.metrics.SessionFinished(s.Outcome())

@@ -114,7 +114,7 @@ func (t *tool) checkText(text string) error {
 		return errors.New("--body - (standard input) is not read: give the text itself")
 	case len(text) > maxBody:
 		return fmt.Errorf("the body is over %d bytes", maxBody)
-	case strings.Contains(text, t.token) || strings.Contains(text, t.pushToken):
+	case strings.Contains(text, t.token):
 		return errors.New("the text holds the reviewer's token: refused")
 	}
 	return nil

@@ -2,7 +2,8 @@
 // `pool-review` command it may run instead of holding a token and curl. It
 // does what a reviewer does and nothing more: read a PR, submit a review
 // with a verdict on the PR's head commit (with line comments), post a signed
-// comment, and, for a fixer, push the work tree's commit to the PR's branch.
+// comment. It pushes nothing: a fixer commits in its work tree, and the pool
+// pushes its commits with a token the agent side never sees (clone.PushFix).
 //
 // It reads the forge's URL and the path of the reviewer's token file from its
 // environment (POOL_REVIEW_FORGE_URL, POOL_REVIEW_TOKEN_FILE), which the
@@ -36,10 +37,6 @@ import (
 const (
 	EnvForgeURL  = "POOL_REVIEW_FORGE_URL"
 	EnvTokenFile = "POOL_REVIEW_TOKEN_FILE"
-	// EnvPushTokenFile names the file with the fixer account's token, which
-	// push uses when it is set: the reviewer's account then needs no right
-	// to push (read access and a place on the approvals whitelist).
-	EnvPushTokenFile = "POOL_REVIEW_PUSH_TOKEN_FILE"
 )
 
 // Signature ends everything the tool posts; it is the pool's own
@@ -47,7 +44,7 @@ const (
 const Signature = "\n\n---\n**Automated by CleverAgents Bot**\nSupervisor: PR Review | Agent: ca-continuous-pr-reviewer"
 
 // ReviewerScopes are the token scopes the tool needs on Forgejo and Gitea:
-// reviews and pushes are repository writes, PR comments issue writes.
+// reviews are repository writes, PR comments issue writes.
 var ReviewerScopes = []string{"write:repository", "write:issue"}
 
 // Exit codes.
@@ -77,7 +74,6 @@ Commands:
   line     OWNER/REPO#N --commit SHA --path PATH --line N --body TEXT
                                          comment on one line of the head (a commenting review)
   comment  OWNER/REPO#N --body TEXT      post a comment on the PR
-  push     OWNER/REPO#N                  push the work tree's HEAD to the PR's branch (fixers)
 
 Every body is signed. Bodies come from --body only: the tool reads no file and no standard input.
 Environment: POOL_REVIEW_FORGE_URL (the forge), POOL_REVIEW_TOKEN_FILE (the reviewer's token).
@@ -113,15 +109,13 @@ var commands = map[string]func(context.Context, *tool, []string, io.Writer, io.W
 	"review":  runReview,
 	"line":    runLine,
 	"comment": runComment,
-	"push":    runPush,
 }
 
 // tool is one run's connection to the forge.
 type tool struct {
-	url       string
-	token     string
-	pushToken string // the fixer account's; "": push uses token
-	forge     *forgejo.Client
+	url   string
+	token string
+	forge *forgejo.Client
 }
 
 func newTool(getenv func(string) string) (*tool, error) {
@@ -133,13 +127,7 @@ func newTool(getenv func(string) string) (*tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &tool{url: forge, token: token, pushToken: token}
-	if path := getenv(EnvPushTokenFile); path != "" {
-		if t.pushToken, err = readToken(path); err != nil {
-			return nil, fmt.Errorf("%s: %w", EnvPushTokenFile, err)
-		}
-	}
-	return t, nil
+	return &tool{url: forge, token: token}, nil
 }
 
 // checkForgeURL wants https, or http to this machine: the token travels
@@ -203,7 +191,7 @@ func (t *tool) connect(ctx context.Context) (*forgejo.Client, error) {
 
 // scrub wraps w so that the token never reaches it, whatever prints.
 func (t *tool) scrub(w io.Writer) io.Writer {
-	return &scrubber{w: &scrubber{w: w, secret: []byte(t.pushToken)}, secret: []byte(t.token)}
+	return &scrubber{w: w, secret: []byte(t.token)}
 }
 
 type scrubber struct {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -150,7 +149,6 @@ func TestTokenNeverPrinted(t *testing.T) {
 		{"pr", "o/r#1"},
 		{"review", "o/r#1", "--commit", "0123456789abcdef", "--verdict", "approve", "--body", "ok"},
 		{"comment", "o/r#1", "--body", "hello"},
-		{"push", "o/r#1"},
 	} {
 		code, stdout, stderr := run(ctx, env, args...)
 		if code == 0 {
@@ -331,106 +329,12 @@ func TestReviewRefusesAnotherCommit(t *testing.T) {
 	}
 }
 
-// TestPushFastForwardsThePRBranch: a fixer's commit in a work tree at the
-// PR's head reaches the PR's branch; the token is in no git config and no
-// output.
-func TestPushFastForwardsThePRBranch(t *testing.T) {
-	fx := newForgeFixture(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	dir, git := fx.fixCommit(ctx, t)
-	fixed := git("rev-parse", "HEAD")
-	// Code in the work tree can plant a hook that would see the push's
-	// environment, token and all.
-	leak := filepath.Join(t.TempDir(), "pre-push-ran")
-	if err := os.WriteFile(filepath.Join(dir, ".git", "hooks", "pre-push"), []byte("#!/bin/sh\nenv > '"+leak+"'\n"), 0o755); err != nil {
-		t.Fatal(err)
+// TestThereIsNoPush: the tool pushes nothing; a fixer commits and the pool
+// pushes (clone.PushFix), with a token the agent side never sees.
+func TestThereIsNoPush(t *testing.T) {
+	env := map[string]string{EnvForgeURL: "http://127.0.0.1:9", EnvTokenFile: tokenFile(t, "0123456789abcdef")}
+	code, stdout, stderr := run(context.Background(), env, "push", "o/r#1")
+	if code != exitUsage || strings.Contains(usage, "push") {
+		t.Errorf("push: exit %d, want %d, an unknown command\n%s\n%s", code, exitUsage, stdout, stderr)
 	}
-	t.Chdir(dir)
-	code, stdout, stderr := run(ctx, fx.env, "push", fx.target())
-	if code != 0 {
-		t.Fatalf("push: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	if strings.Contains(stdout+stderr, fx.reviewerToken) {
-		t.Errorf("push printed the token")
-	}
-	if _, err := os.Stat(leak); err == nil {
-		t.Errorf("push ran the pre-push hook planted in the work tree")
-	}
-	if cfg, _ := os.ReadFile(filepath.Join(dir, ".git", "config")); bytes.Contains(cfg, []byte(fx.reviewerToken)) {
-		t.Errorf("the token is in the work tree's git config")
-	}
-	var pr struct {
-		Head struct {
-			SHA string `json:"sha"`
-		} `json:"head"`
-	}
-	if _, err := fx.forge.Do(ctx, fx.authorToken, http.MethodGet, fmt.Sprintf("/repos/%s/%s/pulls/%d", fx.author, fx.repo, fx.pr), nil, &pr); err != nil {
-		t.Fatal(err)
-	}
-	if pr.Head.SHA != fixed {
-		t.Errorf("the PR's head is %s, want the pushed fix %s", pr.Head.SHA, fixed)
-	}
-}
-
-// TestPushUsesTheFixerToken: the reviewer's account may only read the
-// repository (its approvals count through the approvals whitelist), so its
-// token cannot push; with the fixer account's token file named, push
-// fast-forwards the PR's branch as the fixer, and neither token is printed.
-func TestPushUsesTheFixerToken(t *testing.T) {
-	fx := newForgeFixture(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := fx.forge.AddCollaborator(ctx, fx.authorToken, fx.author, fx.repo, fx.reviewer, "read"); err != nil {
-		t.Fatal(err)
-	}
-	fixer := "f-" + fx.reviewer[2:]
-	if _, err := fx.forge.CreateUser(ctx, fixer); err != nil {
-		t.Fatal(err)
-	}
-	fixerToken, err := fx.forge.ScopedToken(ctx, fixer, ReviewerScopes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fx.forge.AddCollaborator(ctx, fx.authorToken, fx.author, fx.repo, fixer, "write"); err != nil {
-		t.Fatal(err)
-	}
-	dir, _ := fx.fixCommit(ctx, t)
-	t.Chdir(dir)
-	if code, stdout, stderr := run(ctx, fx.env, "push", fx.target()); code == 0 {
-		t.Fatalf("the read-only reviewer's token pushed:\n%s\n%s", stdout, stderr)
-	}
-	env := map[string]string{EnvForgeURL: fx.env[EnvForgeURL], EnvTokenFile: fx.env[EnvTokenFile], EnvPushTokenFile: tokenFile(t, fixerToken)}
-	code, stdout, stderr := run(ctx, env, "push", fx.target())
-	if code != 0 {
-		t.Fatalf("push with the fixer's token: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	if strings.Contains(stdout+stderr, fixerToken) || strings.Contains(stdout+stderr, fx.reviewerToken) {
-		t.Errorf("push printed a token")
-	}
-}
-
-// fixCommit clones the PR's repository into a new directory, checks out its
-// head and commits a fix there, as a fixer would; it returns the directory
-// and a git runner in it.
-func (fx *forgeFixture) fixCommit(ctx context.Context, t *testing.T) (string, func(args ...string) string) {
-	t.Helper()
-	dir := t.TempDir()
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir, "-c", "user.name=fixer", "-c", "user.email=f@example.com"}, args...)...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	git("clone", "-q", fmt.Sprintf("%s/%s/%s.git", fx.forge.URL, fx.author, fx.repo), ".")
-	git("checkout", "-q", "--detach", fx.head)
-	if err := os.WriteFile(filepath.Join(dir, "fix.txt"), []byte("fix\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	git("add", "fix.txt")
-	git("commit", "-qm", "fix")
-	return dir, git
 }

@@ -183,7 +183,7 @@ func Prompt(in PromptInput) string {
 	}
 	if in.Fix {
 		b.WriteString("\nThis PR is approved, but checks fail on its head commit; they are the \"kind\": \"check\" entries in the forge data block. " +
-			"Find the cause and push a fix to the PR's branch, or request changes saying what is wrong.\n")
+			"Find the cause and commit a fix in your work tree, on top of its head, or request changes saying what is wrong.\n")
 		b.WriteString(pushTarget(in))
 	}
 	if in.Answer != "" {
@@ -203,15 +203,21 @@ func Prompt(in PromptInput) string {
 
 var repoRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}/[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
-// pushTarget names the one place a fixer may push to. Names the forge gave
-// that do not look like a repository and a branch are not put in the
-// prompt: the fixer is then told to push nothing.
+// pushTarget tells a fixer that the pool pushes its commits, and where.
+// Names the forge gave that do not look like a repository and a branch are
+// not put in the prompt.
 func pushTarget(in PromptInput) string {
+	rule := "Do not push, and make no merge commit: when your session ends, the pool checks your commits and pushes them"
 	if !repoRE.MatchString(in.PushRepo) || !branchRE.MatchString(in.PushBranch) || strings.Contains(in.PushBranch, "..") {
-		return "The PR's head branch could not be named safely: push nothing; request changes saying what is wrong.\n"
+		return rule + " to the PR's head branch.\n"
 	}
-	return fmt.Sprintf("Push target: branch %s of repository %s, only with `pool-review push %s#%d`. Push nothing else, nowhere else.\n",
-		in.PushBranch, in.PushRepo, in.Repo, in.PR)
+	return fmt.Sprintf("%s to branch %s of repository %s.\n", rule, in.PushBranch, in.PushRepo)
+}
+
+// FixRefused is the note on a PR whose fixer's commits the pool did not
+// push, and why (a reason of the pool's own, naming no secret).
+func FixRefused(reason string) string {
+	return fmt.Sprintf("The fixer's commits were not pushed: %s.", reason)
 }
 
 // stopRule tells the reviewer when another's review makes its own needless:

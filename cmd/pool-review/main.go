@@ -1,6 +1,6 @@
 // Command pool-review is the reviewer agent's narrow way to the forge: read a
 // PR, submit a review with a verdict on its head commit, comment on a line,
-// post a signed comment, push a fixer's commit. The agent's bash permission
+// post a signed comment (a fixer commits; the pool pushes). The agent's bash permission
 // allows this command and no other way out (see deploy/opencode and the
 // README, "Setting up the reviewer").
 //
@@ -8,7 +8,6 @@
 //	pool-review review OWNER/REPO#N --commit SHA --verdict approve --body TEXT
 //	pool-review line OWNER/REPO#N --commit SHA --path P --line N --body TEXT
 //	pool-review comment OWNER/REPO#N --body TEXT
-//	pool-review push OWNER/REPO#N
 //
 // Called as git (a link named git, first on the agent server's PATH), it is
 // a guard: it runs the real git only with arguments that stay in the work

@@ -13,9 +13,9 @@ import (
 
 // TestFailingCheckGetsOneFixer tells the fixer story on the real forge and
 // agent server: the reviewer approves, the required check fails on that
-// head, the pool starts one fixer session, the fixer pushes a commit, the
-// new head is reviewed again, its check passes, and the pool merges it:
-// three sessions in all.
+// head, the pool starts one fixer session, the fixer commits in its work
+// tree and stops, the pool pushes the commit, the new head is reviewed
+// again, its check passes, and the pool merges it: three sessions in all.
 func TestFailingCheckGetsOneFixer(t *testing.T) {
 	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -32,7 +32,7 @@ func TestFailingCheckGetsOneFixer(t *testing.T) {
 	}
 	bin := buildPool(t)
 	// The shipped fixer variant: the reviewer's permissions, plus edits in
-	// its work tree, commits and pool-review push.
+	// its work tree and commits; no push.
 	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir()), "--workers", "1", "--agent", deploy.Fixer)
 
 	// The stand-in CI: a head pushed by the fixer passes.
@@ -74,6 +74,9 @@ func TestFailingCheckGetsOneFixer(t *testing.T) {
 	}
 	if !strings.Contains(pool.stdout.String(), "CI_FIXES_ATTEMPTED: 1") {
 		t.Errorf("report:\n%s", pool.stdout.String())
+	}
+	if log := pool.stderr.String(); !strings.Contains(log, `msg="pushed the fixer's commits"`) || !strings.Contains(log, "head="+fixed) {
+		t.Errorf("the pool's log does not say it pushed %s:\n%s", fixed, log)
 	}
 }
 

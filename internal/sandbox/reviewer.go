@@ -105,29 +105,27 @@ const FixerCue = "checks fail on its head commit"
 const FixedFile = "FIXED.txt"
 
 // Fixer returns a Script that answers fixer prompts (those with FixerCue) as
-// the shipped fixer agent may: it writes FixedFile with the write tool,
-// commits it, and pushes the commit to the PR's branch with pool-review
-// (which holds the reviewer's token); every other prompt goes to review.
-// The pool's token is in none of it.
+// the shipped fixer agent may: it writes FixedFile with the write tool and
+// commits it, and stops: the pool pushes the commit when the session ends.
+// Every other prompt goes to review. No token is in any of it.
 func Fixer(review Script) Script {
 	return func(prompt string, outputs []string) Turn {
 		if !strings.Contains(prompt, FixerCue) {
 			return review(prompt, outputs)
 		}
-		pr, repo, _, ok := PromptTarget(prompt)
-		if !ok {
+		if _, _, _, ok := PromptTarget(prompt); !ok {
 			return Turn{Text: "I cannot tell which PR to fix."}
 		}
 		turns := []Turn{
 			{Bash: WhereCommand},
 			{Tool: "write", Args: map[string]any{"filePath": FixedFile, "content": "fixed\n"}},
-			{Bash: fmt.Sprintf("git add %s && git commit -qm 'Fix the failing check' && pool-review push %s#%s", FixedFile, repo, pr)},
+			{Bash: fmt.Sprintf("git add %s && git commit -qm 'Fix the failing check' && git log -1 --format=%%H", FixedFile)},
 		}
 		if len(outputs) < len(turns) {
 			return turns[len(outputs)]
 		}
 		dir, head := Where(outputs[0])
-		return Turn{Text: fmt.Sprintf("Worked in %s at %s. %s\nREVIEW-RESULT: {\"decision\": \"commented\", \"merge_status\": \"ci_failing\"}",
+		return Turn{Text: fmt.Sprintf("Worked in %s at %s. Committed %s.\nREVIEW-RESULT: {\"decision\": \"commented\", \"merge_status\": \"ci_failing\"}",
 			dir, head, strings.TrimSpace(outputs[2]))}
 	}
 }

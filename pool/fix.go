@@ -1,0 +1,54 @@
+package pool
+
+import (
+	"context"
+	"errors"
+
+	"pool/clone"
+	"pool/forgejo"
+	"pool/texts"
+)
+
+// A fixer session commits in its work tree and pushes nothing: it holds no
+// token that may push. When it ends, the pool reads its commits from the
+// tree, checks them and pushes them as a fast-forward of the PR's own head
+// branch, leased on the head the session was given, with the fixer
+// account's token (clone.PushFix).
+
+// fixFor is what a fixer session on pr may publish.
+func (p *Pool) fixFor(pr forgejo.PR) *clone.Fix {
+	repo := pr.HeadRepo
+	if repo == "" {
+		repo = p.cfg.Repo()
+	}
+	token := p.cfg.Fixers.Token
+	if token == "" {
+		token = p.cfg.Token
+	}
+	return &clone.Fix{PR: pr.Number, Head: pr.HeadSHA, URL: p.cfg.ForgejoURL + "/" + repo + ".git", Branch: pr.HeadRef, Token: token,
+		Secrets: []string{p.cfg.Token, p.cfg.Fixers.Token, p.cfg.WebhookSecret, p.cfg.AgentPassword}}
+}
+
+// pushFix pushes what the fixer session s committed, before its work tree
+// goes back. A fix the checks refuse is logged and noted on the PR.
+func (p *Pool) pushFix(ctx context.Context, s followed) {
+	if s.fix == nil || p.fixes == nil || s.Dir == "" {
+		return
+	}
+	log := p.log.With("pr", s.PR, "session", s.ID)
+	head, err := p.fixes.PushFix(ctx, s.Dir, *s.fix)
+	var refused *clone.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		log.Warn("the fixer's commits were not pushed", "reason", refused.Reason)
+		if _, err := p.comment(ctx, s.PR, texts.FixRefused(refused.Reason)); err != nil {
+			log.Warn("noting the refused fix failed", "err", err)
+		}
+	case err != nil:
+		log.Warn("pushing the fixer's commits failed", "err", err)
+	case head == "":
+		log.Info("the fixer committed nothing")
+	default:
+		log.Info("pushed the fixer's commits", "head", head, "repo", s.fix.URL, "branch", s.fix.Branch)
+	}
+}

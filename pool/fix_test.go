@@ -1,0 +1,84 @@
+package pool
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"pool/clone"
+	"pool/forgejo"
+	"pool/texts"
+)
+
+// fakeFixes records the fixes a pool asks to push, and answers with err.
+type fakeFixes struct {
+	mu    sync.Mutex
+	fixes []clone.Fix
+	dirs  []string
+	err   error
+}
+
+func (x *fakeFixes) PushFix(_ context.Context, dir string, f clone.Fix) (string, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.fixes, x.dirs = append(x.fixes, f), append(x.dirs, dir)
+	return "", x.err
+}
+
+// TestTheFixerSessionsCommitsArePushedByThePool: when a fixer session
+// ends, the pool pushes what it committed, from its work tree, to the PR's
+// own head branch, leased on the head it gave the session, with the fixer
+// account's token, checking for the pool's secrets; a fix the checks refuse
+// is noted on the PR. A reviewer session's end pushes nothing.
+func TestTheFixerSessionsCommitsArePushedByThePool(t *testing.T) {
+	for _, refused := range []bool{false, true} {
+		f := newFakeForge(1)
+		head := f.prs[1].HeadSHA
+		f.review(1, "reviewer", forgejo.ReviewApproved)
+		f.statuses[head] = []forgejo.Status{{ID: 1, Context: "ci", State: "failure"}}
+		a := newFakeAgent(func(int) (time.Duration, func(), string) {
+			return time.Millisecond, nil, "Committed.\nREVIEW-RESULT: {\"decision\": \"commented\", \"merge_status\": \"ci_failing\"}"
+		})
+		fixes := &fakeFixes{}
+		if refused {
+			fixes.err = &clone.RefusedError{Reason: "commit 1234 has 2 parents"}
+		}
+		trees := newFakeTrees()
+		cfg := testConfig(1)
+		cfg.Once = true // the fixer's session, then its end judged
+		cfg.Fixers.Token, cfg.WebhookSecret = "fixer-token", "hook-secret"
+		trees.inUse = a.worksIn
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		p, err := New(ctx, cfg, Deps{Forge: f, Agent: a, Trees: trees, Fixes: fixes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Run(ctx); err != nil || ctx.Err() != nil {
+			t.Fatalf("Run: %v, %v", err, ctx.Err())
+		}
+		cancel()
+		if len(fixes.fixes) != 1 {
+			t.Fatalf("refused=%v: %d pushes asked for, want 1 (the fixer's; prompts %d)", refused, len(fixes.fixes), len(a.prompts))
+		}
+		got := fixes.fixes[0]
+		want := clone.Fix{PR: 1, Head: head, URL: "http://forge.test/o/r.git", Branch: "feature-1", Token: "fixer-token"}
+		if got.PR != want.PR || got.Head != want.Head || got.URL != want.URL || got.Branch != want.Branch || got.Token != want.Token ||
+			!slices.Contains(got.Secrets, "t") || !slices.Contains(got.Secrets, "fixer-token") || !slices.Contains(got.Secrets, "hook-secret") {
+			t.Errorf("refused=%v: push %+v, want %+v with the pool's token, the fixer's and the webhook secret as secrets", refused, got, want)
+		}
+		if !strings.Contains(strings.Join(trees.effects, "\n"), "take "+fixes.dirs[0]+" ") {
+			t.Errorf("pushed from %s, not a tree the session was given: %v", fixes.dirs[0], trees.effects)
+		}
+		note := texts.FixRefused("commit 1234 has 2 parents")
+		var noted bool
+		for _, c := range f.comments[1] {
+			noted = noted || strings.Contains(c.Body, note)
+		}
+		if noted != refused {
+			t.Errorf("refused=%v: noted %v on the PR: %v", refused, noted, f.effects)
+		}
+	}
+}
