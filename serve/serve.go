@@ -16,6 +16,7 @@ import (
 	"pool/agent"
 	"pool/configs"
 	"pool/forgejo"
+	"pool/internal/bwrap"
 	"pool/internal/guard"
 	"pool/metrics"
 	"pool/ops"
@@ -41,6 +42,7 @@ const keepWarnings = 20
 func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (pool.Report, error) {
 	warnings := ops.NewWarnings(keepWarnings)
 	log = slog.New(warnings.Wrap(log.Handler()))
+	cfg.Fixers.Enabled = fixersEnabled(ctx, cfg, log)
 	s := &process{cfg: cfg, log: log, warnings: warnings, running: map[string]context.CancelFunc{}, repos: map[string]*repo{},
 		ended: make(chan struct{})}
 	s.metrics = metrics.New(func() metrics.Gauges { return gauges(s.status()) })
@@ -137,4 +139,18 @@ func (s *process) wait(ctx context.Context, live int) {
 			done = nil // the pools end on their own
 		}
 	}
+}
+
+// fixersEnabled is cfg.Fixers.Enabled unless no sandbox for the fixers'
+// commands can be made on this machine (bwrap.Probe): fixers run a PR's
+// code, so without one they are refused, with one line saying why.
+func fixersEnabled(ctx context.Context, cfg configs.Config, log *slog.Logger) bool {
+	if !cfg.Fixers.Enabled || cfg.DryRun {
+		return cfg.Fixers.Enabled
+	}
+	if err := bwrap.Probe(ctx); err != nil {
+		log.Warn("fixers refused: no sandbox for their commands can be made here; fixers.enabled is ignored", "err", err)
+		return false
+	}
+	return true
 }
