@@ -55,6 +55,7 @@ type Client struct {
 	base     string
 	password string
 	hc       *http.Client // every call but the event stream: capped and timed out
+	create   *http.Client // CreateSession's: hc with createTimeout
 	stream   *http.Client // the event stream: no timeout, its lines bounded
 	maxBody  int64
 	log      *slog.Logger // nil: no logging; only Events logs
@@ -63,6 +64,16 @@ type Client struct {
 // callTimeout bounds one call, its answer's body included. The event stream
 // has its silence watchdog instead.
 const callTimeout = 30 * time.Second
+
+// createTimeout bounds creating a session. The first call for a directory
+// boots the server's instance for it inside the call (its config, agents,
+// and a look at the git repository there) before it answers: under a second
+// on an idle machine, but on a loaded one-core machine it ran past
+// callTimeout, and a pool that gave up backed off and created the session
+// again, loading the server further. A create that still fails is retried
+// like any other; a session it may have made is found by its directory and
+// deleted (sessions.Sweep).
+const createTimeout = 2 * time.Minute
 
 // Options are how a Client reaches the server.
 type Options struct {
@@ -74,8 +85,9 @@ type Options struct {
 }
 
 // New returns a client for the server at baseURL. A non-empty password is
-// sent as basic auth (user "opencode"). Every call times out after 30 s and
-// reads at most opt.MaxBody of the answer.
+// sent as basic auth (user "opencode"). Every call times out after 30 s
+// (creating a session after two minutes: createTimeout) and reads at most
+// opt.MaxBody of the answer.
 func New(baseURL, password string, opt Options) *Client {
 	if opt.MaxBody <= 0 {
 		opt.MaxBody = bounded.DefaultMaxBody
@@ -85,7 +97,8 @@ func New(baseURL, password string, opt Options) *Client {
 		base = http.DefaultTransport
 	}
 	return &Client{base: strings.TrimRight(baseURL, "/"), password: password, maxBody: opt.MaxBody,
-		hc: bounded.Client(base, opt.MaxBody, callTimeout), stream: &http.Client{Transport: base}}
+		hc: bounded.Client(base, opt.MaxBody, callTimeout), create: bounded.Client(base, opt.MaxBody, createTimeout),
+		stream: &http.Client{Transport: base}}
 }
 
 // WithLogger returns a copy of c that logs to log. Only Events logs, about
@@ -128,7 +141,7 @@ type Permission struct {
 func (c *Client) CreateSession(ctx context.Context, title, dir string) (Session, error) {
 	const op = "create session"
 	var s *sessionJSON
-	if err := c.do(ctx, op, http.MethodPost, inDir("/session", dir), map[string]string{"title": title}, &s); err != nil {
+	if err := c.doOn(ctx, c.create, op, http.MethodPost, inDir("/session", dir), map[string]string{"title": title}, &s); err != nil {
 		return Session{}, err
 	}
 	if s == nil || s.ID == "" {
@@ -338,11 +351,16 @@ func sessionPath(op, sessionID, suffix string) (string, error) {
 // do sends one request and decodes a JSON answer into out (unless nil). Every
 // failure is an *Error.
 func (c *Client) do(ctx context.Context, op, method, path string, in, out any) error {
+	return c.doOn(ctx, c.hc, op, method, path, in, out)
+}
+
+// doOn is do on the client hc.
+func (c *Client) doOn(ctx context.Context, hc *http.Client, op, method, path string, in, out any) error {
 	req, err := c.newRequest(ctx, method, path, in)
 	if err != nil {
 		return &Error{Op: op, Err: err}
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return transportError(ctx, op, err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"regexp"
 	"slices"
 	"strconv"
@@ -29,8 +28,7 @@ func mergeCalls(log string) (perPR map[int]int, outcomes map[string]int) {
 // merge, with about one merge call each.
 func TestBacklogMergesAboutOneCallPerPR(t *testing.T) {
 	parallelLong(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 12, nil)
 	bin := buildPool(t)
 	start := time.Now()

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestOutsiderCommentsOverTheAnswerCap: on the real servers, with answers
@@ -15,8 +13,7 @@ import (
 // newest), reviews it once and merges it.
 func TestOutsiderCommentsOverTheAnswerCap(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 1, nil)
 	n := sb.PRs[0]
 	token, err := sb.Forge.CreateUser(ctx, "chatty-"+sb.Owner)

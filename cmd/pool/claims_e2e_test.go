@@ -18,8 +18,7 @@ import (
 // Every PR gets exactly one reviewer session for its head, and all merge.
 func TestThreePoolsShareOneForge(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 12, nil)
 	bin := buildPool(t)
 
@@ -68,8 +67,7 @@ func lineAfter(s, prefix string) string {
 // account the pool does not trust never delay a review.
 func TestUntrustedClaimDoesNotBlock(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 1, nil)
 	n := sb.PRs[0]
 	head := getPR(t, ctx, sb, n).Head.Sha
@@ -92,8 +90,7 @@ func TestUntrustedClaimDoesNotBlock(t *testing.T) {
 // pool takes it over and says so in its own claim's marker.
 func TestStaleClaimIsTakenOver(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 1, nil)
 	n := sb.PRs[0]
 	head := getPR(t, ctx, sb, n).Head.Sha

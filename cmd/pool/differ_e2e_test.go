@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -25,8 +24,7 @@ import (
 // note. Every name the test makes on the forge is its own.
 func TestTeamRequestWarningAndDependency(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 0, nil)
 	must := func(err error) {
 		t.Helper()

@@ -5,9 +5,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,16 +27,29 @@ import (
 // by TestMain. Each test runs on a sandbox of its own (accounts, repository,
 // model route, state directory), and in parallel with the others.
 
-// e2eParallel is how many end-to-end tests run at once unless -parallel is
-// given: they spend much of their time waiting on the pool's polls and
-// sessions. They are admitted by e2eAdmission, the long ones first.
-const e2eParallel = 8
+// The end-to-end tests are admitted by e2eAdmission, the long ones first,
+// as many at once as the machine carries: they spend much of their time
+// waiting on the pool's polls and sessions, but every one loads the one
+// agent server and forge. Up to perCore a core run at once (the CPUs this
+// process may use: taskset counts), at most maxParallel; one a core is
+// admitted at once, and each further one only once a fresh reading shows
+// the shared servers answering within saturated. A -parallel flag sets the
+// limit instead, every test then admitted without a reading.
+const (
+	perCore     = 4
+	maxParallel = 8
+	saturated   = time.Second
+)
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	cores := runtime.NumCPU()
+	e2eAdmission.limit = min(perCore*cores, maxParallel)
+	e2eAdmission.floor = cores
+	e2eAdmission.probe = serversHaveRoom
 	if f := flag.Lookup("test.parallel"); f != nil {
 		if n, err := strconv.Atoi(f.Value.String()); err == nil && isSet("test.parallel") {
-			e2eAdmission.limit = max(n, 1)
+			e2eAdmission.limit, e2eAdmission.floor, e2eAdmission.probe = max(n, 1), max(n, 1), nil
 		}
 		// The admission, not the testing package, limits the tests that run.
 		_ = flag.Set("test.parallel", "1000")
@@ -48,11 +63,21 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
+	if !testing.Short() {
+		fmt.Println(e2eAdmission.summary())
+	}
 	sandbox.StopShared()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}
 	os.Exit(code)
+}
+
+// serversHaveRoom reads whether the shared servers answer a cheap read
+// within saturated; before they are started they have room.
+func serversHaveRoom() bool {
+	d, ok := sandbox.SharedServersLatency(context.Background())
+	return !ok || d < saturated
 }
 
 // isSet reports whether the flag was given on the command line.
@@ -98,6 +123,7 @@ func startSandbox(t *testing.T, ctx context.Context, prs int, script sandbox.Scr
 	if err != nil {
 		t.Fatalf("sandbox: %v", err)
 	}
+	watchProgress(ctx, "the model's turns", sb.Model.Requests)
 	return sb
 }
 
@@ -114,6 +140,7 @@ func startPrivateSandbox(t *testing.T, ctx context.Context, prs int, script sand
 		t.Fatalf("sandbox: %v\n%s", err, log.String())
 	}
 	t.Cleanup(func() { sb.Stop() })
+	watchProgress(ctx, "the model's turns", sb.Model.Requests)
 	return sb
 }
 
@@ -162,8 +189,7 @@ func shareWithAgent(t *testing.T, sb *sandbox.Sandbox, state string) string {
 // report on stdout.
 func TestSixPRsTwoWorkers(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 6, nil)
 	bin := buildPool(t)
 	tmp := t.TempDir()
@@ -171,7 +197,9 @@ func TestSixPRsTwoWorkers(t *testing.T) {
 	cmd := exec.CommandContext(ctx, bin, "--workers", "2")
 	cmd.Env = poolEnv(t, sb, tmp)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var marks markCounter
+	cmd.Stdout, cmd.Stderr = &stdout, io.MultiWriter(&stderr, &marks)
+	watchProgress(ctx, "the pool's log", marks.count)
 	err := cmd.Run()
 	t.Logf("pool stderr:\n%s", stderr.String())
 	if err != nil {

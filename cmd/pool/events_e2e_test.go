@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net"
 	"os/exec"
@@ -27,8 +26,7 @@ func freeAddr(t *testing.T) string {
 // ended. The PR still gets reviewed and merged.
 func TestWebhookAndAgentEventsDriveThePool(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 0, nil)
 	bin := buildPool(t)
 	addr := freeAddr(t)

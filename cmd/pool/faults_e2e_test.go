@@ -114,8 +114,7 @@ func loadConfig(t *testing.T, sb *sandbox.Sandbox, forgeURL, agentURL string, ar
 // own pool-review calls go straight to the forge: the pool is what is under test.
 func TestTwentyPercentFaults(t *testing.T) {
 	parallelLongest(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 12, nil)
 	seed := faultSeed(t)
 	// A stalled answer is cut after 5 s: the pool's clients time out after

@@ -18,8 +18,7 @@ import (
 // again, its check passes, and the pool merges it: three sessions in all.
 func TestFailingCheckGetsOneFixer(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 0, nil)
 	n, first, err := sb.AddPRWithoutCI(ctx, 1)
 	if err != nil {
@@ -122,8 +121,7 @@ func noFixerFor(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, n int, h
 // (fixers.forks is off by default).
 func TestForkPRGetsNoFixer(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 0, nil)
 	outsider := "forker-" + sb.Owner
 	token, err := sb.Forge.CreateUser(ctx, outsider)
@@ -149,8 +147,7 @@ func TestForkPRGetsNoFixer(t *testing.T) {
 // repository itself whose check fails gets no fixer.
 func TestFixersOffStartNone(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 0, nil)
 	n, head, err := sb.AddPRWithoutCI(ctx, 1)
 	if err != nil {

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"pool/internal/faultproxy"
 	"pool/internal/sandbox"
@@ -27,8 +25,7 @@ func forgejoStoryReviewer(pr string) sandbox.Verdict {
 // PR gets a conflict comment.
 func TestSixPRsTwoWorkersOnForgejo(t *testing.T) {
 	parallelLong(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 6, sandbox.Reviewer(forgejoStoryReviewer))
 	forge := startFaultProxy(t, faultproxy.Options{Upstream: sb.Forge.URL, Seed: faultSeed(t),
 		// Every PR list carries a null: Forgejo lists a PR it fails to

@@ -94,8 +94,7 @@ func (h *hostileReviewer) all() string {
 // (not root), it skips.
 func TestHostileReviewerAsItsOwnUser(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	h := &hostileReviewer{ready: make(chan struct{}), outputs: map[string][]string{}}
 	sb := startSeparateSandbox(t, ctx, 2, h.script(sandbox.Reviewer(sandbox.Approve)))
 	tmp := t.TempDir()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,7 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"pool/internal/sandbox"
 )
@@ -62,8 +60,7 @@ cat %q %q 2>&1 | head -c 4096`, environ, token, db, filepath.Dir(hook), mark, ho
 func TestAnotherUserCannotReachThePoolsSecrets(t *testing.T) {
 	parallel(t)
 	uid, gid := otherUser(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 1, nil)
 	tmp := t.TempDir()
 	env := poolEnv(t, sb, tmp, "POOL_IDLE_EXIT=0")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -25,7 +26,9 @@ func startPool(t *testing.T, ctx context.Context, bin string, env []string, args
 	t.Helper()
 	p := &poolProc{cmd: exec.CommandContext(ctx, bin, args...), exited: make(chan struct{})}
 	p.cmd.Env = env
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	var marks markCounter
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, io.MultiWriter(&p.stderr, &marks)
+	watchProgress(ctx, "the log of "+bin, marks.count)
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +53,7 @@ func (p *poolProc) wait(t *testing.T, ctx context.Context) {
 			t.Fatalf("pool exited with %v\nstderr:\n%s", p.err, p.stderr.String())
 		}
 	case <-ctx.Done():
-		t.Fatalf("pool did not exit in time\nstderr:\n%s", p.stderr.String())
+		t.Fatalf("pool did not exit: %s\nstderr:\n%s", stopReason(ctx), p.stderr.String())
 	}
 }
 
@@ -79,7 +82,7 @@ func eventually(t *testing.T, ctx context.Context, what string, cond func() bool
 			for _, p := range logs {
 				t.Logf("pool stderr:\n%s", p.stderr.String())
 			}
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("gave up waiting for %s: %s", what, stopReason(ctx))
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
@@ -145,8 +148,7 @@ func approveOnly(report string) sandbox.Script {
 // reviewer session per head.
 func TestKillNineThenRelaunch(t *testing.T) {
 	parallelLong(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 6, nil)
 	bin := buildPool(t)
 	tmp := t.TempDir()
@@ -202,8 +204,7 @@ func instanceOf(logs string) string {
 // merges it itself once green: one agent session in all.
 func TestPendingChecksLyingReviewerOneSession(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 1, approveOnly(`REVIEW-RESULT: {"decision": "approved", "merge_status": "merged"}`))
 	n := sb.PRs[0]
 	head := getPR(t, ctx, sb, n).Head.Sha
@@ -245,8 +246,7 @@ func TestPendingChecksLyingReviewerOneSession(t *testing.T) {
 // push: the old head is never merged; the new head is reviewed and merged.
 func TestHeadPushedAfterApprovalIsReReviewed(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 1, approveOnly(""))
 	n := sb.PRs[0]
 	first := getPR(t, ctx, sb, n)
@@ -280,8 +280,7 @@ func TestHeadPushedAfterApprovalIsReReviewed(t *testing.T) {
 // freezes one and restarts the other.
 func TestForgeOutageAndAgentRestart(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startPrivateSandbox(t, ctx, 4, nil)
 	bin := buildPool(t)
 	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir()), "--workers", "2")
@@ -317,8 +316,7 @@ func TestForgeOutageAndAgentRestart(t *testing.T) {
 // announced on the issue the PR closes.
 func TestMergeAfterPendingChecksIsAnnounced(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 0, approveOnly(""))
 	var issue struct {
 		Number int `json:"number"`

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -46,8 +45,7 @@ const gateWait = 5 * time.Minute
 // both PRs merge after one reviewer session each.
 func TestTwoRepositoriesOneAgentServerKillNine(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	gate := filepath.Join(t.TempDir(), "gate")
 	sb := startSandbox(t, ctx, 1, gated(gate, sandbox.Reviewer(sandbox.Approve)))
 	const other = "demo2"
@@ -166,8 +164,7 @@ func adoptedSessions(logs string) []string {
 // first four sessions.
 func TestThreeRepositoriesOneProcess(t *testing.T) {
 	parallelLong(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 8, nil)
 	smalls := []string{"gadgets", "gizmos"}
 	for _, name := range smalls {

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"pool/internal/syncbuf"
 	"pool/serve"
@@ -17,8 +15,7 @@ import (
 // the pool's clone and marked merged, with no reviewer session.
 func TestAPRMergedBehindTheForgesBackIsMarkedMerged(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 1, nil)
 	n := sb.PRs[0]
 	if err := sb.ApprovePRs(ctx, sb.PRs, 1); err != nil {

@@ -78,8 +78,7 @@ func tryStatus(ctx context.Context, base string) (ops.Status, bool) {
 func TestStatusPageAndMetrics(t *testing.T) {
 	parallel(t)
 	browser := chromium(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	g := newGate()
 	defer g.open()
 	sb := startSandbox(t, ctx, 3, g.script(sandbox.Reviewer(sandbox.Approve)))
@@ -384,8 +383,7 @@ func descriptions(ss []statusOf) string {
 // row on the status page. A PR whose only status is the pool's merges.
 func TestCommitStatusStates(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	g := newGate(1)
 	defer g.open()
 	sb := startSandbox(t, ctx, 0, g.script(approveOnly("")))

@@ -2,11 +2,9 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestOrganisationServedAndRelisted: `pool hook install --org` installs one
@@ -17,8 +15,7 @@ import (
 // PR merges after one reviewer session, and the exit is clean.
 func TestOrganisationServedAndRelisted(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 0, nil)
 	const org = "acme"
 	if err := sb.AddOrg(ctx, org); err != nil {

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"pool/forgejo"
 	"pool/internal/sandbox"
@@ -21,8 +19,7 @@ import (
 // approved, is refused by the forge.
 func TestReviewerWithReadAccessOnTheWhitelist(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 0, nil)
 	n, _, err := sb.AddPRWithoutCI(ctx, 1)
 	if err != nil {

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"pool/internal/faultproxy"
 )
@@ -16,8 +14,7 @@ import (
 // diagnostic comments), and merges once the forge takes the merge.
 func TestQuotaRefusalIsABlockOnForgejo(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 1, nil)
 	const refusals = 4
 	forge := startFaultProxy(t, faultproxy.Options{Upstream: sb.Forge.URL, Seed: faultSeed(t),

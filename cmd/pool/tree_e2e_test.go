@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"os/exec"
 	"path/filepath"
@@ -9,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"pool/deploy"
 	"pool/internal/sandbox"
@@ -40,8 +38,7 @@ func (w *whereabouts) watch(script sandbox.Script) sandbox.Script {
 // and the clone are gone when the pool exits.
 func TestSessionsWorkInTheirOwnWorkTrees(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	w := &whereabouts{where: map[string][2]string{}}
 	sb := startSandbox(t, ctx, 2, w.watch(sandbox.Reviewer(sandbox.Approve)))
 	heads := map[string]string{}
@@ -86,8 +83,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // code 2, naming the key and the agents the server has; nothing is claimed.
 func TestUnknownAgentExitsTwo(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 1, nil)
 	tmp := t.TempDir()
 	pool := startPool(t, ctx, buildPool(t), poolEnv(t, sb, tmp, "POOL_AGENT_NAME=ca-pr-self-reviewr"))
@@ -135,8 +131,7 @@ var messTurns = []sandbox.Turn{
 // shipped fixer agent's, which may write files.
 func TestReusedTreeCarriesNothing(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	var mu sync.Mutex
 	probes := map[string][2]string{} // PR number -> pwd, status its session saw first
 	left := map[string]string{}      // PR number -> status after its session wrote

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -20,8 +19,7 @@ import (
 // starts its own reviewer, who requests changes, and nothing is merged.
 func TestOutsiderApprovalIsNotAReview(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 1, sandbox.Reviewer(func(string) sandbox.Verdict {
 		return sandbox.Verdict{Event: "REQUEST_CHANGES"}
 	}))
@@ -62,8 +60,7 @@ func TestOutsiderApprovalIsNotAReview(t *testing.T) {
 // success, it merges.
 func TestProtectionIsTheFloor(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 0, nil)
 	n, head, err := sb.AddPRWithoutCI(ctx, 1)
 	if err != nil {
@@ -175,8 +172,7 @@ func literalReviewer(before func(), review sandbox.Script) sandbox.Script {
 // not take the outsider's approval for the session's outcome. No hold note.
 func TestOutsiderApprovalAfterTheClaimParksNothing(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 1, nil)
 	n := sb.PRs[0]
 	outsider := "outsider-" + sb.Owner

@@ -92,8 +92,7 @@ func mergeRefusals(forge *requestLog, sb *sandbox.Sandbox, prs []int) map[int]in
 // them all, with at most one refused merge call per PR (per head and rule).
 func TestBehindRefusalIsLearned(t *testing.T) {
 	parallelLong(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 4, nil)
 	protectOutdated(t, ctx, sb, nil)
 	if err := sb.Forge.AddCollaborator(ctx, sb.OwnerToken, sb.Owner, sb.Repo, sb.PoolUser, "write"); err != nil {
@@ -245,8 +244,7 @@ func TestOutdatedBranchesRebased(t *testing.T) {
 // merge with no merge call refused, but for one "try again later" per PR
 // at most (notReadyAnswers).
 func runOutdated(t *testing.T, extra map[string]any, style string) (sessions, updates int) {
-	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 6, nil)
 	protectOutdated(t, ctx, sb, extra)
 	ciCtx, stopCI := context.WithCancel(ctx)

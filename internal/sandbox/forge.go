@@ -19,8 +19,10 @@ import (
 )
 
 const (
-	adminUser    = "pooladmin"
-	startTimeout = 60 * time.Second
+	adminUser = "pooladmin"
+	// startTimeout bounds a start that makes no progress: about 3 s on an
+	// idle machine, several times that on a loaded one-core one.
+	startTimeout = 3 * time.Minute
 	stopGrace    = 10 * time.Second
 )
 

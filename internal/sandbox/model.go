@@ -60,8 +60,9 @@ type Route struct {
 	m *Model
 
 	// guarded by m.mu
-	script  Script
-	prompts []string
+	script   Script
+	prompts  []string
+	requests int // chat requests about its repositories, turns of a conversation included
 }
 
 // StartModel starts a model that answers as script says.
@@ -129,6 +130,14 @@ func (r *Route) Prompts() []string {
 	r.m.mu.Lock()
 	defer r.m.mu.Unlock()
 	return append([]string(nil), r.prompts...)
+}
+
+// Requests returns how many chat requests about r's repositories arrived:
+// every turn of every conversation, so it grows while a session works.
+func (r *Route) Requests() int {
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	return r.requests
 }
 
 // SetScript replaces r's script for every later request.
@@ -225,6 +234,9 @@ func (m *Model) next(req chatRequest) (Turn, string) {
 	m.mu.Lock()
 	m.requests++
 	route := m.routeOf(prompt)
+	if route != nil {
+		route.requests++
+	}
 	if fresh && !auxiliary {
 		m.prompts = append(m.prompts, prompt)
 		if route != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -52,11 +53,12 @@ func ForgeForTest(t testing.TB) *Forge {
 // the first test that needs it, in a temporary directory of its own, and
 // stopped by StopShared.
 type sharedStart[T any] struct {
-	once  sync.Once
-	dir   string
-	value T
-	err   error
-	stop  func() error
+	once    sync.Once
+	dir     string
+	value   T
+	err     error
+	stop    func() error
+	started atomic.Bool // value is set and running: readable without once
 }
 
 // get starts the shared thing on first use with start, in a directory
@@ -73,12 +75,24 @@ func (s *sharedStart[T]) get(t testing.TB, prefix string, start func(ctx context
 		var log bytes.Buffer
 		if s.value, s.stop, s.err = start(ctx, s.dir, &log); s.err != nil {
 			s.err = fmt.Errorf("shared %s: %w\n%s", strings.TrimSuffix(prefix, "-"), s.err, log.String())
+			return
 		}
+		s.started.Store(true)
 	})
 	if s.err != nil {
 		t.Fatal(s.err)
 	}
 	return s.value
+}
+
+// peek returns the shared thing if it has been started, without starting
+// it or waiting for a start under way.
+func (s *sharedStart[T]) peek() (T, bool) {
+	if !s.started.Load() {
+		var zero T
+		return zero, false
+	}
+	return s.value, true
 }
 
 // close stops the shared thing, if it was started, and removes its data.
@@ -137,6 +151,33 @@ func SharedForge(t testing.TB) *Forge {
 		}
 		return f, f.Stop, nil
 	})
+}
+
+// probeTimeout bounds one reading of SharedServersLatency.
+const probeTimeout = 5 * time.Second
+
+// SharedServersLatency is how long the shared servers, if started, take to
+// answer a cheap read: the slower of the agent server's session status and
+// the forge's version, or probeTimeout if either fails. A server that is
+// slow to answer these is saturated: the tests use it to admit no more
+// work than the machine can carry. ok is false when no shared servers run.
+func SharedServersLatency(ctx context.Context) (latency time.Duration, ok bool) {
+	s, ok := sharedServers.peek()
+	if !ok {
+		return 0, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	start := time.Now()
+	if err := s.Agent.get(ctx, s.Agent.opts.Password, "/session/status", nil); err != nil {
+		return probeTimeout, true
+	}
+	agent := time.Since(start)
+	start = time.Now()
+	if status, err := s.Forge.Do(ctx, "", "GET", "/version", nil, nil); err != nil || status != 200 {
+		return probeTimeout, true
+	}
+	return max(agent, time.Since(start)), true
 }
 
 // StopShared stops the shared servers and forge, if any were started, and
