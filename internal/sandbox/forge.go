@@ -24,6 +24,12 @@ const (
 	// idle machine, several times that on a loaded one-core one.
 	startTimeout = 3 * time.Minute
 	stopGrace    = 10 * time.Second
+	// forgeCallTimeout bounds one call of the tests to the forge. Opening a
+	// PR makes the forge run git (a test merge) before it answers: well
+	// under a second on an idle machine, but past 30 s on a loaded one with
+	// other tests' forges beside it, which failed a test that was making
+	// progress. A forge that does not answer for this long has stopped.
+	forgeCallTimeout = 5 * time.Minute
 )
 
 // Forge is a Gitea server started by StartForge, with its data in Dir.
@@ -175,7 +181,7 @@ func (g giteaCmd) startWeb() (*Forge, error) {
 		URL:       fmt.Sprintf("http://127.0.0.1:%d", g.settings.Port),
 		AdminUser: adminUser,
 		Dir:       g.dir,
-		client:    &http.Client{Timeout: 30 * time.Second},
+		client:    &http.Client{Timeout: forgeCallTimeout},
 		cmd:       cmd,
 		exited:    make(chan struct{}),
 	}
