@@ -9,9 +9,11 @@
 // block a PR by typing the sentence.
 //
 // A claim is live while its head SHA is the PR's head and less than the TTL
-// has passed since the last review activity at or after it: the claim itself,
-// a later comment by the same account, or a review on the PR. A stale claim
-// may be taken over; the new claim's marker names the instance it replaced.
+// has passed since the last review activity at or after it: the claim itself
+// (posted, or refreshed by an edit of its comment, which the pool makes while
+// the claim's session runs), a later comment by the same account, or a
+// review on the PR. A stale claim may be taken over; the new claim's marker
+// names the instance it replaced.
 //
 // Claim, then verify. A pool posts its claim and then re-reads the comments.
 // Among live claims for the same head the one with the lowest comment id wins;
@@ -55,10 +57,13 @@ type Claim struct {
 	At       time.Time `json:"at"`
 	// Takeover names the instance whose stale claim this one replaced.
 	Takeover string `json:"takeover,omitempty"`
+	// Refreshed is when its claimant last edited the claim to keep it live.
+	Refreshed time.Time `json:"refreshed,omitzero"`
 
 	CommentID int64     `json:"-"`
 	Author    string    `json:"-"`
 	Posted    time.Time `json:"-"` // the forge's creation time of the comment
+	Edited    time.Time `json:"-"` // the forge's update time of the comment
 }
 
 // Sentence is the human-readable first line of a claim comment.
@@ -77,7 +82,7 @@ func Parse(c forge.Comment) (Claim, bool) {
 	if !forge.ParseMarker(c.Body, forge.MarkClaim, &cl) || cl.Instance == "" || cl.SHA == "" {
 		return Claim{}, false
 	}
-	cl.CommentID, cl.Author, cl.Posted = c.ID, c.Author, c.Created
+	cl.CommentID, cl.Author, cl.Posted, cl.Edited = c.ID, c.Author, c.Created, c.Updated
 	return cl, true
 }
 
@@ -122,12 +127,15 @@ func Stale(v View) []Claim {
 	return stale
 }
 
-// lastActivity is the latest of the claim, a later comment by its author, and
-// a review on the PR after it. Pools often share one account, so another
+// lastActivity is the latest of the claim, its last edit, a later comment by
+// its author, and a review on the PR after it. Pools often share one account, so another
 // instance's claim by the same account is not the claimant's activity: were
 // it so, a takeover would revive the very claim it replaces.
 func lastActivity(v View, cl Claim) time.Time {
 	last := cl.Posted
+	if cl.Edited.After(last) {
+		last = cl.Edited
+	}
 	for _, c := range v.Comments {
 		if c.ID <= cl.CommentID || c.Author != cl.Author || !c.Created.After(last) {
 			continue

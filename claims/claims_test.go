@@ -15,6 +15,11 @@ func claimComment(id int64, author, instance, sha string, at time.Time) forge.Co
 		Body: Body(Claim{Instance: instance, SHA: sha, At: at}) + "\n\n---\nsigned"}
 }
 
+func edited(c forge.Comment, at time.Time) forge.Comment {
+	c.Updated = at
+	return c
+}
+
 func TestParseRoundTrip(t *testing.T) {
 	c := claimComment(7, "bot", "pool-a", "abc", t0)
 	cl, ok := Parse(c)
@@ -85,6 +90,9 @@ func TestJudge(t *testing.T) {
 			claimComment(1, "other-bot", "them", "head", t0),
 			{ID: 2, Author: "alice", Body: "ping", Created: t0.Add(20 * time.Minute)}},
 			now: t0.Add(45 * time.Minute), want: Free},
+		{name: "an edit of the claim keeps it live", comments: []forge.Comment{
+			edited(claimComment(1, "other-bot", "them", "head", t0), t0.Add(20*time.Minute))},
+			now: t0.Add(45 * time.Minute), want: Taken, winner: "them"},
 		{name: "review activity keeps it live", comments: []forge.Comment{claimComment(1, "other-bot", "them", "head", t0)},
 			reviews: []forge.Review{{ID: 9, Author: "rev", State: forge.ReviewComment, Submitted: t0.Add(10 * time.Minute)}},
 			now:     t0.Add(35 * time.Minute), want: Taken, winner: "them"},

@@ -335,6 +335,23 @@ func (c *Client) PostComment(ctx context.Context, owner, repo string, n int, bod
 	return out, nil
 }
 
+// EditComment replaces a comment's body; the forge moves its update time.
+func (c *Client) EditComment(ctx context.Context, owner, repo string, id int64, body string) (Comment, error) {
+	op := fmt.Sprintf("edit comment %d on %s/%s", id, owner, repo)
+	cm, resp, err := c.api(ctx).EditIssueComment(owner, repo, id, sdk.EditIssueCommentOption{Body: body})
+	if err != nil {
+		return Comment{}, classify(op, resp, err)
+	}
+	if cm == nil || cm.ID != id {
+		return Comment{}, malformed(op, errors.New("not the comment edited"))
+	}
+	out := Comment{ID: cm.ID, Body: cm.Body, Created: cm.Created, Updated: cm.Updated}
+	if cm.Poster != nil {
+		out.Author = cm.Poster.UserName
+	}
+	return out, nil
+}
+
 // DeleteComment removes a comment; one already gone is not an error.
 func (c *Client) DeleteComment(ctx context.Context, owner, repo string, id int64) error {
 	resp, err := c.api(ctx).DeleteIssueComment(owner, repo, id)

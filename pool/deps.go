@@ -20,6 +20,7 @@ type Forge interface {
 	PR(ctx context.Context, owner, repo string, n int) (forgejo.PR, error)
 	Comments(ctx context.Context, owner, repo string, n int) ([]forgejo.Comment, error)
 	PostComment(ctx context.Context, owner, repo string, n int, body string) (forgejo.Comment, error)
+	EditComment(ctx context.Context, owner, repo string, id int64, body string) (forgejo.Comment, error)
 	DeleteComment(ctx context.Context, owner, repo string, id int64) error
 	Reviews(ctx context.Context, owner, repo string, n int) ([]forgejo.Review, error)
 	StatusHistory(ctx context.Context, owner, repo, sha string) ([]forgejo.Status, error)

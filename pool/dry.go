@@ -22,6 +22,11 @@ func (d dryForge) PostComment(_ context.Context, _, _ string, n int, body string
 	return forgejo.Comment{}, nil
 }
 
+func (d dryForge) EditComment(_ context.Context, _, _ string, id int64, body string) (forgejo.Comment, error) {
+	d.log.Info("dry run: would edit a comment", "comment", id, "body", firstLine(body))
+	return forgejo.Comment{ID: id}, nil
+}
+
 func (d dryForge) DeleteComment(_ context.Context, _, _ string, id int64) error {
 	d.log.Info("dry run: would delete a comment", "comment", id)
 	return nil

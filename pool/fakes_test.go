@@ -840,3 +840,22 @@ func (f *fakeForge) mergedAt(n int) time.Time {
 	defer f.mu.Unlock()
 	return f.merged[n]
 }
+
+// EditComment replaces a comment's body; the forge stamps its update time.
+func (f *fakeForge) EditComment(_ context.Context, _, _ string, id int64, body string) (forgejo.Comment, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.fail("edit comment"); err != nil {
+		return forgejo.Comment{}, err
+	}
+	for n, cs := range f.comments {
+		for i := range cs {
+			if cs[i].ID == id {
+				cs[i].Body, cs[i].Updated = body, f.now()
+				f.record("#%d: edit comment %d %s", n, id, firstLine(body))
+				return cs[i], nil
+			}
+		}
+	}
+	return forgejo.Comment{}, &forgejo.Error{Op: "edit comment", Status: 404, Err: forgejo.ErrNotFound}
+}

@@ -2,15 +2,18 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"pool/texts"
+	"time"
 
 	"pool/agent"
 	"pool/claims"
 	"pool/clone"
 	"pool/forgejo"
 	"pool/internal/guard"
+	"pool/internal/retry"
 	"pool/lifecycle"
 	"pool/report"
 	"pool/sessions"
@@ -144,7 +147,7 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind,
 	if err != nil {
 		return followed{}, err
 	}
-	s := followed{Session: started, items: items}
+	s := followed{Session: started, items: items, head: pr.HeadSHA}
 	if in.Fix {
 		s.fix = p.fixFor(pr)
 	}
@@ -166,18 +169,62 @@ type followed struct {
 	*sessions.Session
 	items *report.Digest
 	fix   *clone.Fix
+	head  string // the head its claim names
 }
 
 // follow waits for a session to end, then collects it. At shutdown it leaves
 // the session running, in its work tree, for the next start to adopt, or
-// aborts it.
+// aborts it. While the session runs, which may be longer than a claim
+// lives, it refreshes the session's claim every half of the claim's life
+// (keepClaim), so that no other pool takes the PR over and starts a second
+// session for the head.
 func (p *Pool) follow(ctx, work context.Context, s followed) {
-	select {
-	case <-s.Done():
-		p.collect(work, s)
-	case <-ctx.Done():
-		p.sessions.Leave(work, s.Session, p.cfg.AbortOnExit)
+	refresh := time.NewTimer(p.cfg.ClaimTTL / 2)
+	defer refresh.Stop()
+	for {
+		select {
+		case <-s.Done():
+			p.collect(work, s)
+			return
+		case <-ctx.Done():
+			p.sessions.Leave(work, s.Session, p.cfg.AbortOnExit)
+			return
+		case <-refresh.C:
+			next := p.cfg.ClaimTTL / 2
+			if err := p.keepClaim(ctx, s.PR, s.head); err != nil {
+				p.log.Warn("refreshing the claim failed; trying again soon", "pr", s.PR, "err", err)
+				next = p.cfg.ClaimTTL / 10
+			}
+			refresh.Reset(next)
+		}
 	}
+}
+
+// keepClaim refreshes this pool's live claim on PR n's head by an edit of
+// its comment, which moves the comment's update time; it claims the head
+// again if its claim went stale. Another pool's live claim it leaves alone.
+func (p *Pool) keepClaim(ctx context.Context, n int, head string) error {
+	comments, err := p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, n)
+	if err != nil {
+		return err
+	}
+	v := p.view(forgejo.PR{HeadSHA: head}, comments, nil)
+	verdict, cl := claims.Judge(v, p.instance)
+	switch verdict {
+	case claims.Taken:
+		p.log.Warn("another pool holds the claim on the head a session of this pool works on", "pr", n, "holder", cl.Instance)
+		return nil
+	case claims.Free:
+		cl = claims.Claim{Instance: p.instance, SHA: head, At: p.now().UTC()}
+		if stale := claims.Stale(v); len(stale) > 0 {
+			cl.Takeover = stale[0].Instance
+		}
+		_, err = p.comment(ctx, n, claims.Body(cl))
+		return err
+	}
+	cl.Refreshed = p.now().UTC()
+	_, err = p.forge.EditComment(ctx, p.cfg.Owner, p.cfg.Name, cl.CommentID, texts.Sign(claims.Body(cl)))
+	return err
 }
 
 // collect reads a finished session's result, deletes the session and its
@@ -234,7 +281,10 @@ func tail(s string, n int) string {
 // adopt takes over sessions a previous run left for open PRs of this repo.
 // Only titles naming this repository (or the old form naming none) count:
 // a pool of another repository on the same agent server may hold a
-// session for a PR with the same number.
+// session for a PR with the same number. A session whose PR or claims
+// cannot be read is never abandoned for it: its PR is held, so that no
+// second session starts for it, its tree is kept, and the reads are tried
+// again (adoptLater).
 func (p *Pool) adopt(ctx, work context.Context) error {
 	sessions, err := p.agent.Sessions(ctx)
 	if err != nil {
@@ -247,32 +297,82 @@ func (p *Pool) adopt(ctx, work context.Context) error {
 		if !ok || p.isBusy(n) {
 			continue
 		}
-		pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, n)
-		if err != nil || pr.State != "open" || pr.BaseRef != p.base {
+		head, mine, err := p.mayAdopt(ctx, n)
+		if err != nil {
+			p.log.Warn("reading the PR of a session left running failed; holding the PR and reading again", "pr", n, "session", s.ID, "err", err)
+			p.holdSlot(n)
+			keep = append(keep, s.Directory)
+			p.workers.Add(1)
+			guard.Go(ctx, p.log, "adoption", func() {
+				defer p.workers.Done()
+				p.adoptLater(ctx, work, s, n)
+			})
 			continue
 		}
-		if verdict, err := p.judgeClaims(ctx, pr); err != nil || verdict == claims.Taken {
-			continue // another live pool's session on a shared agent server
+		if mine && p.takeOver(ctx, s, n) {
+			keep = append(keep, s.Directory)
+			p.workers.Add(1)
+			guard.Go(ctx, p.log, "adopted session", func() {
+				defer p.workers.Done()
+				defer p.releaseSlot(n)
+				p.follow(ctx, work, followed{Session: p.sessions.Of(n), head: head})
+			})
 		}
-		if !p.sessions.WasPrompted(ctx, s.ID) {
-			// Killed between creating the session and prompting it: nothing
-			// runs there. Remove it; the PR is dispatched as usual.
-			p.log.Info("removing a session that was never prompted", "pr", n, "session", s.ID)
-			p.sessions.Release(ctx, s.ID, s.Directory)
-			continue
-		}
-		p.holdSlot(n)
-		keep = append(keep, s.Directory)
-		ss := p.sessions.Register(s.ID, n, lifecycle.Review, s.Directory)
-		p.log.Info("adopted a running session", "pr", n, "session", s.ID)
-		p.workers.Add(1)
-		guard.Go(ctx, p.log, "adopted session", func() {
-			defer p.workers.Done()
-			defer p.releaseSlot(n)
-			p.follow(ctx, work, followed{Session: ss})
-		})
 	}
 	return nil
+}
+
+// mayAdopt reads whether a session left for PR n may be this pool's: the
+// PR is open on the default branch and no other live pool holds it (a
+// shared agent server); and the PR's head. An error is a read that failed.
+func (p *Pool) mayAdopt(ctx context.Context, n int) (string, bool, error) {
+	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, n)
+	if errors.Is(err, forgejo.ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if pr.State != "open" || pr.BaseRef != p.base {
+		return "", false, nil
+	}
+	verdict, err := p.judgeClaims(ctx, pr)
+	return pr.HeadSHA, verdict != claims.Taken, err
+}
+
+// takeOver registers a session left for PR n and holds its PR; false for
+// one never prompted (killed between creating and prompting it: nothing
+// runs there), which it removes, and whose PR is dispatched as usual.
+func (p *Pool) takeOver(ctx context.Context, s agent.Session, n int) bool {
+	if !p.sessions.WasPrompted(ctx, s.ID) {
+		p.log.Info("removing a session that was never prompted", "pr", n, "session", s.ID)
+		p.sessions.Release(ctx, s.ID, s.Directory)
+		return false
+	}
+	p.holdSlot(n)
+	p.sessions.Register(s.ID, n, lifecycle.Review, s.Directory)
+	p.log.Info("adopted a running session", "pr", n, "session", s.ID)
+	return true
+}
+
+// adoptLater reads again, with a back-off, whether the session left for
+// PR n, whose PR adopt holds, is this pool's; then follows it or lets the
+// PR go.
+func (p *Pool) adoptLater(ctx, work context.Context, s agent.Session, n int) {
+	defer p.releaseSlot(n)
+	for failures := 1; ; failures++ {
+		if !retry.Wait(ctx, retryWait(failures, p.cfg.PollInterval, 10*time.Minute, nil)) {
+			return // shutting down: the session is left as it was found
+		}
+		head, mine, err := p.mayAdopt(ctx, n)
+		if err != nil {
+			continue
+		}
+		if mine && p.takeOver(ctx, s, n) {
+			p.follow(ctx, work, followed{Session: p.sessions.Of(n), head: head})
+		}
+		return
+	}
 }
 
 // openItems reads the PR's open review items for a re-review or fixer

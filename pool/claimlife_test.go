@@ -1,0 +1,85 @@
+package pool
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"pool/forgejo"
+	"pool/texts"
+)
+
+// TestAdoptionSurvivesAFailedRead: a restarted pool finds the session a
+// previous run left working on PR 1, and its first read of the PR fails.
+// The session is still followed: its tree stays, and no second session
+// starts for the head it reviews.
+func TestAdoptionSurvivesAFailedRead(t *testing.T) {
+	f := newFakeForge(1)
+	a := newFakeAgent(approver(f, time.Millisecond))
+	old := &fakeSession{id: "old-1", title: texts.SessionTitle("o/r", 1), dir: "/trees/pr-1-old", prompted: true, busy: true}
+	a.sessions[old.id] = old
+	a.active = 1
+	f.failTimes["pr"] = 1 // the adoption's read of PR 1
+	trees := newFakeTrees()
+	trees.live[old.dir] = true
+	runWithTrees(t, testConfig(1), f, a, trees, func(ctx context.Context, _ *Pool) {
+		time.Sleep(300 * time.Millisecond) // many poll intervals: time for a second session
+		f.review(1, "reviewer", forgejo.ReviewApproved)
+		a.mu.Lock()
+		old.busy, old.done, old.reply = false, true, approvedReply
+		a.active--
+		a.mu.Unlock()
+	})
+	if !f.isMerged(1) {
+		t.Fatal("PR 1 not merged")
+	}
+	if _, prompts, _ := a.count(); prompts != 0 {
+		t.Errorf("%d new sessions prompted, want 0: the left session was still reviewing the head", prompts)
+	}
+	if slices.Contains(trees.effects, "prune keeping []") {
+		t.Errorf("tree effects %v: the left session's tree was pruned while it worked", trees.effects)
+	}
+}
+
+// TestAClaimOutlivesItsTTLWhileTheSessionRuns: pool A's session runs five
+// claim lives (the session timeout is longer than the claim's life). Pool
+// B, on the same forge with an agent server of its own, never takes the PR
+// over: A refreshes its claim while the session runs.
+func TestAClaimOutlivesItsTTLWhileTheSessionRuns(t *testing.T) {
+	f := newFakeForge(1)
+	ttl := 200 * time.Millisecond
+	a := newFakeAgent(approver(f, 5*ttl))
+	b := newFakeAgent(approver(f, 5*ttl))
+	cfg := testConfig(1)
+	cfg.ClaimTTL, cfg.SessionTimeout = ttl, time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	pa, err := New(ctx, cfg, Deps{Forge: f, Agent: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgB := cfg
+	cfgB.InstanceID, cfgB.IdleExit = "pool-b", 0
+	pb, err := New(ctx, cfgB, Deps{Forge: f, Agent: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctxB, stopB := context.WithCancel(ctx)
+	doneA, doneB := make(chan struct{}), make(chan struct{})
+	go func() { defer close(doneA); _, _ = pa.Run(ctx) }()
+	waitFor(ctx, func() bool { _, prompts, _ := a.count(); return prompts == 1 })
+	go func() { defer close(doneB); _, _ = pb.Run(ctxB) }()
+	<-doneA
+	stopB()
+	<-doneB
+	if ctx.Err() != nil {
+		t.Fatal("pools did not finish in time")
+	}
+	if _, prompts, _ := b.count(); prompts != 0 {
+		t.Errorf("pool B started %d sessions on the head pool A's session reviewed, want 0; effects %v", prompts, f.Effects())
+	}
+	if !f.isMerged(1) {
+		t.Error("PR 1 not merged")
+	}
+}
