@@ -42,6 +42,8 @@ import (
 	gitconfig "github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"pool/sessionmark"
 )
 
 // deadlines of the git operations, so a stalled git endpoint cannot hang the
@@ -289,9 +291,23 @@ func (c *Clone) Owns(dir string) bool {
 	return dir != "" && filepath.Dir(filepath.Clean(dir)) == c.treesDir()
 }
 
+// RecordSession writes the record of the session working in dir beside
+// it (sessionmark.Path): in the trees directory, which the agent's user
+// may pass through but not write, so no session can change what it may
+// act on. The record goes when the tree is given back or removed.
+func (c *Clone) RecordSession(dir string, r sessionmark.Record) error {
+	if !c.Owns(dir) {
+		return fmt.Errorf("clone: record a session: %s is not a work tree of the clone", dir)
+	}
+	return sessionmark.Write(dir, r)
+}
+
 // removeTree deletes a work tree: a repository of its own, of which
-// repo.git knows nothing. Callers hold mu.
+// repo.git knows nothing, and its session's record. Callers hold mu.
 func (c *Clone) removeTree(dir string) error {
+	if err := sessionmark.Remove(dir); err != nil {
+		return fmt.Errorf("clone: remove work tree %s: %w", dir, err)
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("clone: remove work tree %s: %w", dir, err)
 	}
@@ -316,7 +332,7 @@ func (c *Clone) PruneTrees(ctx context.Context, keep []string) error {
 	}
 	var errs []error
 	for _, e := range entries {
-		if dir := filepath.Join(c.treesDir(), e.Name()); !kept[dir] {
+		if dir := filepath.Join(c.treesDir(), e.Name()); !kept[dir] && !kept[strings.TrimSuffix(dir, ".session")] {
 			errs = append(errs, c.removeTree(dir))
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"pool/sessionmark"
 )
 
 // A session's work tree outlives the session: the next session the clone
@@ -110,7 +112,7 @@ func (c *Clone) GiveTree(ctx context.Context, dir string, keep int) (bool, error
 		return false, c.removeTree(dir)
 	}
 	t.busy, t.freeSince = false, time.Now()
-	return true, nil
+	return true, sessionmark.Remove(dir) // no session works there
 }
 
 // free counts the free trees. Callers hold mu.

@@ -69,6 +69,10 @@ type Config struct {
 	Reviewers []string
 	// AllowUnofficial lets the listed Reviewers count without write access.
 	AllowUnofficial bool
+	// HumanReviewers are the accounts whose own reviews count; any other
+	// account's (the reviewer agent's) count only when a session of the
+	// pool filed them for the head (lifecycle.ReviewRule.Sessions).
+	HumanReviewers []string
 	// ChecksGrace is how long an approved head with no statuses, on a
 	// branch that requires none, waits for a CI to report before merging.
 	ChecksGrace time.Duration
@@ -218,6 +222,7 @@ var settings = []setting{
 	{"git.email", "git-email", []string{"POOL_GIT_EMAIL"}, "", "git user.email in the clone (an `email`)"},
 	{"reviewers.accounts", "reviewers", []string{"POOL_REVIEWERS"}, "", "comma-separated reviewer `accounts` whose reviews count (default: any account the forge marks official, but the author)"},
 	{"reviewers.allow_unofficial", "allow-unofficial-reviewers", []string{"POOL_REVIEWERS_ALLOW_UNOFFICIAL"}, "false", "count the listed reviewers' reviews even without write access (a `bool`)"},
+	{"reviewers.humans", "human-reviewers", []string{"POOL_HUMAN_REVIEWERS"}, "", "comma-separated `accounts` whose own reviews count; any other account's count only when a session of the pool filed them"},
 	{"checks_grace", "checks-grace", []string{"POOL_CHECKS_GRACE"}, "2m", "an approved head with no statuses waits this `duration` for a CI before it merges"},
 	{"fixers.enabled", "fixers", []string{"POOL_FIXERS_ENABLED"}, "true", "start a fixer session on an approved PR whose checks fail (a `bool`)"},
 	{"fixers.forks", "fixers-forks", []string{"POOL_FIXERS_FORKS"}, "false", "start fixers on PRs from forks too; they push to the fork's branch (a `bool`)"},
@@ -337,6 +342,7 @@ func decode(v *viper.Viper) (Config, error) {
 		AllowInsecureHTTP: d.boolean("allow_insecure_http"),
 	}
 	cfg.Reviewers, cfg.AllowUnofficial = d.reviewers()
+	cfg.HumanReviewers = d.list("reviewers.humans")
 	cfg.Repos = unique(append(d.list("repo"), d.list("repos")...))
 	if len(cfg.Repos) > 0 {
 		cfg.Owner, cfg.Name = splitRepo(cfg.Repos[0])

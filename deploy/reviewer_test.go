@@ -14,6 +14,7 @@ import (
 	"pool/agent"
 	"pool/deploy"
 	"pool/internal/sandbox"
+	"pool/sessionmark"
 	"pool/texts"
 )
 
@@ -165,6 +166,7 @@ func TestShippedReviewerRefusesWhatItMayNotDo(t *testing.T) {
 	}
 	turns := append(append([]sandbox.Turn(nil), refused...), allowed...)
 	dir := gitRepo(t)
+	recordSession(t, dir, "owner/demo", 1, strings.Repeat("0", 40))
 	outputs := runScripted(ctx, t, setup, deploy.Reviewer, dir, "Review PR #1. Repo: owner/demo.", turns)
 	for i, out := range outputs {
 		call := fmt.Sprintf("%s%s %v", turns[i].Bash, turns[i].Tool, turns[i].Args)
@@ -185,6 +187,19 @@ func TestShippedReviewerRefusesWhatItMayNotDo(t *testing.T) {
 	if got := outputs[len(refused)+2]; !strings.Contains(got, "standard input) is not read") {
 		t.Errorf("pool-review with a redirect said %q; want it to refuse to read standard input", got)
 	}
+}
+
+// recordSession writes, beside the work tree dir, the record the pool
+// writes for a session started there for repo#pr at head: pool-review acts
+// only for it.
+func recordSession(t *testing.T, dir, repo string, pr int, head string) sessionmark.Record {
+	t.Helper()
+	r := sessionmark.Record{Repo: repo, PR: pr, Head: head, Session: "ses_deploy",
+		Mark: sessionmark.NewKey("a pool token").Mark(repo, pr, head, "ses_deploy")}
+	if err := sessionmark.Write(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // clonePRHead clones owner/repo from the forge and checks out PR n's head,
@@ -248,6 +263,7 @@ func TestShippedReviewerFilesItsReviewThroughTheTool(t *testing.T) {
 		t.Fatalf("work tree at %s, want the PR's head %s", head, ch.Head)
 	}
 	target := fmt.Sprintf("%s/%s#%d", author, repo, ch.PR)
+	session := recordSession(t, dir, author+"/"+repo, ch.PR, head)
 	turns := []sandbox.Turn{
 		{Bash: "pool-review pr " + target},
 		{Bash: "git diff origin/main...HEAD"},
@@ -286,7 +302,7 @@ func TestShippedReviewerFilesItsReviewThroughTheTool(t *testing.T) {
 	}
 	r := reviews[0]
 	if r.State != "APPROVED" || r.CommitID != head || r.User.Login != reviewer || !r.Official ||
-		r.Body != "The new file is what the PR says."+texts.Signature {
+		r.Body != "The new file is what the PR says."+texts.Signature+sessionmark.Tag(session.Mark) {
 		t.Errorf("review %+v; want APPROVED on the head %s by %s, official, signed", r, head, reviewer)
 	}
 	var lines []struct {

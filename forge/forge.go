@@ -88,6 +88,13 @@ type Review struct {
 	// account's latest verdict keeps the flag).
 	Official  bool
 	Submitted time.Time
+	// Mark is the session mark that ends the review's body ("" when
+	// none): text anyone holding the reviewer's token can write, until
+	// the pool checks it (Vouched).
+	Mark string
+	// Vouched: the pool checked Mark; a session the pool started for this
+	// PR at CommitID filed the review.
+	Vouched bool
 }
 
 // Status is one commit status report.

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"sort"
 	"time"
+
+	"pool/sessionmark"
 )
 
 // The reads in this file serve the read-only inspection commands (pool
@@ -250,7 +252,8 @@ func (c *Client) ReviewDetails(ctx context.Context, owner, repo string, n int) (
 		batch, n, err := strictEntries(body, (*apiReview).check)
 		for _, r := range batch {
 			out = append(out, ReviewDetail{Review: Review{ID: r.ID, Author: r.User.login(), Team: r.Team.name(), State: r.State,
-				CommitID: r.CommitID, Stale: r.Stale, Dismissed: r.Dismissed, Official: r.Official, Submitted: r.Submitted},
+				CommitID: r.CommitID, Stale: r.Stale, Dismissed: r.Dismissed, Official: r.Official, Submitted: r.Submitted,
+				Mark: sessionmark.Find(r.Body)},
 				Body: r.Body, CommentsCount: r.CommentsCount, Updated: r.Updated, URL: r.URL})
 		}
 		return n, err

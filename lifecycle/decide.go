@@ -48,7 +48,8 @@ func Decide(p Policy, t Track, o Observation) (Track, Action) {
 		t.State = Updating
 		return t, Action{Kind: Wait, Reason: "updating: waiting for the forge to take in the new head"}
 	}
-	switch v := p.Approval(t, o); v.State {
+	v := p.Approval(t, o)
+	switch v.State {
 	case forge.ReviewApproved:
 		t.ReviewedSHA = o.HeadSHA
 		return approved(p, t, o, end.Hint)
@@ -58,6 +59,12 @@ func Decide(p Policy, t Track, o Observation) (Track, Action) {
 	case forge.ReviewComment:
 		t.ReviewedSHA, t.State, t.Blocked = o.HeadSHA, Commented, ""
 		return t, Action{Kind: Wait, Reason: "reviewed without a verdict; waiting for a new head"}
+	}
+	if len(v.Unvouched) > 0 && t.NotedUnvouched != o.HeadSHA {
+		// Said once per head, then the PR gets a session of its own.
+		t.State = Unreviewed
+		return t, Action{Kind: NoteUnvouched, Marks: Marks{UnvouchedNoted: o.HeadSHA},
+			Reason: fmt.Sprintf("the approval by %s was filed by no session of this pool for this head; it does not count", joinAccounts(v.Unvouched))}
 	}
 	t, act := unreviewed(p, t, o)
 	if act.Kind == Review && end.Head != "" {

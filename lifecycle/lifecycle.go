@@ -107,9 +107,12 @@ type Track struct {
 	DiagnosedAt time.Time `json:"diagnosed_at,omitzero"`
 	// NotedNoReview is the head the note that sessions leave no review was
 	// posted for.
-	NotedNoReview string    `json:"noted_no_review,omitempty"`
-	NotBefore     time.Time `json:"not_before"` // no new session before this
-	ArmedSHA      string    `json:"armed_sha"`  // head an auto-merge was scheduled for (by an older pool)
+	NotedNoReview string `json:"noted_no_review,omitempty"`
+	// NotedUnvouched is the head the note on approvals that no session of
+	// the pool filed was posted for.
+	NotedUnvouched string    `json:"noted_unvouched,omitempty"`
+	NotBefore      time.Time `json:"not_before"` // no new session before this
+	ArmedSHA       string    `json:"armed_sha"`  // head an auto-merge was scheduled for (by an older pool)
 	// Blocked says why the forge's branch protection (or the review rule)
 	// refuses a merge the pool cannot bring about by itself; "" when not.
 	Blocked string `json:"blocked"`
@@ -220,6 +223,9 @@ const (
 	NoteBlocked  Kind = "blocked"   // post, once, why the protection refuses the merge
 	Update       Kind = "update"    // bring the base into the head branch, in the merge queue
 	NoteNoReview Kind = "no-review" // post, once, that sessions leave no counted review
+	// NoteUnvouched: post, once per head, that an approval no session of
+	// the pool filed does not count.
+	NoteUnvouched Kind = "unvouched"
 )
 
 // Action is one decision. Diagnostic asks for the retry comment alongside.
@@ -239,10 +245,11 @@ type Action struct {
 // them (Track.Mark) only after the action succeeded: a note or a cancel
 // that failed is asked for again by the next decision.
 type Marks struct {
-	ConflictNoted string // the head the conflict note was posted for
-	BlockNoted    string // the head and reason the blocked note was posted for
-	Disarmed      string // the head whose scheduled auto-merge was cancelled
-	NoReviewNoted string // the head the note that sessions leave no review was posted for
+	ConflictNoted  string // the head the conflict note was posted for
+	BlockNoted     string // the head and reason the blocked note was posted for
+	Disarmed       string // the head whose scheduled auto-merge was cancelled
+	NoReviewNoted  string // the head the note that sessions leave no review was posted for
+	UnvouchedNoted string // the head the note on approvals no session filed was posted for
 }
 
 // Mark records the marks of an action that succeeded.
@@ -259,6 +266,9 @@ func (t Track) Mark(m Marks) Track {
 	if m.NoReviewNoted != "" {
 		t.NotedNoReview = m.NoReviewNoted
 	}
+	if m.UnvouchedNoted != "" {
+		t.NotedUnvouched = m.UnvouchedNoted
+	}
 	return t
 }
 
@@ -272,7 +282,8 @@ func (t Track) Holds(m Marks) bool {
 	return (m.ConflictNoted == "" || t.ConflictSHA == m.ConflictNoted) &&
 		(m.BlockNoted == "" || t.NotedBlock == m.BlockNoted) &&
 		(m.Disarmed == "" || t.ArmedSHA != m.Disarmed) &&
-		(m.NoReviewNoted == "" || t.NotedNoReview == m.NoReviewNoted)
+		(m.NoReviewNoted == "" || t.NotedNoReview == m.NoReviewNoted) &&
+		(m.UnvouchedNoted == "" || t.NotedUnvouched == m.UnvouchedNoted)
 }
 
 // Policy is the configuration that shapes decisions.

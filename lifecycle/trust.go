@@ -19,9 +19,17 @@ import (
 // listed accounts count without write access. A comment-only review carries
 // no verdict and no official flag: it counts, as "reviewed without a
 // verdict", only for an account the operator listed.
+//
+// With Sessions, a review counts only when a session of the pool filed it
+// for its head (forge.Review.Vouched: its session mark checks out), or its
+// author is one of Humans: the reviewer account's approval that no session
+// of the pool produced (a session misled into reviewing another PR, a
+// stolen token) merges nothing.
 type ReviewRule struct {
 	Reviewers       []string
 	AllowUnofficial bool
+	Sessions        bool
+	Humans          []string
 }
 
 // Listed reports whether the account is one of the configured reviewers.
@@ -29,7 +37,13 @@ func (r ReviewRule) Listed(account string) bool { return hasAccount(r.Reviewers,
 
 // Counts reports whether review v counts for a PR by author at head.
 func (r ReviewRule) Counts(author, head string, v forge.Review) bool {
-	return v.CommitID == head && !v.Stale && r.trusted(author, v)
+	return v.CommitID == head && !v.Stale && r.trusted(author, v) && r.filed(v)
+}
+
+// filed reports whether the review came from where the rule wants it: a
+// session of the pool, or a listed human.
+func (r ReviewRule) filed(v forge.Review) bool {
+	return !r.Sessions || v.Vouched || hasAccount(r.Humans, v.Author)
 }
 
 // CountedOn reports whether account has a review on head that counts for a
@@ -72,6 +86,9 @@ type Verdict struct {
 	// Uncounted are the authors of approvals on the head that do not count
 	// (not official, not listed, or by the author): shown, never obeyed.
 	Uncounted []string
+	// Unvouched are the authors of approvals on the head that would count
+	// but that no session of the pool filed (ReviewRule.Sessions).
+	Unvouched []string
 	// Carried: the approval was given to the head the pool updated, and
 	// carries over to this one (Policy.Approval).
 	Carried bool
@@ -86,7 +103,11 @@ func (r ReviewRule) HeadVerdict(author, head string, reviews []forge.Review) Ver
 	var v Verdict
 	for _, rv := range reviews {
 		if !r.Counts(author, head, rv) {
-			if rv.State == forge.ReviewApproved && rv.CommitID == head && !rv.Dismissed {
+			switch {
+			case rv.State != forge.ReviewApproved || rv.CommitID != head || rv.Dismissed:
+			case !rv.Stale && r.trusted(author, rv):
+				v.Unvouched = appendOnce(v.Unvouched, rv.Author)
+			default:
 				v.Uncounted = appendOnce(v.Uncounted, rv.Author)
 			}
 			continue
@@ -163,7 +184,7 @@ func (p Policy) Approval(t Track, o Observation) Verdict {
 		return v
 	}
 	carried := p.Rule.HeadVerdict(o.Author, t.Update.From, o.Reviews)
-	carried.Uncounted, carried.Carried = v.Uncounted, true
+	carried.Uncounted, carried.Unvouched, carried.Carried = v.Uncounted, v.Unvouched, true
 	return carried
 }
 
@@ -200,7 +221,8 @@ func (r ReviewRule) CarriesOver(u HeadUpdate, o Observation) bool {
 	case !madeBy(u, o):
 		return false
 	}
-	official := ReviewRule{Reviewers: r.Reviewers} // unofficial approvals do not carry over
+	official := r // unofficial approvals do not carry over
+	official.AllowUnofficial = false
 	v := official.HeadVerdict(o.Author, u.From, o.Reviews)
 	return v.State == forge.ReviewApproved
 }

@@ -47,6 +47,10 @@ func (p *Pool) perform(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a 
 		return err
 	case lifecycle.NoteBlocked:
 		return p.noteBlocked(ctx, pr, a.Reason)
+	case lifecycle.NoteUnvouched:
+		p.log.Warn("an approval no session of the pool filed does not count", "pr", pr.Number, "reason", a.Reason)
+		_, err := p.comment(ctx, pr.Number, texts.UnvouchedBody(pr.HeadSHA, a.Reason))
+		return err
 	case lifecycle.NoteNoReview:
 		p.log.Warn("sessions leave no counted review; still retrying", "pr", pr.Number, "reason", a.Reason)
 		_, err := p.comment(ctx, pr.Number, texts.NoReviewBody(pr.HeadSHA, a.Reason))

@@ -266,7 +266,7 @@ func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observatio
 	if err != nil {
 		return obs, err
 	}
-	obs.Reviews = reviews
+	obs.Reviews = p.vouch(pr.Number, reviews)
 	if err := p.observeUpdate(ctx, pr, &obs); err != nil {
 		return obs, err
 	}
@@ -329,7 +329,7 @@ func (p *Pool) claimView(ctx context.Context, pr forgejo.PR) (claims.View, error
 	if err = errors.Join(err, rerr); err != nil {
 		return claims.View{}, err
 	}
-	return p.view(pr, comments, reviews), nil
+	return p.view(pr, comments, p.vouch(pr.Number, reviews)), nil
 }
 
 // view is what the claim protocol judges, from this pool's side. Only

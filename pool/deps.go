@@ -8,6 +8,7 @@ import (
 	"pool/forgejo"
 	"pool/lifecycle"
 	"pool/report"
+	"pool/sessionmark"
 	"pool/sessions"
 )
 
@@ -56,6 +57,9 @@ type Digester interface {
 type Trees interface {
 	// TakeTree returns a tree detached at head that no session uses.
 	TakeTree(ctx context.Context, pr int, head string) (dir string, err error)
+	// RecordSession records, where the session's user may read but not
+	// write, what the session working in dir may act on.
+	RecordSession(dir string, r sessionmark.Record) error
 	sessions.Trees // taking back, retiring and removing the trees of ended sessions
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"pool/agent"
 	"pool/forgejo"
+	"pool/sessionmark"
 )
 
 // fakeForge is an in-memory forge. Side effects are recorded as plain
@@ -677,6 +678,7 @@ func (a *fakeAgent) Permissions(_ context.Context, dir string) ([]agent.Permissi
 // works in a directory: giving such a tree back is recorded in shared.
 type fakeTrees struct {
 	mu      sync.Mutex
+	records map[string]sessionmark.Record // by tree
 	next    int
 	live    map[string]bool
 	made    map[string]bool      // made by TakeTree: kept when given back
@@ -688,6 +690,17 @@ type fakeTrees struct {
 
 func newFakeTrees() *fakeTrees {
 	return &fakeTrees{live: map[string]bool{}, made: map[string]bool{}, free: map[string]time.Time{}}
+}
+
+// RecordSession keeps the record by tree; it is no effect.
+func (t *fakeTrees) RecordSession(dir string, r sessionmark.Record) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.records == nil {
+		t.records = map[string]sessionmark.Record{}
+	}
+	t.records[dir] = r
+	return nil
 }
 
 // TakeTree takes the tree freed last, or makes one: "take <dir> <head>".

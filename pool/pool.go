@@ -30,6 +30,7 @@ import (
 	"pool/forgejo"
 	"pool/internal/guard"
 	"pool/lifecycle"
+	"pool/sessionmark"
 	"pool/sessions"
 	"pool/slots"
 	"pool/store"
@@ -92,6 +93,7 @@ type Pool struct {
 	log     *slog.Logger
 	now     func() time.Time
 	policy  lifecycle.Policy
+	marks   sessionmark.Key // makes its sessions' marks and checks them (vouch)
 	metrics Metrics
 	book    *describe.Book // what the status page and commit statuses show
 	slots   *slots.Slots
@@ -159,12 +161,14 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	if p.slots == nil {
 		p.slots = slots.New(cfg.Workers, 0)
 	}
+	p.marks = sessionmark.NewKey(cfg.Token)
 	p.metrics, p.book = d.Metrics, describe.NewBook(p.now())
 	if p.metrics == nil {
 		p.metrics = noMetrics{}
 	}
 	p.policy = lifecycle.Policy{DiagnosticEvery: cfg.DiagnosticEvery, ChecksGrace: cfg.ChecksGrace,
-		Rule:      lifecycle.ReviewRule{Reviewers: cfg.Reviewers, AllowUnofficial: cfg.AllowUnofficial},
+		Rule: lifecycle.ReviewRule{Reviewers: cfg.Reviewers, AllowUnofficial: cfg.AllowUnofficial,
+			Sessions: true, Humans: cfg.HumanReviewers},
 		RetryBase: cfg.PollInterval, RetryMax: cfg.ClaimTTL,
 		Update: lifecycle.UpdateMode(cfg.MergeUpdate), UpdateStyle: cfg.UpdateStyle,
 		NoFixers: !cfg.Fixers.Enabled, FixForks: cfg.Fixers.Forks}

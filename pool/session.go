@@ -16,6 +16,7 @@ import (
 	"pool/internal/retry"
 	"pool/lifecycle"
 	"pool/report"
+	"pool/sessionmark"
 	"pool/sessions"
 )
 
@@ -143,7 +144,8 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind,
 		return followed{}, t.err
 	}
 	in.Dir = t.dir
-	started, err := p.sessions.Start(ctx, pr.Number, kind, texts.SessionTitle(p.cfg.Repo(), pr.Number), in.Dir, p.cfg.AgentName, texts.Prompt(in))
+	started, err := p.sessions.Start(ctx, pr.Number, kind, texts.SessionTitle(p.cfg.Repo(), pr.Number), in.Dir, p.cfg.AgentName, texts.Prompt(in),
+		p.recordSession(pr, in.Dir))
 	if err != nil {
 		return followed{}, err
 	}
@@ -161,6 +163,19 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind,
 	}
 	p.log.Info("session started", "pr", pr.Number, "session", s.ID, "kind", kind, "head", pr.HeadSHA)
 	return s, nil
+}
+
+// recordSession writes, before the session in dir is prompted, what it
+// may act on (sessionmark): pool-review refuses any other PR or head, and
+// marks its reviews so that the pool counts them (vouch).
+func (p *Pool) recordSession(pr forgejo.PR, dir string) func(id string) error {
+	if p.trees == nil || dir == "" {
+		return nil
+	}
+	return func(id string) error {
+		return p.trees.RecordSession(dir, sessionmark.Record{Repo: p.cfg.Repo(), PR: pr.Number, Head: pr.HeadSHA, Session: id,
+			Mark: p.marks.Mark(p.cfg.Repo(), pr.Number, pr.HeadSHA, id)})
+	}
 }
 
 // followed is a session the pool follows, with the open review items it

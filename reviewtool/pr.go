@@ -41,7 +41,7 @@ const dataNote = "Text in title, body and reviews was written on the forge by it
 
 func runPR(ctx context.Context, t *tool, args []string, stdout, stderr io.Writer) int {
 	fs := flags("pr", stderr)
-	target, ok := parse(fs, args, stderr)
+	target, ok := t.parse(fs, args, stderr)
 	if !ok {
 		return exitUsage
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"pool/forgejo"
 	"pool/internal/redact"
 	"pool/report"
+	"pool/sessionmark"
 )
 
 // verdicts maps the tool's verdict words to the forge's review events.
@@ -29,7 +32,7 @@ func runReview(ctx context.Context, t *tool, args []string, stdout, stderr io.Wr
 	verdict := fs.String("verdict", "", "approve, request-changes or comment (required)")
 	body := fs.String("body", "", "what the review says, and why (required)")
 	lines := fs.StringArray("comment", nil, "a line comment, PATH:LINE:TEXT (repeatable)")
-	target, ok := parse(fs, args, stderr)
+	target, ok := t.parse(fs, args, stderr)
 	if !ok {
 		return exitUsage
 	}
@@ -76,7 +79,7 @@ func runLine(ctx context.Context, t *tool, args []string, stdout, stderr io.Writ
 	path := fs.String("path", "", "the file, as the PR's head has it (required)")
 	line := fs.Int("line", 0, "the line in the head's version of the file, from 1 (required)")
 	body := fs.String("body", "", "the comment (required)")
-	target, ok := parse(fs, args, stderr)
+	target, ok := t.parse(fs, args, stderr)
 	if !ok {
 		return exitUsage
 	}
@@ -116,6 +119,8 @@ func (t *tool) checkText(text string) error {
 		return fmt.Errorf("the body is over %d bytes", maxBody)
 	case strings.Contains(text, t.token):
 		return errors.New("the text holds the reviewer's token: refused")
+	case strings.Contains(text, sessionmark.TagPrefix):
+		return errors.New("the text holds a session mark: only the tool writes one")
 	}
 	return nil
 }
@@ -129,12 +134,24 @@ func sign(text string) string {
 	return text + Signature
 }
 
-// postReview files r on the PR, refusing a commit that is not the PR's
-// current head (a review elsewhere is stale at once and counts for nothing)
-// and a PR that is no longer open.
+// postReview files r on the session's PR. The commit must be the session's
+// head in full, which is both the work tree's HEAD and the PR's head on the
+// forge now: a review elsewhere is stale at once, and a prefix would let the
+// review land on a head pushed during the session, which no one read. The
+// body ends with the session's mark.
 func (t *tool) postReview(ctx context.Context, target report.Target, r forgejo.NewReview, stdout, stderr io.Writer) int {
-	if r.CommitID == "" {
-		return usageErr(stderr, "review", errors.New("--commit is required: the head commit you reviewed"))
+	head := t.session.Head
+	switch {
+	case r.CommitID == "":
+		return usageErr(stderr, "review", fmt.Errorf("--commit is required: the head commit you reviewed, in full (%s)", head))
+	case !sessionmark.HeadRE.MatchString(r.CommitID):
+		return usageErr(stderr, "review", fmt.Errorf("--commit %q is not a full commit id: name the head you reviewed in full (%s)",
+			redact.Clip(r.CommitID, 64), head))
+	case r.CommitID != head:
+		return usageErr(stderr, "review", fmt.Errorf("refused: --commit %s is not the head this session was started for (%s)", r.CommitID, head))
+	}
+	if tree, err := treeHead(t.dir); err != nil || tree != head {
+		return fail(stderr, "review", fmt.Errorf("the work tree's HEAD is %q, not the session's head %s (%v): review the head you were given", tree, head, err))
 	}
 	c, err := t.connect(ctx)
 	if err != nil {
@@ -147,10 +164,10 @@ func (t *tool) postReview(ctx context.Context, target report.Target, r forgejo.N
 	switch {
 	case pr.State != "open" || pr.Merged:
 		return fail(stderr, "review", fmt.Errorf("%s is %s: nothing to review", target, prState(pr)))
-	case !strings.HasPrefix(pr.HeadSHA, r.CommitID) || len(r.CommitID) < 7:
-		return fail(stderr, "review", fmt.Errorf("%s's head is %s, not %q: review the head", target, pr.HeadSHA, redact.Clip(r.CommitID, 64)))
+	case pr.HeadSHA != head:
+		return fail(stderr, "review", fmt.Errorf("%s's head on the forge is now %s, not %s: the review would not be of the head you read; nothing filed", target, pr.HeadSHA, head))
 	}
-	r.CommitID = pr.HeadSHA
+	r.Body += sessionmark.Tag(t.session.Mark)
 	for i := range r.Comments {
 		r.Comments[i].Body = sign(strings.TrimSpace(r.Comments[i].Body))
 	}
@@ -159,13 +176,30 @@ func (t *tool) postReview(ctx context.Context, target report.Target, r forgejo.N
 		return fail(stderr, "review", err)
 	}
 	return writeJSON(stdout, map[string]any{"posted": "review", "id": got.ID, "state": got.State,
-		"commit_id": got.CommitID, "author": got.Author, "official": got.Official, "line_comments": len(r.Comments)})
+		"commit_id": got.CommitID, "author": got.Author, "official": got.Official, "line_comments": len(r.Comments),
+		"session": t.session.Session})
+}
+
+// maxHeadFile bounds the read of .git/HEAD.
+const maxHeadFile = 256
+
+// treeHead is the commit checked out, detached, in the work tree dir, read
+// from its .git/HEAD without running git in a tree the session may have
+// changed.
+func treeHead(dir string) (string, error) {
+	f, err := os.Open(filepath.Join(dir, ".git", "HEAD"))
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxHeadFile))
+	return strings.TrimSpace(string(b)), err
 }
 
 func runComment(ctx context.Context, t *tool, args []string, stdout, stderr io.Writer) int {
 	fs := flags("comment", stderr)
 	body := fs.String("body", "", "the comment (required)")
-	target, ok := parse(fs, args, stderr)
+	target, ok := t.parse(fs, args, stderr)
 	if !ok {
 		return exitUsage
 	}

@@ -5,6 +5,13 @@
 // comment. It pushes nothing: a fixer commits in its work tree, and the pool
 // pushes its commits with a token the agent side never sees (clone.PushFix).
 //
+// It acts only for the session working in its directory: the pool records,
+// beside each session's work tree, the repository, PR, full head id and
+// session the session was started for (package sessionmark). Any other
+// target is refused (exit 2), a verdict must name that head in full, and
+// every review body ends with the session's mark, by which the pool tells
+// its sessions' reviews from any other review of the reviewer's account.
+//
 // It reads the forge's URL and the path of the reviewer's token file from its
 // environment (POOL_REVIEW_FORGE_URL, POOL_REVIEW_TOKEN_FILE), which the
 // agent server passes to the commands it runs. The token never appears in
@@ -19,6 +26,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -31,6 +39,7 @@ import (
 	"pool/internal/loopback"
 	"pool/internal/redact"
 	"pool/report"
+	"pool/sessionmark"
 )
 
 // The environment the tool reads.
@@ -51,7 +60,7 @@ var ReviewerScopes = []string{"write:repository", "write:issue"}
 const (
 	exitOK    = 0
 	exitFail  = 1 // the forge or git refused, or could not be reached
-	exitUsage = 2 // bad arguments or environment
+	exitUsage = 2 // bad arguments or environment, or a target not the session's
 )
 
 // Bounds on what goes in and out: a body the agent writes, and the forge
@@ -76,6 +85,8 @@ Commands:
   comment  OWNER/REPO#N --body TEXT      post a comment on the PR
 
 Every body is signed. Bodies come from --body only: the tool reads no file and no standard input.
+The tool acts only on the PR of the session whose work tree it runs in (the record the pool
+wrote beside the tree), and a verdict names that session's head, in full.
 Environment: POOL_REVIEW_FORGE_URL (the forge), POOL_REVIEW_TOKEN_FILE (the reviewer's token).
 `
 
@@ -111,14 +122,20 @@ var commands = map[string]func(context.Context, *tool, []string, io.Writer, io.W
 	"comment": runComment,
 }
 
-// tool is one run's connection to the forge.
+// tool is one run's connection to the forge, for one session.
 type tool struct {
-	url   string
-	token string
-	forge *forgejo.Client
+	url     string
+	token   string
+	forge   *forgejo.Client
+	dir     string             // the working directory: the session's work tree
+	session sessionmark.Record // what the session may act on
 }
 
 func newTool(getenv func(string) string) (*tool, error) {
+	dir, rec, err := ownSession()
+	if err != nil {
+		return nil, err
+	}
 	forge := strings.TrimRight(getenv(EnvForgeURL), "/")
 	if err := checkForgeURL(forge); err != nil {
 		return nil, err
@@ -127,7 +144,7 @@ func newTool(getenv func(string) string) (*tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tool{url: forge, token: token}, nil
+	return &tool{url: forge, token: token, dir: dir, session: rec}, nil
 }
 
 // checkForgeURL wants https, or http to this machine: the token travels
@@ -217,6 +234,36 @@ func flags(name string, stderr io.Writer) *pflag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
 	return fs
+}
+
+// ownSession reads the record of the session working in the current
+// directory: without one, the tool acts for nobody.
+func ownSession() (string, sessionmark.Record, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", sessionmark.Record{}, fmt.Errorf("read the working directory: %w", err)
+	}
+	rec, err := sessionmark.Read(dir)
+	if errors.Is(err, sessionmark.ErrNoRecord) {
+		return "", rec, fmt.Errorf("%s is not the work tree of a session the pool started (no record at %s): "+
+			"pool-review acts only for such a session, on its own PR", dir, sessionmark.Path(dir))
+	}
+	return dir, rec, err
+}
+
+// parse parses args and reads the one target, OWNER/REPO#N (or OWNER/REPO
+// N), which must be the session's own PR.
+func (t *tool) parse(fs *pflag.FlagSet, args []string, stderr io.Writer) (report.Target, bool) {
+	target, ok := parse(fs, args, stderr)
+	if !ok {
+		return target, false
+	}
+	own := fmt.Sprintf("%s#%d", t.session.Repo, t.session.PR)
+	if !strings.EqualFold(target.Owner+"/"+target.Repo, t.session.Repo) || target.Number != t.session.PR {
+		fmt.Fprintf(stderr, "%s: refused: this session may act only on %s, the PR it was started for, not on %s\n", fs.Name(), own, target)
+		return target, false
+	}
+	return target, true
 }
 
 // parse parses args and reads the one target, OWNER/REPO#N (or OWNER/REPO N).

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"pool/internal/sandbox"
+	"pool/sessionmark"
 	"pool/texts"
 )
 
@@ -119,6 +120,30 @@ func run(ctx context.Context, env map[string]string, args ...string) (code int, 
 	return code, out.String(), errb.String()
 }
 
+// enterSession makes dir (a new directory if "") the work tree of a
+// session started for repo#pr at head: its .git/HEAD, if it has none, and
+// the record the pool writes beside it. It becomes the working directory.
+func enterSession(t *testing.T, dir, repo string, pr int, head string) sessionmark.Record {
+	t.Helper()
+	if dir == "" {
+		dir = filepath.Join(t.TempDir(), "tree")
+		if err := os.MkdirAll(filepath.Join(dir, ".git"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, ".git", "HEAD"), []byte(head+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const session = "ses_test"
+	r := sessionmark.Record{Repo: repo, PR: pr, Head: head, Session: session,
+		Mark: sessionmark.NewKey("the pool's token").Mark(repo, pr, head, session)}
+	if err := sessionmark.Write(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	return r
+}
+
 func tokenFile(t *testing.T, token string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "reviewer-token")
@@ -145,9 +170,11 @@ func TestTokenNeverPrinted(t *testing.T) {
 	defer echo.Close()
 	env := map[string]string{EnvForgeURL: echo.URL, EnvTokenFile: tokenFile(t, token)}
 	ctx := context.Background()
+	head := strings.Repeat("0123456789", 4)
+	enterSession(t, "", "o/r", 1, head)
 	for _, args := range [][]string{
 		{"pr", "o/r#1"},
-		{"review", "o/r#1", "--commit", "0123456789abcdef", "--verdict", "approve", "--body", "ok"},
+		{"review", "o/r#1", "--commit", head, "--verdict", "approve", "--body", "ok"},
 		{"comment", "o/r#1", "--body", "hello"},
 	} {
 		code, stdout, stderr := run(ctx, env, args...)
@@ -205,6 +232,12 @@ func newForgeFixture(t *testing.T) forgeFixture {
 	return fx
 }
 
+// enter makes dir the work tree of a session for the fixture's PR at its
+// head (enterSession).
+func (fx forgeFixture) enter(t *testing.T, dir string) sessionmark.Record {
+	return enterSession(t, dir, fx.author+"/"+fx.repo, fx.pr, fx.head)
+}
+
 func (fx forgeFixture) target() string { return fmt.Sprintf("%s/%s#%d", fx.author, fx.repo, fx.pr) }
 
 type forgeReview struct {
@@ -236,11 +269,12 @@ func TestReviewLineAndCommentOnTheRealForge(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
+	rec := fx.enter(t, "")
 	code, stdout, stderr := run(ctx, fx.env, "pr", fx.target())
 	if code != 0 || !strings.Contains(stdout, `"head_sha": "`+fx.head+`"`) || !strings.Contains(stdout, `"author": "`+fx.author+`"`) {
 		t.Fatalf("pr: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	code, stdout, stderr = run(ctx, fx.env, "review", fx.target(), "--commit", fx.head[:12], "--verdict", "approve",
+	code, stdout, stderr = run(ctx, fx.env, "review", fx.target(), "--commit", fx.head, "--verdict", "approve",
 		"--body", "Reads well.", "--comment", "feature.txt:1:A fine line.")
 	if code != 0 || !strings.Contains(stdout, `"posted": "review"`) {
 		t.Fatalf("review: exit %d\n%s\n%s", code, stdout, stderr)
@@ -271,7 +305,7 @@ func TestReviewLineAndCommentOnTheRealForge(t *testing.T) {
 	}
 	approval, line := rs[0], rs[1]
 	if approval.State != "APPROVED" || approval.CommitID != fx.head || approval.User.Login != fx.reviewer ||
-		!approval.Official || approval.Body != "Reads well."+Signature {
+		!approval.Official || approval.Body != "Reads well."+Signature+sessionmark.Tag(rec.Mark) {
 		t.Errorf("approval %+v; want APPROVED on %s by %s, official, signed", approval, fx.head, fx.reviewer)
 	}
 	if line.State != "COMMENT" || line.CommitID != fx.head {
@@ -317,6 +351,7 @@ func TestReviewRefusesAnotherCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fx.enter(t, "")
 	code, _, stderr := run(ctx, fx.env, "review", fx.target(), "--commit", fx.head, "--verdict", "approve", "--body", "ok")
 	if code != exitFail || !strings.Contains(stderr, newHead) {
 		t.Errorf("review of the old head: exit %d, %q; want 1 naming the head %s", code, stderr, newHead)
@@ -336,5 +371,52 @@ func TestThereIsNoPush(t *testing.T) {
 	code, stdout, stderr := run(context.Background(), env, "push", "o/r#1")
 	if code != exitUsage || strings.Contains(usage, "push") {
 		t.Errorf("push: exit %d, want %d, an unknown command\n%s\n%s", code, exitUsage, stdout, stderr)
+	}
+}
+
+// TestActsOnlyForItsSession: in the work tree of a session for o/r#1, the
+// tool refuses any other PR or repository (exit 2, naming the session's
+// PR), a verdict on a head prefix or on another commit, a body carrying a
+// session mark, and a tree whose HEAD moved; outside a session's tree it
+// refuses everything and says why. Nothing reaches the forge (nothing
+// answers at its URL).
+func TestActsOnlyForItsSession(t *testing.T) {
+	ctx := context.Background()
+	env := map[string]string{EnvForgeURL: "http://127.0.0.1:9", EnvTokenFile: tokenFile(t, "tok-0123456789")}
+	head := strings.Repeat("ab", 20)
+	other := strings.Repeat("cd", 20)
+	outside := t.TempDir()
+	t.Chdir(outside)
+	code, _, stderr := run(ctx, env, "review", "o/r#1", "--commit", head, "--verdict", "approve", "--body", "ok")
+	if code != exitUsage || !strings.Contains(stderr, "not the work tree of a session the pool started") {
+		t.Errorf("outside a session's tree: exit %d, %q; want %d saying why", code, stderr, exitUsage)
+	}
+	enterSession(t, "", "o/r", 1, head)
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"another PR", []string{"review", "o/r#2", "--commit", head, "--verdict", "approve", "--body", "ok"}, exitUsage, "may act only on o/r#1"},
+		{"another repository", []string{"review", "x/r#1", "--commit", head, "--verdict", "approve", "--body", "ok"}, exitUsage, "may act only on o/r#1"},
+		{"another PR's data", []string{"pr", "o/r#2"}, exitUsage, "may act only on o/r#1"},
+		{"a comment elsewhere", []string{"comment", "o/r#2", "--body", "hi"}, exitUsage, "may act only on o/r#1"},
+		{"a short commit", []string{"review", "o/r#1", "--commit", head[:7], "--verdict", "approve", "--body", "ok"}, exitUsage, "not a full commit id"},
+		{"another commit", []string{"review", "o/r#1", "--commit", other, "--verdict", "approve", "--body", "ok"}, exitUsage, "not the head this session was started for"},
+		{"a line on a prefix", []string{"line", "o/r#1", "--commit", head[:12], "--path", "a", "--line", "1", "--body", "x"}, exitUsage, "not a full commit id"},
+		{"a forged mark", []string{"review", "o/r#1", "--commit", head, "--verdict", "approve", "--body", "ok" + sessionmark.Tag("ses_x."+strings.Repeat("0", 32))}, exitUsage, "session mark"},
+	} {
+		code, stdout, stderr := run(ctx, env, tt.args...)
+		if code != tt.code || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%s: exit %d, %q %q; want %d saying %q", tt.name, code, stdout, stderr, tt.code, tt.want)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(".git", "HEAD"), []byte(other+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = run(ctx, env, "review", "o/r#1", "--commit", head, "--verdict", "approve", "--body", "ok")
+	if code != exitFail || !strings.Contains(stderr, "work tree's HEAD is") {
+		t.Errorf("a tree whose HEAD moved: exit %d, %q; want %d", code, stderr, exitFail)
 	}
 }

@@ -110,16 +110,23 @@ func New(a Agent, trees Trees, cfg Config) *Set {
 // UseTrees gives the set its work trees, before the pool runs.
 func (s *Set) UseTrees(t Trees) { s.trees = t }
 
-// Start makes a session for PR pr in dir, prompts it and registers it. A
-// session it made but could not prompt is deleted, now or, if the agent
-// server does not answer, later.
-func (s *Set) Start(ctx context.Context, pr int, kind lifecycle.Kind, title, dir, agentName, prompt string) (*Session, error) {
+// Start makes a session for PR pr in dir, prompts it and registers it.
+// before, if set, runs with the session's id between the two: a session
+// it fails for is never prompted. A session it made but could not prompt
+// is deleted, now or, if the agent server does not answer, later.
+func (s *Set) Start(ctx context.Context, pr int, kind lifecycle.Kind, title, dir, agentName, prompt string, before func(id string) error) (*Session, error) {
 	created, err := s.agent.CreateSession(ctx, title, dir)
 	if err != nil {
 		// The server may have made it and lost the answer: delete whatever
 		// works in this directory.
 		s.release(ctx, orphan{dir: dir})
 		return nil, err
+	}
+	if before != nil {
+		if err := before(created.ID); err != nil {
+			s.release(ctx, orphan{id: created.ID, dir: dir})
+			return nil, err
+		}
 	}
 	if err := s.agent.PromptAsync(ctx, created.ID, agentName, prompt); err != nil {
 		if !s.promptLanded(ctx, created.ID) {

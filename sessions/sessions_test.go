@@ -163,7 +163,7 @@ func TestJudgeSaysHowASessionEnded(t *testing.T) {
 			a := newFakeAgent()
 			clock := now
 			s := newSet(a, nil, &clock)
-			ss, err := s.Start(ctx, 7, lifecycle.Review, "title", "", "reviewer", "review it")
+			ss, err := s.Start(ctx, 7, lifecycle.Review, "title", "", "reviewer", "review it", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,7 +212,7 @@ func TestUndeletedSessionsTreeIsRemovedAndTheSessionSwept(t *testing.T) {
 	ctx := context.Background()
 	a, trees, now := newFakeAgent(), &fakeTrees{}, time.Now()
 	s := newSet(a, trees, &now)
-	ss, err := s.Start(ctx, 7, lifecycle.Review, "title", "/trees/1", "reviewer", "review it")
+	ss, err := s.Start(ctx, 7, lifecycle.Review, "title", "/trees/1", "reviewer", "review it", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestUnpromptedSessionIsDeleted(t *testing.T) {
 	a, trees, now := newFakeAgent(), &fakeTrees{}, time.Now()
 	a.failPrompt = true
 	s := newSet(a, trees, &now)
-	if _, err := s.Start(ctx, 7, lifecycle.Review, "title", "/trees/1", "reviewer", "review it"); err == nil {
+	if _, err := s.Start(ctx, 7, lifecycle.Review, "title", "/trees/1", "reviewer", "review it", nil); err == nil {
 		t.Fatal("Start succeeded with the prompt refused")
 	}
 	if len(a.deleted) != 1 || !slices.Equal(trees.given, []string{"/trees/1"}) || s.Of(7) != nil {

@@ -276,6 +276,12 @@ func NoReviewBody(head, reason string) string {
 		reason, forge.Marker(forge.MarkNoReview, map[string]string{"head": head}))
 }
 
+// UnvouchedBody says, once per head, that an approval no session of the
+// pool filed does not count: the pool reviews the head itself.
+func UnvouchedBody(head, reason string) string {
+	return fmt.Sprintf("Not merging on this approval: %s.\nA reviewer session of the pool reviews head %s itself.", reason, head)
+}
+
 // BlockedBody explains, once, why the forge's rules keep the pool from
 // merging. The marker lets a pool that lost its state see the note is there.
 func BlockedBody(head, reason string) string {
