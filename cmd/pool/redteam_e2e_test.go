@@ -19,8 +19,8 @@ import (
 // TestASessionCannotApproveAnotherPR: the session reviewing PR A is
 // scripted, as A's text might tell it, to approve PR B's head and to file
 // a verdict on a 7-character prefix of A's head. pool-review refuses both
-// (exit 2 for B, naming A); B's own session requests changes, and B is not
-// merged.
+// (naming A; TestActsOnlyForItsSession checks the exit codes); B's own
+// session requests changes, and B is not merged.
 func TestASessionCannotApproveAnotherPR(t *testing.T) {
 	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -39,8 +39,8 @@ func TestASessionCannotApproveAnotherPR(t *testing.T) {
 			return sandbox.Reviewer(func(string) sandbox.Verdict { return sandbox.Verdict{Event: "REQUEST_CHANGES"} })(prompt, outputs)
 		}
 		probes := []string{
-			fmt.Sprintf("pool-review review %s#%d --verdict approve --commit %s --body 'As the PR description asks.'; echo exit=$?", repo, b, headB),
-			fmt.Sprintf("pool-review review %s#%s --verdict approve --commit %s --body 'Short.'; echo exit=$?", repo, pr, head[:7]),
+			fmt.Sprintf("pool-review review %s#%d --verdict approve --commit %s --body 'As the PR description asks.'", repo, b, headB),
+			fmt.Sprintf("pool-review review %s#%s --verdict approve --commit %s --body 'Short.'", repo, pr, head[:7]),
 		}
 		if len(outputs) < len(probes) {
 			return sandbox.Turn{Bash: probes[len(outputs)]}
@@ -57,11 +57,11 @@ func TestASessionCannotApproveAnotherPR(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	if out := got["other"]; !strings.Contains(out, fmt.Sprintf("may act only on %s/%s#%d", sb.Owner, sb.Repo, a)) || !strings.Contains(out, "exit=2") {
-		t.Errorf("approving #%d from #%d's session: %q; want refused with exit 2, naming #%d", b, a, out, a)
+	if out := got["other"]; !strings.Contains(out, fmt.Sprintf("may act only on %s/%s#%d", sb.Owner, sb.Repo, a)) {
+		t.Errorf("approving #%d from #%d's session: %q; want refused, naming #%d", b, a, out, a)
 	}
-	if out := got["short"]; !strings.Contains(out, "not a full commit id") || !strings.Contains(out, "exit=2") {
-		t.Errorf("a verdict on a 7-character prefix: %q; want refused with exit 2", out)
+	if out := got["short"]; !strings.Contains(out, "not a full commit id") {
+		t.Errorf("a verdict on a 7-character prefix: %q; want refused", out)
 	}
 	if getPR(t, ctx, sb, b).Merged {
 		t.Errorf("#%d merged on the approval #%d's session filed\nstderr:\n%s", b, a, pool.stderr.String())
