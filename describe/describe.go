@@ -82,7 +82,7 @@ func describeRaw(s Standing) string {
 			return t.Blocked // e.g. "needs 2 approvals; has 1"
 		}
 		return fmt.Sprintf("labelled %s: humans only", s.SkipLabel)
-	case lifecycle.DependenciesOpen:
+	case lifecycle.DependenciesOpen, lifecycle.WorkInProgress:
 		return "approved; " + t.Blocked
 	case lifecycle.QuotaExceeded:
 		return "approved; merge refused for the storage quota; next try after " + clock(t.RefusedUntil)

@@ -23,6 +23,7 @@ type PR struct {
 	State     string // open or closed
 	Merged    bool
 	Mergeable bool
+	Draft     bool // marked work in progress (a WIP title): the forge will not merge it
 	HeadSHA   string
 	HeadRef   string
 	HeadRepo  string // owner/name of the head branch's repository ("" when the forge did not say)

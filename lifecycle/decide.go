@@ -107,7 +107,7 @@ func (t Track) atHead(head string, now time.Time) Track {
 	if head != t.HeadSHA {
 		t.Attempts, t.Failures, t.Diagnostics, t.DiagnosedAt = 0, 0, 0, time.Time{}
 		t.NotBefore = time.Time{}
-		t.FixerSHA, t.LastStatus, t.Blocked, t.LandedIn, t.ConflictAt = "", "", "", "", ""
+		t.FixerSHA, t.LastStatus, t.Blocked, t.LandedIn, t.ConflictAt, t.ConflictHint, t.ConflictBase = "", "", "", "", "", "", ""
 		t.Refusals, t.Refused, t.RefusedUntil, t.RefusedSeen, t.RefusedOn = 0, "", time.Time{}, time.Time{}, ""
 		t.WaitedForChecks = false
 		if t.HeadSHA != t.Update.From && head != t.Update.From {
@@ -135,16 +135,44 @@ func unreviewed(p Policy, t Track, o Observation) (Track, Action) {
 	return t, Action{Kind: Review, Reason: "not reviewed at its head"}
 }
 
+// ConflictSettle is how long the forge may read a PR not mergeable after
+// a reviewer reported a conflict before the pool takes it for one: the
+// forge also reads "not mergeable" while it tests the PR against a base
+// that moved.
+const ConflictSettle = 5 * time.Minute
+
 func approved(p Policy, t Track, o Observation, hint string) (Track, Action) {
-	if t.ConflictSHA == o.HeadSHA {
-		t.State = Conflict
-		return t, Action{Kind: Wait, Reason: "conflict; waiting for a rebase"}
-	}
-	if t.ConflictAt == o.HeadSHA {
+	// A conflict found at this head holds until the base moves and the
+	// forge reads the PR mergeable: then the PR is on its way again.
+	if t.ConflictSHA == o.HeadSHA || t.ConflictAt == o.HeadSHA {
+		if t.ConflictBase == "" {
+			t.ConflictBase = o.BaseSHA
+		}
+		if o.Mergeable && o.BaseSHA != t.ConflictBase {
+			return approvedAfterConflict(p, t, o, "")
+		}
+		if t.ConflictSHA == o.HeadSHA {
+			t.State = Conflict
+			return t, Action{Kind: Wait, Reason: "conflict; waiting for a rebase"}
+		}
 		return conflict(t, o.HeadSHA, "a conflict was found at this head and its note is not posted yet")
 	}
-	if hint == string(Conflict) && !o.Mergeable {
-		return conflict(t, o.HeadSHA, "reviewer reported a conflict and the forge cannot merge")
+	return approvedAfterConflict(p, t, o, hint)
+}
+
+// approvedAfterConflict decides an approved head that holds no conflict
+// (any more): a reviewer's conflict hint is taken only once the forge
+// still reads the PR not mergeable ConflictSettle after it.
+func approvedAfterConflict(p Policy, t Track, o Observation, hint string) (Track, Action) {
+	if hint == string(Conflict) && t.ConflictHint != o.HeadSHA {
+		t.ConflictHint, t.HintedAt = o.HeadSHA, o.Now
+	}
+	if t.ConflictHint == o.HeadSHA && !o.Mergeable {
+		if o.Now.Before(t.HintedAt.Add(ConflictSettle)) {
+			t.State = Conflict
+			return t, Action{Kind: Wait, Reason: "the reviewer reported a conflict; waiting for the forge to say whether it can merge"}
+		}
+		return conflict(t, o.HeadSHA, "reviewer reported a conflict and the forge still cannot merge")
 	}
 	if t.LandedIn != "" {
 		return blocked(t, o.HeadSHA, landedReason(t.LandedIn))
@@ -215,6 +243,10 @@ func (t Track) afterUpdate(head string) bool { return t.Update.Made() && head !=
 // (in the merge queue, one PR of a base at a time), and merged once the
 // new head's checks pass.
 func mergeOrWait(p Policy, t Track, o Observation, reason string) (Track, Action) {
+	if o.Draft {
+		return blockedAs(WorkInProgress, t, o.HeadSHA, "it is marked work in progress (a draft, or a WIP title), and "+
+			"the forge merges it only once the mark is gone; it merges when the mark is removed")
+	}
 	if len(o.OpenDependencies) > 0 {
 		return blockedAs(DependenciesOpen, t, o.HeadSHA, "it depends on "+nameSome(o.OpenDependencies)+
 			", still open; the forge merges it only once they are closed")
@@ -276,7 +308,7 @@ func UpdateConflicted(t Track, head string) (Track, Action) {
 // conflict records a conflict found at head and asks for its note, once:
 // until the note is posted (Marks), every decision at head asks again.
 func conflict(t Track, head, reason string) (Track, Action) {
-	t.State, t.ConflictAt = Conflict, head
+	t.State, t.ConflictAt, t.ConflictBase = Conflict, head, "" // the next decision reads the base it holds against
 	return t, Action{Kind: NoteConflict, Reason: reason, Marks: Marks{ConflictNoted: head}}
 }
 

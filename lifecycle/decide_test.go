@@ -121,12 +121,23 @@ var DecisionTable = []DecisionCase{
 		Obs: approvedWith(status("ci", "pending")), WantKind: Wait, WantState: CIPending},
 	{Name: "the second waits twice as long", Track: Track{HeadSHA: "h1", HeadSeen: now, Diagnostics: 1, DiagnosedAt: now.Add(-19 * time.Minute)},
 		Obs: approvedWith(status("ci", "pending")), WantKind: Wait, WantState: CIPending},
-	{Name: "reviewer conflict hint confirmed by forge", Track: Track{Ended: SessionEnd{Head: "h1", Hint: "conflict"}},
+	{Name: "a reviewer's conflict hint waits for the forge, which may be testing the PR",
+		Track: Track{Ended: SessionEnd{Head: "h1", Hint: "conflict"}},
+		Obs: func(o Observation) Observation {
+			o = approvedWith(status("ci", "success"))(o)
+			o.Mergeable = false
+			return o
+		}, WantKind: Wait, WantState: Conflict},
+	{Name: "a reviewer's conflict the forge still cannot merge after ConflictSettle is noted",
+		Track: Track{HeadSHA: "h1", HeadSeen: now, ConflictHint: "h1", HintedAt: now.Add(-ConflictSettle)},
 		Obs: func(o Observation) Observation {
 			o = approvedWith(status("ci", "success"))(o)
 			o.Mergeable = false
 			return o
 		}, WantKind: NoteConflict, WantState: Conflict},
+	{Name: "a reviewer's conflict the forge can merge is merged",
+		Track: Track{HeadSHA: "h1", HeadSeen: now, ConflictHint: "h1", HintedAt: now.Add(-time.Minute)},
+		Obs:   approvedWith(status("ci", "success")), WantKind: Merge, WantState: MergeQueued},
 	{Name: "conflict hint the forge contradicts is ignored", Track: Track{Ended: SessionEnd{Head: "h1", Hint: "conflict"}},
 		Obs: approvedWith(status("ci", "success")), WantKind: Merge},
 	{Name: "a conflict hint for an earlier head is ignored", Track: Track{Ended: SessionEnd{Head: "h0", Hint: "conflict"}},
@@ -144,8 +155,32 @@ var DecisionTable = []DecisionCase{
 		Obs:   withReviews(unofficial(review(forge.ReviewApproved))), WantKind: NoteNoReview, WantState: Unreviewed},
 	{Name: "a session that left an approval leads to the merge", Track: Track{HeadSHA: "h1", HeadSeen: now, Ended: SessionEnd{Head: "h1"}},
 		Obs: approvedWith(status("ci", "success")), WantKind: Merge, WantState: MergeQueued},
-	{Name: "conflict noted waits for new head", Track: Track{HeadSHA: "h1", ConflictSHA: "h1"},
-		Obs: approvedWith(status("ci", "success")), WantKind: Wait, WantState: Conflict},
+	{Name: "conflict noted waits while the forge cannot merge", Track: Track{HeadSHA: "h1", ConflictSHA: "h1"},
+		Obs: func(o Observation) Observation {
+			o = approvedWith(status("ci", "success"))(o)
+			o.Mergeable = false
+			return o
+		}, WantKind: Wait, WantState: Conflict},
+	{Name: "a noted conflict the forge reads mergeable on the same base still waits",
+		Track: Track{HeadSHA: "h1", ConflictSHA: "h1", ConflictBase: "b0", State: Conflict},
+		Obs: func(o Observation) Observation {
+			o = approvedWith(status("ci", "success"))(o)
+			o.BaseSHA = "b0"
+			return o
+		}, WantKind: Wait, WantState: Conflict},
+	{Name: "a noted conflict the forge can merge after the base moved is merged",
+		Track: Track{HeadSHA: "h1", ConflictSHA: "h1", ConflictBase: "b0", State: Conflict},
+		Obs: func(o Observation) Observation {
+			o = approvedWith(status("ci", "success"))(o)
+			o.BaseSHA = "b1"
+			return o
+		}, WantKind: Merge, WantState: MergeQueued},
+	{Name: "an approved, green work in progress is noted once, not queued",
+		Obs: func(o Observation) Observation {
+			o = approvedWith(status("ci", "success"))(o)
+			o.Draft, o.Mergeable = true, false
+			return o
+		}, WantKind: NoteBlocked, WantState: WorkInProgress},
 	{Name: "new head after conflict is reviewed", Track: Track{HeadSHA: "h0", ConflictSHA: "h0", ReviewedSHA: "h0", State: Conflict},
 		WantKind: Review, WantState: Unreviewed},
 	{Name: "changes requested waits", Obs: withReviews(review(forge.ReviewRequestChanges)), WantKind: Wait, WantState: ChangesRequested},

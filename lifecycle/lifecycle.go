@@ -38,6 +38,7 @@ const (
 	OutOfDate        State = "out_of_date"       // approved and green, behind its base: queued for an update
 	Updating         State = "updating"          // the pool updated the head branch: waiting for the forge to show the new head
 	UpdateChecks     State = "update_checks"     // updated, the approval carried over: waiting for checks after the update
+	WorkInProgress   State = "work_in_progress"  // approved and green, marked work in progress: waiting for the mark to go
 	MergeFailed      State = "merge_failed"
 	Conflict         State = "conflict"
 	ChangesRequested State = "changes_requested"
@@ -99,8 +100,17 @@ type Track struct {
 	LastStatus  string    `json:"last_status"`           // last merge answer or checks state, for diagnostics
 	ConflictSHA string    `json:"conflict_sha"`          // head the conflict comment was posted for
 	ConflictAt  string    `json:"conflict_at,omitempty"` // head a conflict was found at (noted or not)
-	FixerSHA    string    `json:"fixer_sha"`             // head a fixer session was started (created and prompted) for
-	Failures    int       `json:"failures"`              // sessions at this head that left no review
+	// ConflictBase is the base's tip the first decision after the conflict
+	// saw: the conflict holds until the base moves from it and the forge
+	// reads the PR mergeable.
+	ConflictBase string `json:"conflict_base,omitempty"`
+	// ConflictHint is the head a reviewer reported a conflict at, and
+	// HintedAt when: only the forge's "not mergeable" still read
+	// ConflictSettle after it confirms the conflict.
+	ConflictHint string    `json:"conflict_hint,omitempty"`
+	HintedAt     time.Time `json:"hinted_at,omitzero"`
+	FixerSHA     string    `json:"fixer_sha"` // head a fixer session was started (created and prompted) for
+	Failures     int       `json:"failures"`  // sessions at this head that left no review
 	// Diagnostics counts the diagnostic comments of this head's wait to
 	// merge; DiagnosedAt is when the last was decided on (or the wait began).
 	Diagnostics int       `json:"diagnostics,omitempty"`
@@ -180,6 +190,7 @@ type Observation struct {
 	Author    string
 	Skip      bool // carries the skip label
 	Mergeable bool
+	Draft     bool // marked work in progress: the forge will not merge it
 	Behind    bool // the base has moved past the commit the head branched from
 	BaseSHA   string
 	MergeBase string // the commit the head branched from, as the forge last computed it

@@ -13,7 +13,7 @@ import (
 // it, then add the reviews, the checks and the protection they read.
 func Observe(pr forge.PR, repo, skipLabel string, now time.Time) Observation {
 	return Observation{Open: pr.State == "open", Merged: pr.Merged, Updated: pr.Updated, HeadSHA: pr.HeadSHA,
-		Author: pr.Author, Skip: skipLabel != "" && pr.HasLabel(skipLabel), Mergeable: pr.Mergeable,
+		Author: pr.Author, Skip: skipLabel != "" && pr.HasLabel(skipLabel), Mergeable: pr.Mergeable, Draft: pr.Draft,
 		Behind: pr.Behind(), BaseSHA: pr.BaseSHA, MergeBase: pr.MergeBase,
 		MayUpdate: pr.SameRepo(repo) || pr.MaintainerCanEdit, Fork: !pr.SameRepo(repo), Now: now}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"pool/forgejo"
+	"pool/lifecycle"
 	"pool/texts"
 )
 
@@ -81,5 +82,54 @@ func TestAClaimOutlivesItsTTLWhileTheSessionRuns(t *testing.T) {
 	}
 	if !f.isMerged(1) {
 		t.Error("PR 1 not merged")
+	}
+}
+
+// TestChangesThatMoveNoUpdateTimeAreDecidedAgain: the forge changes no
+// update time when the author of a fork PR lets maintainers edit it, or
+// when it finds a PR mergeable again after its base moved. A listing's copy
+// that shows either is decided again, though the decision on the old copy
+// (a block, a conflict) held until the PR changed.
+func TestChangesThatMoveNoUpdateTimeAreDecidedAgain(t *testing.T) {
+	p := &Pool{}
+	at := time.Now()
+	forever := at.Add(time.Hour)
+	fork := forgejo.PR{Number: 1, HeadSHA: "h1", HeadRepo: "someone/r", Updated: at}
+	tr := lifecycle.Track{HeadSHA: "h1", State: lifecycle.AwaitingHuman}
+	for _, tt := range []struct {
+		name   string
+		change func(*forgejo.PR)
+	}{
+		{"maintainer edits allowed", func(pr *forgejo.PR) { pr.MaintainerCanEdit = true }},
+		{"mergeable again", func(pr *forgejo.PR) { pr.Mergeable = true }},
+	} {
+		p.index.remember(fork, tr, 0, lifecycle.Action{Kind: lifecycle.Wait}, forever)
+		if _, ok := p.index.unchanged(fork, tr, 0, at); !ok {
+			t.Fatalf("%s: the copy decided on reads changed", tt.name)
+		}
+		changed := fork
+		tt.change(&changed)
+		if _, ok := p.index.unchanged(changed, tr, 0, at); ok {
+			t.Errorf("%s: the PR is not decided again", tt.name)
+		}
+	}
+}
+
+// TestAWaitOnAReviewersConflictEnds: a conflict a reviewer reported, which
+// the forge has not confirmed, is decided again once ConflictSettle has
+// passed; a noted conflict and a work in progress wait for a change.
+func TestAWaitOnAReviewersConflictEnds(t *testing.T) {
+	p := &Pool{}
+	now := time.Now()
+	wait := lifecycle.Action{Kind: lifecycle.Wait}
+	hinted := lifecycle.Track{HeadSHA: "h1", State: lifecycle.Conflict, ConflictHint: "h1", HintedAt: now}
+	if got, want := p.quietUntil(hinted, wait, now), now.Add(lifecycle.ConflictSettle); !got.Equal(want) {
+		t.Errorf("hinted conflict quiet until %s, want %s", got, want)
+	}
+	for _, tr := range []lifecycle.Track{{HeadSHA: "h1", State: lifecycle.Conflict, ConflictSHA: "h1"},
+		{HeadSHA: "h1", State: lifecycle.WorkInProgress}} {
+		if got := p.quietUntil(tr, wait, now); got.Before(now.Add(24 * time.Hour)) {
+			t.Errorf("%s: quiet until %s, want until the PR changes", tr.State, got)
+		}
 	}
 }

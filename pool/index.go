@@ -35,10 +35,14 @@ type index struct {
 }
 
 // seenPR is what the last step of a PR decided, to skip the next step while
-// the PR has not changed.
+// the PR has not changed. Whether the forge can merge it and whether its
+// author lets maintainers edit it change no update time: a copy from a
+// full listing that shows either changed is decided again.
 type seenPR struct {
 	updated    time.Time
 	head       string
+	mergeable  bool
+	mayEdit    bool
 	track      lifecycle.Track // a slot may change the track without the PR changing
 	rules      int             // the protection reading decided under
 	act        lifecycle.Action
@@ -166,7 +170,8 @@ func (ix *index) sorted() []forgejo.PR {
 // and whose quiet period has not ended.
 func (ix *index) unchanged(pr forgejo.PR, t lifecycle.Track, rules int, now time.Time) (lifecycle.Action, bool) {
 	s, ok := ix.seen[pr.Number]
-	if !ok || !s.updated.Equal(pr.Updated) || s.head != pr.HeadSHA || s.track != t || s.rules != rules || !now.Before(s.quietUntil) {
+	if !ok || !s.updated.Equal(pr.Updated) || s.head != pr.HeadSHA || s.mergeable != pr.Mergeable || s.mayEdit != pr.MaintainerCanEdit ||
+		s.track != t || s.rules != rules || !now.Before(s.quietUntil) {
 		return lifecycle.Action{}, false
 	}
 	return s.act, true
@@ -179,11 +184,14 @@ func (ix *index) remember(pr forgejo.PR, t lifecycle.Track, rules int, act lifec
 	if ix.seen == nil {
 		ix.seen = map[int]seenPR{}
 	}
-	ix.seen[pr.Number] = seenPR{updated: pr.Updated, head: pr.HeadSHA, track: t, rules: rules, act: act, quietUntil: quietUntil}
+	ix.seen[pr.Number] = seenPR{updated: pr.Updated, head: pr.HeadSHA, mergeable: pr.Mergeable, mayEdit: pr.MaintainerCanEdit,
+		track: t, rules: rules, act: act, quietUntil: quietUntil}
 }
 
 // quietUntil says how long a decision holds while the PR does not change:
-// states that wait for a push or a human hold until the PR changes; a PR
+// states that wait for a push or a human hold until the PR changes (or a
+// full listing shows what changes no update time: seenPR); a conflict a
+// reviewer reported holds until ConflictSettle has passed; a PR
 // backing off (after a session, or a merge refused for the quota) holds
 // until its back-off ends; a PR waiting for a slot or held
 // by another pool's claim is looked at again after a sixth of the claim TTL
@@ -205,7 +213,12 @@ func (p *Pool) quietUntil(t lifecycle.Track, act lifecycle.Action, now time.Time
 		return time.Time{}
 	}
 	switch t.State {
-	case lifecycle.ChangesRequested, lifecycle.Commented, lifecycle.Conflict, lifecycle.AwaitingHuman:
+	case lifecycle.Conflict:
+		if t.ConflictSHA != t.HeadSHA && t.ConflictHint == t.HeadSHA {
+			return t.HintedAt.Add(lifecycle.ConflictSettle) // only the forge confirms a reviewer's conflict
+		}
+		return forever
+	case lifecycle.ChangesRequested, lifecycle.Commented, lifecycle.AwaitingHuman, lifecycle.WorkInProgress:
 		return forever
 	case lifecycle.Unreviewed:
 		if now.Before(t.NotBefore) {

@@ -117,7 +117,7 @@ func gauges(st ops.Status) metrics.Gauges {
 	for _, s := range []lifecycle.State{lifecycle.Unreviewed, lifecycle.CIPending, lifecycle.CIFailing, lifecycle.MergeFailed,
 		lifecycle.MergeScheduled, lifecycle.Conflict, lifecycle.ChangesRequested, lifecycle.Commented, lifecycle.AwaitingHuman,
 		lifecycle.DependenciesOpen, lifecycle.QuotaExceeded, lifecycle.MergeRefused, lifecycle.OutOfDate, lifecycle.Updating,
-		lifecycle.UpdateChecks} {
+		lifecycle.UpdateChecks, lifecycle.WorkInProgress} {
 		g.PRsByState[string(s)] = 0 // every state shows, even at zero
 	}
 	for _, pr := range st.PRs {
