@@ -46,12 +46,16 @@ var Env = []string{
 	"GIT_CONFIG_VALUE_0=*",
 }
 
+// Identity are the variables passed into the sandbox as they are, when
+// set: the git identity of a fixer's commits.
+var Identity = []string{"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"}
+
 // Args are bubblewrap's arguments for running argv in dir, a directory in
 // work tree tree, with write access to tree alone and read access to
-// readOnly besides the system's files.
-func Args(tree, dir string, readOnly []string, argv []string) []string {
+// readOnly besides the system's files; env (KEY=VALUE) is added to Env.
+func Args(tree, dir string, readOnly, env, argv []string) []string {
 	args := []string{"--unshare-all", "--die-with-parent", "--new-session", "--clearenv"}
-	for _, kv := range Env {
+	for _, kv := range append(Env[:len(Env):len(Env)], env...) {
 		k, v, _ := strings.Cut(kv, "=")
 		args = append(args, "--setenv", k, v)
 	}
@@ -91,7 +95,7 @@ func Probe(ctx context.Context) error {
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, Path, Args(dir, dir, nil, []string{"/bin/sh", "-c", "touch probe"})...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, Path, Args(dir, dir, nil, nil, []string{"/bin/sh", "-c", "touch probe"})...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("bwrap: probe: %w: %s", err, strings.TrimSpace(string(out)))
 	}
@@ -121,4 +125,13 @@ func WorkTree(dir string) (tree, objects string, err error) {
 		}
 	}
 	return "", "", fmt.Errorf("bwrap: %s is in no work tree of the pool's", dir)
+}
+
+// ReviewerMark is the file whose presence says the session in work tree
+// tree reviews: its shell runs commands as they are, for pool-review to
+// reach the forge. The pool writes it in <clone>/reviewers, a directory
+// the agent server's user may pass through but not write; without it, as
+// for a fixer, every command runs in the sandbox.
+func ReviewerMark(tree string) string {
+	return filepath.Join(filepath.Dir(filepath.Dir(tree)), "reviewers", filepath.Base(tree))
 }

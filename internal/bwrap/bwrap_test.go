@@ -39,7 +39,7 @@ func run(t *testing.T, tree, script string) (string, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(Path, Args(tree, tree, []string{objects}, []string{"/bin/sh", "-c", script})...).CombinedOutput()
+	out, err := exec.Command(Path, Args(tree, tree, []string{objects}, []string{"GIT_AUTHOR_NAME=f"}, []string{"/bin/sh", "-c", script})...).CombinedOutput()
 	return string(out), err
 }
 
@@ -91,7 +91,7 @@ func TestTheSandboxHoldsTheFixer(t *testing.T) {
 	if err != nil || !strings.Contains(out, "fix\n") {
 		t.Fatalf("a commit in the tree: %v\n%s", err, out)
 	}
-	if strings.Contains(out, "leaked-environment") || !strings.Contains(out, "HOME=/tmp") {
+	if strings.Contains(out, "leaked-environment") || !strings.Contains(out, "HOME=/tmp") || !strings.Contains(out, "GIT_AUTHOR_NAME=f") {
 		t.Errorf("the environment is not the fixed one:\n%s", out)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -104,6 +105,11 @@ func SetUpReviewer(ctx context.Context, dir, forgeURL, reviewerToken string) (Re
 	if err := os.Symlink(s.Bin, filepath.Join(guard, "git")); err != nil {
 		return s, fmt.Errorf("sandbox: git guard: %w", err)
 	}
+	// As the README installs it: fixer-sh, the shell that runs a fixer's
+	// commands in the sandbox (WithFixerShell).
+	if err := os.Symlink(s.Bin, filepath.Join(bin, "fixer-sh")); err != nil {
+		return s, fmt.Errorf("sandbox: fixer shell: %w", err)
+	}
 	if err := os.WriteFile(s.TokenFile, []byte(reviewerToken+"\n"), 0o600); err != nil {
 		return s, fmt.Errorf("sandbox: reviewer token file: %w", err)
 	}
@@ -115,6 +121,17 @@ func SetUpReviewer(ctx context.Context, dir, forgeURL, reviewerToken string) (Re
 		"GIT_COMMITTER_NAME": "reviewer", "GIT_COMMITTER_EMAIL": "reviewer@example.com",
 	}
 	return s, nil
+}
+
+// WithFixerShell is the agent server's environment with fixer-sh as its
+// shell (SHELL, which OpenCode's bash tool uses when its config names no
+// shell): a session's commands run in the sandbox unless the pool marked
+// its work tree a reviewer's. Only for sessions in the pool's work trees:
+// elsewhere fixer-sh runs nothing.
+func (s ReviewerSetup) WithFixerShell() map[string]string {
+	env := maps.Clone(s.Env)
+	env["SHELL"] = filepath.Join(filepath.Dir(s.Bin), "fixer-sh")
+	return env
 }
 
 // buildReviewTool compiles pool/cmd/pool-review to out with the go command
