@@ -13,9 +13,13 @@ import (
 // agent and asks for a password, and the reviewer accounts cannot merge.
 
 // checkAgent fails when the agent server does not know the configured
-// agent: it would accept every prompt for it and never run one.
-func (p *Pool) checkAgent(ctx context.Context, dir string) error {
-	names, err := p.agent.Agents(ctx, dir)
+// agent: it would accept every prompt for it and never run one. It asks the
+// server's own instance: the agents are the server's global config (project
+// config is off, README), and naming the pool's state directory made the
+// server boot and keep an instance for it, one per pool start, in which no
+// session ever runs.
+func (p *Pool) checkAgent(ctx context.Context) error {
+	names, err := p.agent.Agents(ctx, "")
 	if err != nil {
 		return fmt.Errorf("pool: list the agent server's agents: %w", err)
 	}

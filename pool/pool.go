@@ -184,7 +184,7 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	}
 	p.protectionRead = p.now()
 	p.warnMightyReviewers(ctx)
-	if err := p.checkAgent(ctx, d.WorkDir); err != nil {
+	if err := p.checkAgent(ctx); err != nil {
 		return nil, err
 	}
 	if err := p.checkAgentPassword(ctx); err != nil {
