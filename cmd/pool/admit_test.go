@@ -223,3 +223,15 @@ func TestAdmissionPastTheFloorWaitsForRoom(t *testing.T) {
 		t.Errorf("%d holds, want %d", a.holds, busy)
 	}
 }
+
+func TestParsePressure(t *testing.T) {
+	text := "some avg10=98.86 avg60=98.27 avg300=96.69 total=2506063939\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+	if got, ok := parsePressure(text); !ok || got != 98.86 {
+		t.Errorf("parsePressure = %v, %v; want 98.86, true", got, ok)
+	}
+	for _, bad := range []string{"", "full avg10=1.00", "some avg10=x", "some total=3"} {
+		if _, ok := parsePressure(bad); ok {
+			t.Errorf("parsePressure(%q) read a figure", bad)
+		}
+	}
+}

@@ -30,15 +30,22 @@ import (
 // The end-to-end tests are admitted by e2eAdmission, the long ones first,
 // as many at once as the machine carries: they spend much of their time
 // waiting on the pool's polls and sessions, but every one loads the one
-// agent server and forge. Up to perCore a core run at once (the CPUs this
-// process may use: taskset counts), at most maxParallel; one a core is
-// admitted at once, and each further one only once a fresh reading shows
-// the shared servers answering within saturated. A -parallel flag sets the
-// limit instead, every test then admitted without a reading.
+// agent server and forge. One a core (the CPUs this process may use:
+// taskset counts) is admitted at once; each further one only on a fresh
+// reading that the machine has room (machineHasRoom), up to perCore a core
+// and at most maxParallel. A -parallel flag sets a fixed number instead.
 const (
 	perCore     = 4
 	maxParallel = 8
-	saturated   = time.Second
+	// saturated is the answer time of a cheap read past which the shared
+	// servers have no room for another test.
+	saturated = time.Second
+	// crowded is the share of the last ten seconds in which work waited
+	// for a CPU (the kernel's pressure figure, /proc/pressure/cpu) past
+	// which the machine has no room for another test. Cheap reads stay
+	// fast on a crowded machine; the forge's git work does not: with eight
+	// tests seeding at once on two cores, opening one PR took minutes.
+	crowded = 80.0
 )
 
 func TestMain(m *testing.M) {
@@ -46,7 +53,7 @@ func TestMain(m *testing.M) {
 	cores := runtime.NumCPU()
 	e2eAdmission.limit = min(perCore*cores, maxParallel)
 	e2eAdmission.floor = cores
-	e2eAdmission.probe = serversHaveRoom
+	e2eAdmission.probe = machineHasRoom
 	if f := flag.Lookup("test.parallel"); f != nil {
 		if n, err := strconv.Atoi(f.Value.String()); err == nil && isSet("test.parallel") {
 			e2eAdmission.limit, e2eAdmission.floor, e2eAdmission.probe = max(n, 1), max(n, 1), nil
@@ -73,11 +80,43 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// serversHaveRoom reads whether the shared servers answer a cheap read
-// within saturated; before they are started they have room.
-func serversHaveRoom() bool {
+// machineHasRoom reads whether one more test fits: the CPUs are not
+// crowded, and the shared servers (once started) answer a cheap read within
+// saturated.
+func machineHasRoom() bool {
+	if waiting, ok := cpuPressure(); ok && waiting >= crowded {
+		return false
+	}
 	d, ok := sandbox.SharedServersLatency(context.Background())
 	return !ok || d < saturated
+}
+
+// cpuPressure is the share, in percent, of the last ten seconds in which
+// some runnable work waited for a CPU; ok is false where the kernel does
+// not say (no /proc/pressure): the servers' answer time alone decides then.
+func cpuPressure() (float64, bool) {
+	b, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return 0, false
+	}
+	return parsePressure(string(b))
+}
+
+// parsePressure reads avg10 from the "some" line of a pressure file.
+func parsePressure(text string) (float64, bool) {
+	for _, line := range strings.Split(text, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 || fields[0] != "some" {
+			continue
+		}
+		for _, f := range fields[1:] {
+			if v, ok := strings.CutPrefix(f, "avg10="); ok {
+				n, err := strconv.ParseFloat(v, 64)
+				return n, err == nil
+			}
+		}
+	}
+	return 0, false
 }
 
 // isSet reports whether the flag was given on the command line.

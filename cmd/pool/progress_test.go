@@ -55,7 +55,9 @@ type progressKey struct{}
 
 // testContext is the context an end-to-end test runs under. It ends when the
 // test ends, or when what the test watches (watchProgress; startPool and
-// startSandbox add their pool and sandbox) has not moved for stallLimit.
+// startSandbox add their pool and sandbox) has not moved for stallLimit. The
+// clock starts with the first thing watched: seeding a sandbox, before it,
+// is bounded by the deadline of each of its calls to the forge.
 func testContext(t *testing.T) context.Context {
 	t.Helper()
 	return newProgressContext(t, stallLimit, time.Second)
@@ -79,6 +81,9 @@ func watchProgress(ctx context.Context, name string, count func() int) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if len(w.sources) == 0 {
+		w.at, w.last = time.Now(), name // the clock starts with the first source
+	}
 	w.sources = append(w.sources, progressSource{name, count})
 	w.total += count()
 }
@@ -104,6 +109,9 @@ func (w *progress) run(ctx context.Context, cancel context.CancelCauseFunc, ever
 func (w *progress) look(now time.Time) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if len(w.sources) == 0 {
+		return nil // the test is still seeding its sandbox: each call to the forge has a deadline of its own
+	}
 	total, grew := 0, ""
 	for _, s := range w.sources {
 		total += s.count()
