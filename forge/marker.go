@@ -20,6 +20,7 @@ const (
 	MarkRetry    = "retry"     // a merge retry's diagnostic comment
 	MarkBlocked  = "blocked"   // the note that merging is on hold
 	MarkNoReview = "no-review" // the note that sessions leave no counted review
+	MarkConflict = "conflict"  // the note that the PR conflicts with its base
 )
 
 const (
@@ -30,7 +31,7 @@ const (
 // dataMarkers match each kind's marker: one line, one JSON object.
 var dataMarkers = func() map[string]*regexp.Regexp {
 	m := map[string]*regexp.Regexp{}
-	for _, k := range []string{MarkClaim, MarkRetry, MarkBlocked, MarkNoReview} {
+	for _, k := range []string{MarkClaim, MarkRetry, MarkBlocked, MarkNoReview, MarkConflict} {
 		m[k] = regexp.MustCompile(regexp.QuoteMeta(markPrefix+k) + ` (\{.*?\}) -->`)
 	}
 	return m

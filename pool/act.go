@@ -5,6 +5,7 @@ import (
 	"pool/texts"
 	"strings"
 
+	"pool/forge"
 	"pool/forgejo"
 	"pool/lifecycle"
 )
@@ -43,8 +44,8 @@ func (p *Pool) perform(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a 
 		return p.forge.CancelAutoMerge(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 	case lifecycle.NoteConflict:
 		p.count(pr.Number, &p.stats.conflicts)
-		_, err := p.comment(ctx, pr.Number, texts.ConflictBody(p.base))
-		return err
+		return p.noteOnce(ctx, pr.Number, texts.ConflictBody(p.base, pr.HeadSHA),
+			func(body string) bool { return texts.NotedAt(body, forge.MarkConflict, pr.HeadSHA) })
 	case lifecycle.NoteBlocked:
 		return p.noteBlocked(ctx, pr, a.Reason)
 	case lifecycle.NoteUnvouched:
@@ -53,8 +54,8 @@ func (p *Pool) perform(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a 
 		return err
 	case lifecycle.NoteNoReview:
 		p.log.Warn("sessions leave no counted review; still retrying", "pr", pr.Number, "reason", a.Reason)
-		_, err := p.comment(ctx, pr.Number, texts.NoReviewBody(pr.HeadSHA, a.Reason))
-		return err
+		return p.noteOnce(ctx, pr.Number, texts.NoReviewBody(pr.HeadSHA, a.Reason),
+			func(body string) bool { return texts.NotedAt(body, forge.MarkNoReview, pr.HeadSHA) })
 	case lifecycle.Skip:
 		p.count(pr.Number, &p.stats.skipped)
 	case lifecycle.Drop:
@@ -119,16 +120,24 @@ func (p *Pool) recheckConflict(ctx context.Context, pr forgejo.PR) (forgejo.Merg
 // state dir) is not posted again.
 func (p *Pool) noteBlocked(ctx context.Context, pr forgejo.PR, reason string) error {
 	p.log.Info("merge blocked; waiting for the PR or the rules to change", "pr", pr.Number, "reason", reason)
-	comments, err := p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+	return p.noteOnce(ctx, pr.Number, texts.BlockedBody(pr.HeadSHA, reason),
+		func(body string) bool { return texts.BlockedNoted(body, pr.HeadSHA, reason) })
+}
+
+// noteOnce posts a note unless the pool's account wrote one that noted
+// says is it already: a post whose answer was lost, or a pool that lost
+// its state dir, posts it no second time.
+func (p *Pool) noteOnce(ctx context.Context, n int, body string, noted func(string) bool) error {
+	comments, err := p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, n)
 	if err != nil {
 		return err
 	}
 	for _, c := range comments {
-		if strings.EqualFold(c.Author, p.me) && texts.BlockedNoted(c.Body, pr.HeadSHA, reason) {
+		if strings.EqualFold(c.Author, p.me) && noted(c.Body) {
 			return nil
 		}
 	}
-	_, err = p.comment(ctx, pr.Number, texts.BlockedBody(pr.HeadSHA, reason))
+	_, err = p.comment(ctx, n, body)
 	return err
 }
 

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,5 +132,50 @@ func TestAWaitOnAReviewersConflictEnds(t *testing.T) {
 		if got := p.quietUntil(tr, wait, now); got.Before(now.Add(24 * time.Hour)) {
 			t.Errorf("%s: quiet until %s, want until the PR changes", tr.State, got)
 		}
+	}
+}
+
+// TestANoteWhoseAnswerWasLostIsNotPostedAgain: the forge takes the
+// conflict note, and the no-review note, but their answers are lost. The
+// pool finds them on the forge and posts neither again.
+func TestANoteWhoseAnswerWasLostIsNotPostedAgain(t *testing.T) {
+	for _, tt := range []struct {
+		name, note string
+		setup      func(*fakeForge) *fakeAgent
+	}{
+		{"conflict", "Merge conflict detected", func(f *fakeForge) *fakeAgent {
+			f.mergeAnswer[1] = forgejo.MergeResult{Outcome: forgejo.MergeConflict, Status: 409}
+			return newFakeAgent(approver(f, time.Millisecond))
+		}},
+		{"no review", "Reviews keep failing", func(f *fakeForge) *fakeAgent {
+			return newFakeAgent(func(int) (time.Duration, func(), string) { return time.Millisecond, nil, "no verdict" })
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeForge(1)
+			a := tt.setup(f)
+			f.lostNotes[tt.note] = 1
+			cfg := testConfig(1)
+			cfg.IdleExit, cfg.ClaimTTL = 0, 100*time.Millisecond // back-offs after sessions: up to the claim TTL
+			notes := func() int {
+				n := 0
+				for _, e := range f.Effects() {
+					if strings.HasPrefix(e, "#1: comment "+tt.note) {
+						n++
+					}
+				}
+				return n
+			}
+			runUntil(t, cfg, f, a, func(ctx context.Context, _ *Pool) {
+				waitFor(ctx, func() bool { return notes() >= 1 })
+				time.Sleep(50 * cfg.PollInterval) // time for a second note
+			}, func() bool { return true })
+			if f.lostNotes[tt.note] != 0 {
+				t.Fatal("no answer was lost: the test tests nothing")
+			}
+			if n := notes(); n != 1 {
+				t.Errorf("%d notes %q, want 1\n%v", n, tt.note, f.Effects())
+			}
+		})
 	}
 }

@@ -33,6 +33,9 @@ type fakeForge struct {
 	// failNotes fails so many more comments starting with the key.
 	failTimes map[string]int
 	failNotes map[string]int
+	// lostNotes posts so many more comments starting with the key and
+	// then answers 502, as when a proxy loses the forge's answer.
+	lostNotes map[string]int
 	// mergeAnswer overrides the merge outcome per PR.
 	mergeAnswer map[int]forgejo.MergeResult
 	// manualMerges: the repository allows marking a PR merged by hand.
@@ -87,7 +90,7 @@ type fakeForge struct {
 func newFakeForge(prs ...int) *fakeForge {
 	f := &fakeForge{me: "pool-bot", prs: map[int]*forgejo.PR{}, comments: map[int][]forgejo.Comment{},
 		reviews: map[int][]forgejo.Review{}, statuses: map[string][]forgejo.Status{}, failOps: map[string]error{},
-		failTimes: map[string]int{}, failNotes: map[string]int{},
+		failTimes: map[string]int{}, failNotes: map[string]int{}, lostNotes: map[string]int{},
 		mergeAnswer: map[int]forgejo.MergeResult{}, lostRace: map[int]bool{}, now: time.Now, calls: map[string]int{},
 		protection: forgejo.Protection{UserCanMerge: true}, merged: map[int]time.Time{}, base: fakeSHA("base-0"),
 		parents: map[string][]string{}, authorPush: map[int]bool{}, ciAt: map[string]time.Time{},
@@ -277,6 +280,12 @@ func (f *fakeForge) PostComment(ctx context.Context, _, _ string, n int, body st
 		f.touch(n)
 	}
 	f.record("#%d: comment %s", n, firstLine(body))
+	for prefix, left := range f.lostNotes {
+		if left > 0 && strings.HasPrefix(body, prefix) {
+			f.lostNotes[prefix]--
+			return forgejo.Comment{}, &forgejo.Error{Op: "comment", Status: 502, Retryable: true, Err: errors.New("bad gateway")}
+		}
+	}
 	return c, nil
 }
 

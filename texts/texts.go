@@ -91,8 +91,16 @@ func RetryAttempt(body string) int {
 	return v.Attempt
 }
 
-func ConflictBody(base string) string {
-	return fmt.Sprintf("Merge conflict detected. The implementing agent needs to rebase this branch onto latest %s.", base)
+func ConflictBody(base, head string) string {
+	return fmt.Sprintf("Merge conflict detected. The implementing agent needs to rebase this branch onto latest %s.\n\n%s",
+		base, forge.Marker(forge.MarkConflict, map[string]string{"head": head}))
+}
+
+// NotedAt reports whether a comment is the pool's note of kind (MarkConflict,
+// MarkNoReview) for head: a pool whose post's answer was lost finds it.
+func NotedAt(body, kind, head string) bool {
+	var v struct{ Head string }
+	return forge.ParseMarker(body, kind, &v) && v.Head == head
 }
 
 func ScheduledMergedBody(n int) string {
