@@ -22,6 +22,7 @@ type PR struct {
 	Author    string
 	State     string // open or closed
 	Merged    bool
+	MergedBy  string // the account that merged it ("" when the forge did not say)
 	Mergeable bool
 	Draft     bool // marked work in progress (a WIP title): the forge will not merge it
 	HeadSHA   string

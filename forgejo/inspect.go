@@ -60,6 +60,7 @@ type apiPR struct {
 	User      *apiUser `json:"user"`
 	State     string   `json:"state"`
 	Merged    bool     `json:"merged"`
+	MergedBy  *apiUser `json:"merged_by"`
 	Mergeable bool     `json:"mergeable"`
 	Draft     bool     `json:"draft"`
 	// AllowMaintainerEdit: the author lets accounts that may merge push
@@ -149,7 +150,7 @@ func (cm *apiComment) comment() Comment {
 
 func (p apiPR) detail() PRDetail {
 	d := PRDetail{PR: PR{Number: p.Number, Title: p.Title, Body: p.Body, Author: p.User.login(),
-		State: p.State, Merged: p.Merged, Mergeable: p.Mergeable, Updated: p.Updated, URL: p.URL,
+		State: p.State, Merged: p.Merged, MergedBy: p.MergedBy.login(), Mergeable: p.Mergeable, Updated: p.Updated, URL: p.URL,
 		MergeBase: p.MergeBase, MaintainerCanEdit: p.AllowMaintainerEdit, Draft: p.Draft}, Draft: p.Draft}
 	if p.Head != nil {
 		d.HeadRef, d.HeadSHA = p.Head.Ref, p.Head.SHA

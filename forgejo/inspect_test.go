@@ -68,7 +68,7 @@ func TestInspectDecoding(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/v1/version", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"version":"1.26.0"}`) })
 	mux.HandleFunc("/api/v1/repos/o/r/pulls/3", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprint(w, `{"number":3,"state":"open","mergeable":false,"draft":true,"merge_base":"m1",
+		fmt.Fprint(w, `{"number":3,"state":"open","mergeable":false,"merged_by":{"login":"carol"},"draft":true,"merge_base":"m1",
 			"user":{"login":"alice"},"head":{"ref":"f","sha":"h1"},"base":{"ref":"main","sha":"b1"},"labels":[{"name":"x"}]}`)
 	})
 	mux.HandleFunc("/api/v1/repos/o/r/pulls/3/reviews/9/comments", func(w http.ResponseWriter, _ *http.Request) {
@@ -91,7 +91,7 @@ func TestInspectDecoding(t *testing.T) {
 	}
 	pr, err := c.PRDetail(ctx, "o", "r", 3)
 	if err != nil || pr.Author != "alice" || pr.HeadSHA != "h1" || pr.BaseSHA != "b1" || pr.MergeBase != "m1" ||
-		!pr.Draft || pr.Mergeable || !pr.HasLabel("x") {
+		!pr.Draft || pr.Mergeable || !pr.HasLabel("x") || pr.MergedBy != "carol" {
 		t.Errorf("PRDetail = %+v, %v", pr, err)
 	}
 	cs, err := c.InlineComments(ctx, "o", "r", 3, 9)

@@ -22,6 +22,7 @@ type Metrics struct {
 	sessionsStarted  *prometheus.CounterVec
 	sessionsFinished *prometheus.CounterVec
 	mergeCalls       *prometheus.CounterVec
+	merged           *prometheus.CounterVec
 	retries          prometheus.Counter
 	forgeRequests    *prometheus.CounterVec
 	agentRequests    *prometheus.CounterVec
@@ -47,6 +48,7 @@ func New(gauges func() Gauges) *Metrics {
 	m.sessionsStarted = m.counterVec("pool_sessions_started_total", "Reviewer and fixer sessions started, by kind.", "kind")
 	m.sessionsFinished = m.counterVec("pool_sessions_finished_total", "Sessions collected, by how they ended (idle, error, gone, timeout, stuck).", "outcome")
 	m.mergeCalls = m.counterVec("pool_merge_calls_total", "Merge calls the pool made, by the forge's answer.", "outcome")
+	m.merged = m.counterVec("pool_prs_merged_total", "Tracked PRs seen merged, by who merged them (pool, human).", "by")
 	m.retries = m.counter("pool_merge_retry_attempts_total", "Merge calls on approved PRs that failed (not refusals, not \"try again later\").")
 	m.forgeRequests = m.counterVec("pool_forge_requests_total", "HTTP requests to the forge API, by endpoint class and status code (\"error\": no answer).", "endpoint", "code")
 	m.agentRequests = m.counterVec("pool_agent_requests_total", "HTTP requests to the agent server, by endpoint class and status code (\"error\": no answer).", "endpoint", "code")
@@ -97,6 +99,9 @@ func (m *Metrics) SessionFinished(outcome string) { m.sessionsFinished.WithLabel
 
 // MergeCalled counts a merge call by the forge's answer (merged, scheduled, conflict, ...).
 func (m *Metrics) MergeCalled(outcome string) { m.mergeCalls.WithLabelValues(outcome).Inc() }
+
+// Merged counts a tracked PR seen merged: by "pool" or "human".
+func (m *Metrics) Merged(by string) { m.merged.WithLabelValues(by).Inc() }
 
 // RetryAttempted counts one more merge retry attempt.
 func (m *Metrics) RetryAttempted() { m.retries.Inc() }

@@ -141,11 +141,22 @@ func (p *Pool) noteOnce(ctx context.Context, n int, body string, noted func(stri
 	return err
 }
 
-// drop ends tracking of a merged or closed PR. The note on linked issues is
-// a courtesy: a failure to post it is logged, never retried.
+// drop ends tracking of a merged or closed PR. A merge by another account
+// than the pool's is a human's: counted apart and not announced. The note
+// on linked issues is a courtesy: a failure to post it is logged, never
+// retried.
 func (p *Pool) drop(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a lifecycle.Action) {
-	if t.State == lifecycle.Merged && p.knows(pr.Number) {
+	human := t.State == lifecycle.Merged && pr.MergedBy != "" && !strings.EqualFold(pr.MergedBy, p.me)
+	switch {
+	case human:
+		p.log.Info("merged by a human", "pr", pr.Number, "by", pr.MergedBy)
+		p.count(pr.Number, &p.stats.mergedByHumans)
+		p.metrics.Merged("human")
+		p.forget(pr.Number)
+		return
+	case t.State == lifecycle.Merged && p.knows(pr.Number):
 		p.count(pr.Number, &p.stats.merged)
+		p.metrics.Merged("pool")
 	}
 	if a.Announce {
 		for _, issue := range texts.LinkedIssues(pr.Body, pr.Number) {

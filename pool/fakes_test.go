@@ -408,10 +408,14 @@ func (f *fakeForge) MarkMerged(_ context.Context, _, _ string, n int, commit str
 	return forgejo.MergeResult{Outcome: forgejo.MergeDone, Status: 200}, nil
 }
 
-// setMerged closes PR n as merged. Callers hold mu.
+// setMerged closes PR n as merged, by the pool's account unless MergedBy
+// names another. Callers hold mu.
 func (f *fakeForge) setMerged(n int) {
 	pr := f.prs[n]
 	pr.Merged, pr.State = true, "closed"
+	if pr.MergedBy == "" {
+		pr.MergedBy = f.me
+	}
 	f.touch(n)
 	f.merged[n] = f.now()
 }

@@ -10,6 +10,7 @@ import (
 type Stats struct {
 	reviewed         map[int]bool // PRs a session of ours finished on
 	merged           map[int]bool
+	mergedByHumans   map[int]bool // tracked PRs another account than the pool's merged
 	changesRequested map[int]bool
 	conflicts        map[int]bool
 	skipped          map[int]bool
@@ -29,6 +30,7 @@ type Report struct {
 	InstanceID       string
 	Reviewed         int
 	Merged           int
+	MergedByHumans   int // PRs the pool tracked that a human merged
 	Scheduled        int
 	ChangesRequested int
 	Conflicts        int
@@ -49,6 +51,7 @@ func (p *Pool) report() Report {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := Report{InstanceID: p.instance, Reviewed: len(p.stats.reviewed), Merged: len(p.stats.merged),
+		MergedByHumans:   len(p.stats.mergedByHumans),
 		ChangesRequested: len(p.stats.changesRequested), Conflicts: len(p.stats.conflicts),
 		Skipped: len(p.stats.skipped), CIFixes: p.stats.ciFixes, Cycles: p.stats.cycles,
 		PeakSlots: p.stats.peak}

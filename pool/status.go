@@ -15,6 +15,7 @@ type Metrics interface {
 	SessionStarted(kind string)
 	SessionFinished(outcome string)
 	MergeCalled(outcome string)
+	Merged(by string) // a tracked PR merged, by "pool" or "human"
 	RetryAttempted()
 	CycleDone(d time.Duration)
 	ClaimRace(won bool)
@@ -25,6 +26,7 @@ type noMetrics struct{}
 func (noMetrics) SessionStarted(string)   {}
 func (noMetrics) SessionFinished(string)  {}
 func (noMetrics) MergeCalled(string)      {}
+func (noMetrics) Merged(string)           {}
 func (noMetrics) RetryAttempted()         {}
 func (noMetrics) CycleDone(time.Duration) {}
 func (noMetrics) ClaimRace(bool)          {}

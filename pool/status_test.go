@@ -28,6 +28,7 @@ func (m *recordingMetrics) add(s string) {
 func (m *recordingMetrics) SessionStarted(kind string)     { m.add("started " + kind) }
 func (m *recordingMetrics) SessionFinished(outcome string) { m.add("finished " + outcome) }
 func (m *recordingMetrics) MergeCalled(outcome string)     { m.add("merge " + outcome) }
+func (m *recordingMetrics) Merged(by string)               { m.add("merged by " + by) }
 func (m *recordingMetrics) RetryAttempted()                { m.add("retry") }
 func (m *recordingMetrics) ClaimRace(won bool)             { m.add(fmt.Sprint("claim won=", won)) }
 func (m *recordingMetrics) CycleDone(time.Duration) {

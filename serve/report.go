@@ -17,6 +17,7 @@ func WriteReport(w io.Writer, r pool.Report) error {
 	_, err := fmt.Fprintf(w, `INSTANCE_ID: %s
 TOTAL_PRS_REVIEWED: %d
   - Approved and merged: %d
+  - Merged by a human: %d
   - Merge scheduled (pending CI): %d
   - Changes requested: %d
   - Conflicts detected: %d
@@ -25,7 +26,7 @@ TOTAL_PRS_REVIEWED: %d
 PENDING_MERGE_PRS: [%s]
 CI_FIXES_ATTEMPTED: %d
 REVIEW_CYCLES_COMPLETED: %d
-`, r.InstanceID, r.Reviewed, r.Merged, r.Scheduled, r.ChangesRequested, r.Conflicts, r.Skipped,
+`, r.InstanceID, r.Reviewed, r.Merged, r.MergedByHumans, r.Scheduled, r.ChangesRequested, r.Conflicts, r.Skipped,
 		r.Retrying, strings.Join(pending, ", "), r.CIFixes, r.Cycles)
 	if err != nil || len(r.Repos) == 0 {
 		return err
@@ -71,6 +72,7 @@ func add(r, o pool.Report) pool.Report {
 	}
 	r.Reviewed += o.Reviewed
 	r.Merged += o.Merged
+	r.MergedByHumans += o.MergedByHumans
 	r.Scheduled += o.Scheduled
 	r.ChangesRequested += o.ChangesRequested
 	r.Conflicts += o.Conflicts
