@@ -286,15 +286,14 @@ func update(p Policy, t Track, o Observation) (Track, Action) {
 	return t, Action{Kind: Update, Reason: "approved and green, behind its base: update it in the merge queue, then merge after its checks"}
 }
 
-// Updated records that the pool brought base into the head branch at
-// from, in style (mergeBase: the PR's merge base at from; diff: the hash
-// of the PR's diff at from, for rebase).
-// Recorded after the forge answered that it updated.
-func Updated(t Track, from, base, mergeBase, style, diff string, now time.Time) Track {
-	if t.HeadSHA != from {
+// Updated records the update u the pool made of the head branch at u.From
+// (HeadUpdate says what each field holds), after the forge answered that
+// it updated.
+func Updated(t Track, u HeadUpdate) Track {
+	if t.HeadSHA != u.From {
 		return t
 	}
-	t.Update = HeadUpdate{From: from, Base: base, OldMergeBase: mergeBase, Style: style, Diff: diff, At: now}
+	t.Update = u
 	t.State = Updating
 	return t
 }

@@ -168,6 +168,10 @@ type SessionEnd struct {
 type HeadUpdate struct {
 	From string `json:"from"` // the approved head the pool updated
 	Base string `json:"base"` // the base tip the pool saw
+	// Produced is the head the forge's update made, read right after the call:
+	// the one commit the approval may carry over to. Empty when the pool
+	// could not read a new head then.
+	Produced string `json:"produced,omitempty"`
 	// OldMergeBase is the PR's merge base before the update: while the
 	// forge still shows it with the new head, it has not taken the update
 	// in (its diff and its behind-ness are the old ones).
@@ -201,6 +205,10 @@ type Observation struct {
 	// made (Track.Update): read only then.
 	HeadParents []string
 	DiffHash    string
+	// TreeDiffers: the head's tree is not the merge of the approved head
+	// and the base tip the update brought in (checked in the pool's clone,
+	// where its git can: else only the commit is checked).
+	TreeDiffers bool
 	// Fork says the head branch is in another repository than the base
 	// (or the forge did not say where): a fixer would push to a stranger's
 	// repository.

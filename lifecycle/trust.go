@@ -192,7 +192,7 @@ func (p Policy) Approval(t Track, o Observation) Verdict {
 // the pool's update: the head's parents, and for a rebase the PR's diff.
 func NeedsUpdateFacts(t Track, head string) (parents, diff bool) {
 	u := t.atHead(head, time.Time{}).Update
-	if !u.Made() || head == u.From {
+	if !u.Made() || head != u.Produced {
 		return false, false
 	}
 	return u.Style != "rebase", u.Style == "rebase"
@@ -200,10 +200,14 @@ func NeedsUpdateFacts(t Track, head string) (parents, diff bool) {
 
 // CarriesOver reports whether the approval of the head the pool updated
 // (u.From) counts for the head o shows now. All must hold:
-//   - the pool made the head: for a merge, its parents are the approved
-//     head and the base tip the pool saw; for a rebase, the PR's diff is
-//     byte for byte the approved one. A head with anything else in it (an
-//     author pushed during the update) is reviewed again;
+//   - the pool made the head: it is the very commit the pool read right
+//     after the forge's update (a force-push after it, even of a merge with
+//     the right parents, is a new head); its tree is the merge of the
+//     approved head and the base tip (where the pool's clone could check);
+//     for a merge, its parents are the approved head and the base tip the
+//     pool saw; for a rebase, the PR's diff is byte for byte the approved
+//     one. A head with anything else in it (an author pushed during the
+//     update) is reviewed again;
 //   - the protection does not dismiss stale approvals (and the pool can
 //     read that it does not);
 //   - the forge itself still counts the approval: official, not dismissed,
@@ -230,6 +234,9 @@ func (r ReviewRule) CarriesOver(u HeadUpdate, o Observation) bool {
 // madeBy reports whether the observed head is what the pool's update of
 // u.From makes.
 func madeBy(u HeadUpdate, o Observation) bool {
+	if o.HeadSHA != u.Produced || o.TreeDiffers {
+		return false
+	}
 	if u.Style == "rebase" {
 		return u.Diff != "" && o.DiffHash == u.Diff
 	}

@@ -33,7 +33,7 @@ func updatedHead() Observation {
 // updatedTrack is the track after the pool updated h1 onto b2.
 func updatedTrack(style, diff string) Track {
 	tr, _ := Decide(policy, Track{}, behindGreen())
-	return Updated(tr, "h1", "b2", "b1", style, diff, now)
+	return Updated(tr, HeadUpdate{From: "h1", Base: "b2", Produced: "h2", OldMergeBase: "b1", Style: style, Diff: diff, At: now})
 }
 
 // TestCarryOver: the approval of the head the pool updated carries over
@@ -87,6 +87,16 @@ func TestCarryOver(t *testing.T) {
 			obs: func(o Observation) Observation { o.HeadParents, o.DiffHash = nil, "d1"; return o }, want: true},
 		{name: "rebase that changed the PR's diff", style: "rebase", diff: "d1",
 			obs: func(o Observation) Observation { o.HeadParents, o.DiffHash = nil, "d2"; return o }},
+		{name: "a force-push after the update of a merge with the right parents", obs: func(o Observation) Observation {
+			o.HeadSHA = "h2-evil"
+			return o
+		}},
+		{name: "the merge's tree is not the merge of the approved head and the base tip", obs: func(o Observation) Observation {
+			o.TreeDiffers = true
+			return o
+		}},
+		{name: "a rebase's tree is not the merge of the approved head and the base tip", style: "rebase", diff: "d1",
+			obs: func(o Observation) Observation { o.HeadParents, o.DiffHash, o.TreeDiffers = nil, "d1", true; return o }},
 		{name: "the head is still the approved one", obs: func(o Observation) Observation {
 			o.HeadSHA = "h1"
 			return o
@@ -141,7 +151,7 @@ func TestBehindHeadIsUpdatedThenMerged(t *testing.T) {
 	if act.Kind != Update || tr.State != OutOfDate {
 		t.Fatalf("behind and green: %s/%s, want an update", act.Kind, tr.State)
 	}
-	tr = Updated(tr, "h1", "b2", "b1", "merge", "", now)
+	tr = Updated(tr, HeadUpdate{From: "h1", Base: "b2", Produced: "h2", OldMergeBase: "b1", Style: "merge", At: now})
 	if tr, act = Decide(policy, tr, behindGreen()); act.Kind != Wait || tr.State != Updating {
 		t.Fatalf("the old head still shows after the update: %s/%s, want a wait in %s", act.Kind, tr.State, Updating)
 	}

@@ -3,11 +3,13 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
 
 	"pool/claims"
+	"pool/clone"
 	"pool/forgejo"
 	"pool/internal/guard"
 	"pool/lifecycle"
@@ -290,19 +292,61 @@ func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observatio
 	return obs, err
 }
 
-// observeUpdate reads, for the head after an update the pool made, what
+// observeUpdate reads, for the head an update the pool made produced, what
 // judging its approval takes: its parents (a merge) or the PR's diff (a
-// rebase).
+// rebase), and whether its tree is the merge of the approved head and the
+// base tip (sameTree).
 func (p *Pool) observeUpdate(ctx context.Context, pr forgejo.PR, obs *lifecycle.Observation) error {
-	parents, diff := lifecycle.NeedsUpdateFacts(p.track(pr.Number), pr.HeadSHA)
+	t := p.track(pr.Number)
+	parents, diff := lifecycle.NeedsUpdateFacts(t, pr.HeadSHA)
 	var err error
 	if parents {
 		obs.HeadParents, err = p.forge.CommitParents(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
 	}
-	if diff {
+	if diff && err == nil {
 		obs.DiffHash, err = p.forge.DiffHash(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 	}
+	if (parents || diff) && err == nil {
+		var same bool
+		same, err = p.sameTree(ctx, pr.Number, pr.HeadSHA, t.Update)
+		obs.TreeDiffers = !same
+	}
 	return err
+}
+
+// sameTree reports whether head's tree is the merge of the approved head
+// and the base tip of update u, as the pool's clone computes it; once known
+// for a head, it is not computed again. Without a clone or a git that can
+// (clone.ErrNoMergeTree), only the commit is checked: true.
+func (p *Pool) sameTree(ctx context.Context, n int, head string, u lifecycle.HeadUpdate) (bool, error) {
+	if p.history == nil {
+		return true, nil
+	}
+	key := head + " " + u.From + " " + u.Base
+	p.mu.Lock()
+	same, ok := p.treeChecks[key]
+	p.mu.Unlock()
+	if ok {
+		return same, nil
+	}
+	same, err := p.history.MergeTreeIs(ctx, n, head, u.From, u.Base)
+	if errors.Is(err, clone.ErrNoMergeTree) {
+		p.log.Warn("the clone's git cannot check an updated head's tree; its approval carries over to the exact commit the update made", "pr", n, "err", err)
+		same, err = true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("check the tree of #%d's updated head: %w", n, err)
+	}
+	if !same {
+		p.log.Warn("the updated head's tree is not the merge of the approved head and the base: it is reviewed again", "pr", n, "head", head)
+	}
+	p.mu.Lock()
+	if len(p.treeChecks) > 256 {
+		clear(p.treeChecks)
+	}
+	p.treeChecks[key] = same
+	p.mu.Unlock()
+	return same, nil
 }
 
 // judgeClaims reads the PR's comments and says who holds it.

@@ -73,9 +73,12 @@ type Fixes interface {
 }
 
 // History tells whether a PR's head is already on the base branch, and in
-// which of its commits. The clone implements it.
+// which of its commits, and whether a commit's tree is the merge of two
+// others (clone.ErrNoMergeTree: its git cannot tell). The clone implements
+// it.
 type History interface {
 	OnBase(ctx context.Context, pr int, head string) (commit string, ok bool, err error)
+	MergeTreeIs(ctx context.Context, pr int, commit, ours, theirs string) (bool, error)
 }
 
 // State is where the pool keeps its memory: the instance identity and one

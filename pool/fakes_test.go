@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"pool/agent"
+	"pool/clone"
 	"pool/forgejo"
 	"pool/sessionmark"
 )
@@ -74,6 +75,11 @@ type fakeForge struct {
 	// authorPush, when set, pushes a commit of the author's on top of the
 	// update of these PRs (an author pushing during the update).
 	authorPush map[int]bool
+	// evilMerge, when set, force-pushes over the update of these PRs, at
+	// once, a merge of the same parents with one more change; evil lists
+	// those heads.
+	evilMerge map[int]bool
+	evil      map[string]bool
 	// ciDelay: the CI takes this long on a head an update made; ciAt is
 	// when it passes each.
 	ciDelay time.Duration
@@ -93,7 +99,7 @@ func newFakeForge(prs ...int) *fakeForge {
 		failTimes: map[string]int{}, failNotes: map[string]int{}, lostNotes: map[string]int{},
 		mergeAnswer: map[int]forgejo.MergeResult{}, lostRace: map[int]bool{}, now: time.Now, calls: map[string]int{},
 		protection: forgejo.Protection{UserCanMerge: true}, merged: map[int]time.Time{}, base: fakeSHA("base-0"),
-		parents: map[string][]string{}, authorPush: map[int]bool{}, ciAt: map[string]time.Time{},
+		parents: map[string][]string{}, authorPush: map[int]bool{}, evilMerge: map[int]bool{}, evil: map[string]bool{}, ciAt: map[string]time.Time{},
 		updateAnswer: map[int]forgejo.UpdateResult{}, unreadable: map[int]bool{}}
 	for _, n := range prs {
 		f.prs[n] = &forgejo.PR{Number: n, State: "open", Mergeable: true, HeadSHA: fakeSHA(fmt.Sprintf("sha-%d-a", n)),
@@ -216,6 +222,10 @@ func (f *fakeForge) Update(_ context.Context, _, _ string, n int, style string) 
 	pr := f.prs[n]
 	head := fakeSHA(fmt.Sprintf("update-%d-%s", n, f.base))
 	f.parents[head] = []string{pr.HeadSHA, f.base}
+	if f.evilMerge[n] {
+		head = fakeSHA("evil-" + head)
+		f.parents[head], f.evil[head] = []string{pr.HeadSHA, f.base}, true
+	}
 	if f.authorPush[n] {
 		pushed := fakeSHA("author-" + head)
 		f.parents[pushed] = []string{head}
@@ -800,6 +810,22 @@ type fakeHistory struct {
 	mu     sync.Mutex
 	landed map[string]string // head: commit of the base that holds it
 	looks  int
+	// forge, when set, is whose evil merges have a tree other than the
+	// merge of their parents; noMergeTree: git cannot tell.
+	forge       *fakeForge
+	noMergeTree bool
+}
+
+func (h *fakeHistory) MergeTreeIs(_ context.Context, _ int, commit, ours, theirs string) (bool, error) {
+	if h.noMergeTree {
+		return false, clone.ErrNoMergeTree
+	}
+	if h.forge == nil {
+		return true, nil
+	}
+	h.forge.mu.Lock()
+	defer h.forge.mu.Unlock()
+	return !h.forge.evil[commit] && slices.Equal(h.forge.parents[commit], []string{ours, theirs}), nil
 }
 
 func (h *fakeHistory) OnBase(_ context.Context, _ int, head string) (string, bool, error) {

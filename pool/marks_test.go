@@ -200,7 +200,7 @@ func TestOneActionIsCarriedOutOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	pr := *f.prs[1]
-	next, act, ok := p.updateAnswered(pr, forgejo.UpdateResult{Outcome: forgejo.ClassifyUpdate(403), Status: 403}, "merge", "")
+	next, act, ok := p.updateAnswered(pr, forgejo.UpdateResult{Outcome: forgejo.ClassifyUpdate(403), Status: 403}, "merge", "", "")
 	if !ok || act.Kind != lifecycle.NoteBlocked {
 		t.Fatalf("a refused update decided %+v, want a note", act)
 	}

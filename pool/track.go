@@ -131,16 +131,18 @@ func (p *Pool) landed(n int, commit string, res forgejo.MergeResult) (lifecycle.
 }
 
 // updateAnswered records the forge's answer to the update of pr's head in
-// style (diff: the hash of its diff before, for rebase). ok false: nothing
+// style (diff: the hash of its diff before, for rebase; produced: the head
+// read right after). ok false: nothing
 // follows (an update made, or a PR closed meanwhile).
-func (p *Pool) updateAnswered(pr forgejo.PR, res forgejo.UpdateResult, style, diff string) (lifecycle.Track, lifecycle.Action, bool) {
+func (p *Pool) updateAnswered(pr forgejo.PR, res forgejo.UpdateResult, style, diff, produced string) (lifecycle.Track, lifecycle.Action, bool) {
 	var act lifecycle.Action
 	switch res.Outcome {
 	case forgejo.UpdateClosed:
 		return lifecycle.Track{}, act, false // the discovery loop decides again
 	case forgejo.UpdateDone:
 		p.writeTrack(pr.Number, apply(func(t lifecycle.Track) lifecycle.Track {
-			return lifecycle.Updated(t, pr.HeadSHA, pr.BaseSHA, pr.MergeBase, style, diff, p.now())
+			return lifecycle.Updated(t, lifecycle.HeadUpdate{From: pr.HeadSHA, Base: pr.BaseSHA, Produced: produced,
+				OldMergeBase: pr.MergeBase, Style: style, Diff: diff, At: p.now()})
 		}))
 		return lifecycle.Track{}, act, false
 	}

@@ -40,7 +40,11 @@ func (p *Pool) updateQueued(ctx context.Context, pr forgejo.PR) {
 
 // afterUpdate folds the forge's answer to an update into the track.
 func (p *Pool) afterUpdate(ctx context.Context, pr forgejo.PR, res forgejo.UpdateResult, style, diff string) {
-	next, act, ok := p.updateAnswered(pr, res, style, diff)
+	produced := ""
+	if res.Outcome == forgejo.UpdateDone {
+		produced = p.producedHead(ctx, pr)
+	}
+	next, act, ok := p.updateAnswered(pr, res, style, diff, produced)
 	if !ok {
 		return
 	}
@@ -48,6 +52,23 @@ func (p *Pool) afterUpdate(ctx context.Context, pr forgejo.PR, res forgejo.Updat
 	if err := p.act(ctx, pr, next, act); err != nil {
 		p.log.Warn("merge queue: posting the note after the update failed; the next cycle will", "pr", pr.Number, "err", err)
 	}
+}
+
+// producedHead reads the PR's head right after the forge answered that it
+// updated it from pr.HeadSHA: the one commit the approval may carry over
+// to (lifecycle.CarriesOver). "" when the read fails or shows no new head:
+// then whatever head comes next is reviewed again.
+func (p *Pool) producedHead(ctx context.Context, pr forgejo.PR) string {
+	fresh, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+	switch {
+	case err != nil:
+		p.log.Warn("reading the head the update made failed; the next head is reviewed again", "pr", pr.Number, "err", err)
+		return ""
+	case fresh.HeadSHA == pr.HeadSHA:
+		p.log.Warn("the forge showed no new head right after the update; the next head is reviewed again", "pr", pr.Number)
+		return ""
+	}
+	return fresh.HeadSHA
 }
 
 // approvedDiff is the hash of the PR's diff at the approved head, which a

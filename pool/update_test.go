@@ -82,6 +82,36 @@ func TestAnAuthorPushDuringTheUpdateIsReviewed(t *testing.T) {
 	}
 }
 
+// TestAnEvilMergeOverTheUpdateIsReviewed: right after the pool's update
+// of PR 2, before the pool reads its head, the author force-pushes a merge
+// of the same parents (the approved head and the base tip) that holds one
+// more change. Its tree is not the merge of its parents: the approval
+// does not carry over, and the head is reviewed again.
+func TestAnEvilMergeOverTheUpdateIsReviewed(t *testing.T) {
+	f := outdatedForge(true, 1, 2)
+	f.evilMerge[2] = true
+	a := newFakeAgent(approver(f, time.Millisecond))
+	cfg := testConfig(1)
+	cfg.IdleExit = 0
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := New(ctx, cfg, Deps{Forge: f, Agent: a, Now: f.now, History: &fakeHistory{forge: f}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	go func() {
+		waitFor(ctx, func() bool { return f.isMerged(1) && f.isMerged(2) })
+		stop()
+	}()
+	if _, err := p.Run(runCtx); err != nil || ctx.Err() != nil {
+		t.Fatalf("Run: %v, %v", err, ctx.Err())
+	}
+	if _, prompts, _ := a.count(); prompts != 3 {
+		t.Errorf("%d reviewer sessions, want 3: the evil merge is reviewed again", prompts)
+	}
+}
+
 // TestUnreadableOutdatedRuleIsLearnedOnce: the token cannot read the rule;
 // the forge's first refusal names it, the pool learns it and updates the
 // PRs behind: at most one refused merge call in all. The approvals do not
