@@ -316,7 +316,10 @@ func (p *Pool) observeUpdate(ctx context.Context, pr forgejo.PR, obs *lifecycle.
 
 // sameTree reports whether head's tree is the merge of the approved head
 // and the base tip of update u, as the pool's clone computes it; once known
-// for a head, it is not computed again. Without a clone or a git that can
+// for a head, it is not computed again. A check that fails is made again
+// at the next decisions, and after three failures the head differs: it is
+// reviewed again rather than held for ever (the approved head gone from
+// the clone). Without a clone or a git that can
 // (clone.ErrNoMergeTree), only the commit is checked: true.
 func (p *Pool) sameTree(ctx context.Context, n int, head string, u lifecycle.HeadUpdate) (bool, error) {
 	if p.history == nil {
@@ -334,11 +337,11 @@ func (p *Pool) sameTree(ctx context.Context, n int, head string, u lifecycle.Hea
 		p.log.Warn("the clone's git cannot check an updated head's tree; its approval carries over to the exact commit the update made", "pr", n, "err", err)
 		same, err = true, nil
 	}
-	if err != nil {
-		return false, fmt.Errorf("check the tree of #%d's updated head: %w", n, err)
+	if err != nil && p.treeFailed(key) < 3 {
+		return false, fmt.Errorf("check the tree of #%d's updated head: %w", n, err) // the forge may not publish the head yet
 	}
-	if !same {
-		p.log.Warn("the updated head's tree is not the merge of the approved head and the base: it is reviewed again", "pr", n, "head", head)
+	if err != nil || !same {
+		p.log.Warn("the updated head's tree is not the merge of the approved head and the base, or could not be checked: it is reviewed again", "pr", n, "head", head, "err", err)
 	}
 	p.mu.Lock()
 	if len(p.treeChecks) > 256 {
@@ -347,6 +350,19 @@ func (p *Pool) sameTree(ctx context.Context, n int, head string, u lifecycle.Hea
 	p.treeChecks[key] = same
 	p.mu.Unlock()
 	return same, nil
+}
+
+// treeFailed counts a failed tree check of key, and returns the failures
+// before it.
+func (p *Pool) treeFailed(key string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fails := p.treeFails[key]
+	if len(p.treeFails) > 256 {
+		clear(p.treeFails)
+	}
+	p.treeFails[key] = fails + 1
+	return fails
 }
 
 // judgeClaims reads the PR's comments and says who holds it.

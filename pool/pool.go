@@ -127,7 +127,7 @@ type Pool struct {
 
 	sessions *sessions.Set // the sessions running, and those to delete
 
-	mu     sync.Mutex              // guards tracks, locks, busy, stats, protection, treeChecks
+	mu     sync.Mutex              // guards tracks, locks, busy, stats, protection, treeChecks, treeFails
 	tracks map[int]lifecycle.Track // written by writeTrack alone
 	locks  map[int]*sync.Mutex     // each PR's, held while its track changes
 	acting map[int]*sync.Mutex     // each PR's, held while one of its actions is carried out
@@ -136,6 +136,7 @@ type Pool struct {
 	// treeChecks are the updated heads whose tree the clone compared with
 	// the merge of the approved head and the base (sameTree).
 	treeChecks map[string]bool
+	treeFails  map[string]int // failed checks of those not known yet
 }
 
 // New prepares a pool: it checks the token, reads the default branch, checks
@@ -144,7 +145,7 @@ type Pool struct {
 func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	p := &Pool{cfg: cfg, forge: d.Forge, agent: d.Agent, trees: d.Trees, fixes: d.Fixes, history: d.History, digests: d.Digests, store: d.Store, log: d.Log, now: d.Now,
 		freed: make(chan struct{}, 1), wakeups: make(chan struct{}, 1), busy: map[int]bool{},
-		tracks: map[int]lifecycle.Track{}, locks: map[int]*sync.Mutex{}, acting: map[int]*sync.Mutex{}, treeChecks: map[string]bool{}, queue: newMergeQueue(cfg.PollInterval)}
+		tracks: map[int]lifecycle.Track{}, locks: map[int]*sync.Mutex{}, acting: map[int]*sync.Mutex{}, treeChecks: map[string]bool{}, treeFails: map[string]int{}, queue: newMergeQueue(cfg.PollInterval)}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
