@@ -142,6 +142,17 @@ func TestLoadTokenFile(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Key != "forgejo.token_file" || !strings.Contains(ce.Reason, "readable by every user") {
 		t.Errorf("a token file readable by every user: %v, want a config error on forgejo.token_file", err)
 	}
+	// A file its group may read is refused too: the agent server's user
+	// may be in the pool's group or the work trees' group.
+	for _, mode := range []os.FileMode{0o640, 0o660, 0o620} {
+		if err := os.Chmod(file, mode); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Load([]string{"--forgejo-url", "https://f.test", "--repo", "a/b", "--forgejo-token-file", file})
+		if !errors.As(err, &ce) || ce.Key != "forgejo.token_file" || !strings.Contains(ce.Reason, file) || !strings.Contains(ce.Reason, "chmod 600") {
+			t.Errorf("a token file of mode %o: %v, want a config error on forgejo.token_file naming the file and chmod 600", mode, err)
+		}
+	}
 }
 
 func TestLoadErrorsNameTheKey(t *testing.T) {

@@ -172,10 +172,14 @@ func loadSecret(key, value, file string) (string, error) {
 	if err != nil {
 		return "", &Error{Key: key + "_file", Reason: fmt.Sprintf("cannot read: %v", err)}
 	}
-	if fi.Mode().Perm()&0o004 != 0 {
-		// The agent server runs what strangers wrote; its user must not
-		// read the pool's secrets.
-		return "", &Error{Key: key + "_file", Reason: fmt.Sprintf("%s is readable by every user: chmod o-r it", file)}
+	// The agent server runs what strangers wrote; its user must not read
+	// the pool's secrets, nor write them, and it may be in the pool's group
+	// or the work trees' group.
+	switch perm := fi.Mode().Perm(); {
+	case perm&0o004 != 0:
+		return "", &Error{Key: key + "_file", Reason: fmt.Sprintf("%s is readable by every user (mode %04o): chmod 600 %s", file, perm, file)}
+	case perm&0o062 != 0:
+		return "", &Error{Key: key + "_file", Reason: fmt.Sprintf("%s is open to its group or other users (mode %04o): chmod 600 %s", file, perm, file)}
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
