@@ -249,9 +249,11 @@ var settings = []setting{
 }
 
 // forgeKeys are the settings a read-only command needs: how to reach the
-// forge, and the pool's own commit status context (not a check).
+// forge, the pool's own commit status context (not a check), and what of
+// the pool's policy a read-only judgement needs (Config.Policy): the skip
+// label and when a PR behind its base is updated first.
 var forgeKeys = []string{"forgejo.url", "forgejo.token", "forgejo.token_file", "limits.max_body", "allow_insecure_http",
-	"commit_status.context"}
+	"commit_status.context", "skip_label", "merge.update"}
 
 // Default returns the typed defaults from the settings table: the Config
 // that Load starts from before any file, environment variable or flag.

@@ -69,7 +69,7 @@ func (c Config) Validate() error {
 
 // validateForge checks only what a read-only command needs to reach the forge.
 func (c Config) validateForge() error {
-	for _, check := range []func() *Error{c.checkForgeURL, c.checkToken, c.checkMaxBody} {
+	for _, check := range []func() *Error{c.checkForgeURL, c.checkToken, c.checkMaxBody, c.checkMergeStyle} {
 		if err := check(); err != nil {
 			return err
 		}

@@ -170,12 +170,7 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	if p.metrics == nil {
 		p.metrics = noMetrics{}
 	}
-	p.policy = lifecycle.Policy{DiagnosticEvery: cfg.DiagnosticEvery, ChecksGrace: cfg.ChecksGrace,
-		Rule: lifecycle.ReviewRule{Reviewers: cfg.Reviewers, AllowUnofficial: cfg.AllowUnofficial,
-			Sessions: true, Humans: cfg.HumanReviewers},
-		RetryBase: cfg.PollInterval, RetryMax: cfg.ClaimTTL,
-		Update: lifecycle.UpdateMode(cfg.MergeUpdate), UpdateStyle: cfg.UpdateStyle,
-		NoFixers: !cfg.Fixers.Enabled, FixForks: cfg.Fixers.Forks}
+	p.policy = cfg.Policy()
 	var err error
 	if p.me, err = p.forge.Me(ctx); err != nil {
 		return nil, fmt.Errorf("pool: check token: %w", err)

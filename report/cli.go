@@ -25,8 +25,8 @@ const (
 )
 
 const (
-	reportUsage = "usage: pool report OWNER/REPO#N [--json] [--wait] [--interval 30s] [--cap 20m] [--reviewers a,b [--allow-unofficial]] [--forgejo-url URL] [--forgejo-token-file FILE]"
-	tickUsage   = "usage: pool tick OWNER/REPO#N [--prompt] [--auto-merge] [--reviewers a,b [--allow-unofficial]] [--forgejo-url URL] [--forgejo-token-file FILE]"
+	reportUsage = "usage: pool report OWNER/REPO#N [--json] [--wait] [--interval 30s] [--cap 20m] [--reviewers a,b [--allow-unofficial]] [--skip-label L] [--merge-update MODE] [--forgejo-url URL] [--forgejo-token-file FILE]"
+	tickUsage   = "usage: pool tick OWNER/REPO#N [--prompt] [--auto-merge] [--reviewers a,b [--allow-unofficial]] [--skip-label L] [--merge-update MODE] [--forgejo-url URL] [--forgejo-token-file FILE]"
 )
 
 // MainReport runs `pool report`; args follow the command name. It prints
@@ -54,7 +54,7 @@ func MainReport(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *wait {
 		p = &poller{interval: *interval, cap: *capAfter, clock: realClock}
 	}
-	r, err := produceReport(ctx, c, t, rule.rule(), settings.StatusContext, p)
+	r, err := produceReport(ctx, c, t, rule.rule(), settings, p)
 	if err != nil {
 		fmt.Fprintf(stderr, "pool report: %s: %v\n", t, err)
 		return exitNoPR
@@ -66,13 +66,14 @@ func MainReport(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 // produceReport observes once, or with a poller until the PR settles.
-func produceReport(ctx context.Context, f Forge, t Target, rule lifecycle.ReviewRule, ownContext string, p *poller) (Report, error) {
+// settings are the supervisor's, as the command resolved them.
+func produceReport(ctx context.Context, f Forge, t Target, rule lifecycle.ReviewRule, settings configs.Config, p *poller) (Report, error) {
 	observeOnce := func(ctx context.Context) (Report, error) {
-		s, err := observe(ctx, f, t, false, ownContext)
+		s, err := observe(ctx, f, t, false, settings.StatusContext)
 		if err != nil {
 			return Report{}, err
 		}
-		return Build(s, rule), nil
+		return Build(s, judgeBy(settings, rule), settings.SkipLabel), nil
 	}
 	if p == nil {
 		return observeOnce(ctx)
@@ -117,7 +118,7 @@ func MainTick(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if code >= 0 {
 		return code
 	}
-	opt := TickOptions{AutoMerge: *autoMerge, Rule: rule.rule(), OwnContext: settings.StatusContext}
+	opt := TickOptionsFor(settings, rule.rule(), *autoMerge)
 	s, err := observe(ctx, c, t, opt.AutoMerge, opt.OwnContext)
 	if err != nil {
 		fmt.Fprintf(stderr, "pool tick: %s: %v\n", t, err)
@@ -128,6 +129,23 @@ func MainTick(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "pool tick: %s\n", e)
 	}
 	return writeDigest(stdout, stderr, d, *prompt)
+}
+
+// TickOptionsFor are a tick's options under the supervisor's settings (its
+// policy and skip label) and the review rule the command was given.
+func TickOptionsFor(settings configs.Config, rule lifecycle.ReviewRule, autoMerge bool) TickOptions {
+	return TickOptions{AutoMerge: autoMerge, Policy: judgeBy(settings, rule), SkipLabel: settings.SkipLabel,
+		OwnContext: settings.StatusContext}
+}
+
+// judgeBy is the supervisor's policy (configs.Config.Policy) with the
+// command's review rule: a read-only command holds no key to check the
+// marks of the pool's sessions, so the listed reviewers' reviews count as
+// if a session filed them.
+func judgeBy(settings configs.Config, rule lifecycle.ReviewRule) lifecycle.Policy {
+	p := settings.Policy()
+	p.Rule = rule
+	return p
 }
 
 func writeDigest(stdout, stderr io.Writer, d Digest, prompt bool) int {

@@ -380,7 +380,7 @@ func testToGreen(fx *forgeFixture) {
 	wantLines(fx.t, fx.report(fx.f.URL, "--wait"), "ci_passed: 3", "ci_pending: none",
 		"unresolved_review_threads: 1", "recommendation: "+RecommendThreads)
 
-	d := fx.tick(TickOptions{AutoMerge: true, Rule: lifecycle.ReviewRule{Reviewers: []string{fx.reviewerName}}})
+	d := fx.tick(TickOptions{AutoMerge: true, Policy: lifecycle.Policy{Rule: lifecycle.ReviewRule{Reviewers: []string{fx.reviewerName}}}})
 	want := []string{"unresolved-thread main.go:3", "unresolved-thread main.go:3", "new-comment alice", "new-comment mallory", "auto-merge-not-armed"}
 	if got := itemSummary(d); strings.Join(got, "|") != strings.Join(want, "|") {
 		fx.t.Errorf("items %q, want %q", got, want)

@@ -82,16 +82,18 @@ type Report struct {
 	Errors         []string // reads that failed
 }
 
-// Build turns a snapshot into the report. The rule's reviewers are the
+// Build turns a snapshot into the report under the supervisor's policy p
+// and skip label (configs.Config.Policy). The rule's reviewers are the
 // accounts the report lists; the rule says whose reviews count.
-func Build(s Snapshot, rule lifecycle.ReviewRule) Report {
+func Build(s Snapshot, p lifecycle.Policy, skipLabel string) Report {
+	rule := p.Rule
 	reviewers := rule.Reviewers
 	r := Report{Number: s.Number, Branch: s.PR.HeadRef, HeadSHA: headSHA(s.PR.HeadSHA), State: prState(s.PR)}
 	mergeable := s.PR.Mergeable
 	r.Mergeable = &mergeable
 	r.addChecks(s.Statuses, s.StatusesErr, lifecycle.RequiredContexts(s.Protection))
 	r.addReviewers(s, rule)
-	r.addMergeHold(s, rule)
+	r.addMergeHold(s, p, skipLabel)
 	r.Threads = countOf(len(openThreads(s.Inline, s.voices(rule))), s.InlineErr)
 	r.BotComments = countOf(commentsBy(s.Comments, reviewers), s.CommentsErr)
 	for _, err := range s.Errors() {
@@ -139,8 +141,8 @@ func (r *Report) addChecks(history []forgejo.Status, err error, required []strin
 }
 
 // addMergeHold asks lifecycle whether the supervisor would merge the PR.
-func (r *Report) addMergeHold(s Snapshot, rule lifecycle.ReviewRule) {
-	ok, reason, err := s.MayMerge(lifecycle.Policy{Rule: rule}, "")
+func (r *Report) addMergeHold(s Snapshot, p lifecycle.Policy, skipLabel string) {
+	ok, reason, err := s.MayMerge(p, skipLabel)
 	switch {
 	case err != nil:
 		r.mergeUnread = true

@@ -286,7 +286,7 @@ func TestDigestPRItems(t *testing.T) {
 		{"stale base", func(s *Snapshot) { s.PR.BaseSHA = "3333333333333333333333333333333333333333" }, TickOptions{}, []string{"stale-base pr 7"}},
 		{"auto-merge not armed", func(*Snapshot) {}, TickOptions{AutoMerge: true}, []string{"auto-merge-not-armed pr 7"}},
 		{"auto-merge armed", func(s *Snapshot) { s.AutoMergeArmed = true }, TickOptions{AutoMerge: true}, nil},
-		{"auto-merge: approval by an account not counted", func(*Snapshot) {}, TickOptions{AutoMerge: true, Rule: lifecycle.ReviewRule{Reviewers: []string{"other-bot"}}}, nil},
+		{"auto-merge: approval by an account not counted", func(*Snapshot) {}, TickOptions{AutoMerge: true, Policy: lifecycle.Policy{Rule: lifecycle.ReviewRule{Reviewers: []string{"other-bot"}}}}, nil},
 		{"auto-merge: approval not official", func(s *Snapshot) { s.Reviews[0].Official = false }, TickOptions{AutoMerge: true}, nil},
 		{"auto-merge: approval on an old head", func(s *Snapshot) { s.Reviews[0].CommitID = baseA }, TickOptions{AutoMerge: true}, nil},
 		{"auto-merge: pending check", func(s *Snapshot) {
@@ -339,8 +339,8 @@ func TestPoller(t *testing.T) {
 		s := snapshotFixture()
 		s.Statuses, s.Reviews, s.Inline = s.Statuses[2:], nil, nil
 		return s
-	}(), lifecycle.ReviewRule{Reviewers: []string{"review-bot"}})
-	settled := Build(func() Snapshot { s := snapshotFixture(); s.Statuses = s.Statuses[:3]; return s }(), lifecycle.ReviewRule{Reviewers: []string{"review-bot"}})
+	}(), lifecycle.Policy{Rule: lifecycle.ReviewRule{Reviewers: []string{"review-bot"}}}, "")
+	settled := Build(func() Snapshot { s := snapshotFixture(); s.Statuses = s.Statuses[:3]; return s }(), lifecycle.Policy{Rule: lifecycle.ReviewRule{Reviewers: []string{"review-bot"}}}, "")
 	notFound := &forgejo.Error{Op: "get", Status: 404, Err: forgejo.ErrNotFound}
 	flaky := &forgejo.Error{Op: "get", Status: 502, Retryable: true, Err: errors.New("bad gateway")}
 	tests := []struct {
@@ -412,7 +412,7 @@ func TestReportAsksLifecycle(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := green()
 			tt.change(&s)
-			r := Build(s, lifecycle.ReviewRule{Reviewers: []string{"review-bot"}})
+			r := Build(s, lifecycle.Policy{Rule: lifecycle.ReviewRule{Reviewers: []string{"review-bot"}}}, "")
 			if r.Recommendation != tt.wantRec || !reflect.DeepEqual(r.Pending, tt.wantPending) || r.Reviewers[0].Counted != tt.wantCounted {
 				t.Errorf("recommendation %q, pending %q, counted %v (hold %q); want %q, %q, %v",
 					r.Recommendation, r.Pending, r.Reviewers[0].Counted, r.MergeHold, tt.wantRec, tt.wantPending, tt.wantCounted)

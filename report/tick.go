@@ -87,8 +87,10 @@ type TickOptions struct {
 	// AutoMerge reports an approved, green PR into the default branch that
 	// has no auto-merge scheduled.
 	AutoMerge bool
-	// Rule says whose reviews count, as the supervisor's does.
-	Rule lifecycle.ReviewRule
+	// Policy is the supervisor's (configs.Config.Policy): its Rule says
+	// whose reviews count. SkipLabel is the label that leaves a PR to humans.
+	Policy    lifecycle.Policy
+	SkipLabel string
 	// OwnContext is the pool's own commit status context, which is no check.
 	OwnContext string
 }
@@ -141,7 +143,7 @@ func items(s Snapshot, d Digest, opt TickOptions) []Item {
 	out = append(out, checkItems(d.Checks)...)
 	// Answers to conversation items may be in either comments or review
 	// bodies: without both, whether an item was answered is unknown.
-	voices := s.voices(opt.Rule)
+	voices := s.voices(opt.Policy.Rule)
 	if s.CommentsErr == nil && s.ReviewsErr == nil {
 		answered := conversationAnswers(s, voices)
 		out = append(out, reviewItems(s.Reviews, answered, voices)...)
@@ -305,7 +307,7 @@ func autoMergeDue(s Snapshot, opt TickOptions) bool {
 	if s.AutoMergeErr != nil || s.AutoMergeArmed || s.PR.BaseRef != s.DefaultBranch || !s.PR.Mergeable || s.PR.Draft {
 		return false
 	}
-	ok, _, err := s.MayMerge(lifecycle.Policy{Rule: opt.Rule}, "")
+	ok, _, err := s.MayMerge(opt.Policy, opt.SkipLabel)
 	return err == nil && ok
 }
 

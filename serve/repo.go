@@ -140,5 +140,5 @@ type tickDigester struct {
 
 func (t tickDigester) Digest(ctx context.Context, n int) (report.Digest, error) {
 	rule := lifecycle.ReviewRule{Reviewers: t.cfg.Reviewers, AllowUnofficial: t.cfg.AllowUnofficial}
-	return report.Tick(ctx, t.c, t.cfg.Owner, t.cfg.Name, n, report.TickOptions{Rule: rule, OwnContext: t.cfg.StatusContext})
+	return report.Tick(ctx, t.c, t.cfg.Owner, t.cfg.Name, n, report.TickOptionsFor(t.cfg, rule, false))
 }
