@@ -45,9 +45,10 @@ type Wake func(pr int)
 // answers 204 when it woke, 202 for a verified delivery it ignores, 200 for
 // a delivery id it has seen in the last 10 minutes (ignored), 401 for an
 // unsigned or wrongly signed one (logged with at most 200 bytes of its
-// headers), 405 for anything but POST, 413 for a body over 1 MiB and 400 for
-// a body that is not JSON. With an empty secret it rejects every delivery:
-// anyone can sign with an empty key.
+// headers; these and oversized ones at most once a second, with the count
+// rejected since the last line logged), 405 for anything but POST, 413
+// for a body over 1 MiB and 400 for a body that is not JSON. With an empty
+// secret it rejects every delivery: anyone can sign with an empty key.
 func Handler(secret []byte, owner, repo string, log *slog.Logger, wake Wake) http.Handler {
 	return newSingle(secret, owner+"/"+repo, log, wake)
 }
@@ -72,6 +73,9 @@ type handler struct {
 	single *waker // Handler's one waker; nil for a Router
 	seen   *deliveries
 	now    func() time.Time
+	// rejected counts the requests refused before their body was trusted
+	// (unsigned, wrongly signed, oversized), logged at most once a second.
+	rejected rejects
 }
 
 // Router is Handler for several repositories behind one endpoint: a
@@ -114,7 +118,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if reason := h.verify(r.Header, body); reason != "" {
-		h.log.Warn("rejected delivery", "reason", reason, "remote", r.RemoteAddr, "headers", headerText(r.Header))
+		if n := h.rejected.add(h.now()); n > 0 {
+			h.log.Warn("rejected delivery", "reason", reason, "remote", r.RemoteAddr, "rejected", n, "headers", headerText(r.Header))
+		}
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
@@ -164,7 +170,9 @@ func headerText(hdr http.Header) string {
 
 func (h *handler) badBody(w http.ResponseWriter, r *http.Request, err error) {
 	if _, tooBig := errors.AsType[*http.MaxBytesError](err); tooBig {
-		h.log.Warn("oversized delivery", "remote", r.RemoteAddr, "limit", maxBody)
+		if n := h.rejected.add(h.now()); n > 0 {
+			h.log.Warn("oversized delivery", "remote", r.RemoteAddr, "limit", maxBody, "rejected", n)
+		}
 		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 		return
 	}

@@ -410,6 +410,34 @@ func TestRememberedDeliveriesAreBounded(t *testing.T) {
 	}
 }
 
+// TestRejectedRequestsAreLoggedOncePerSecond: a flood of wrongly signed
+// requests makes one log line a second, which counts those rejected since
+// the last line.
+func TestRejectedRequestsAreLoggedOncePerSecond(t *testing.T) {
+	f := newFixture(nil)
+	now := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+	f.h.(*handler).now = func() time.Time { return now }
+	flood := func(n int) {
+		for range n {
+			r := delivery("Gitea", "pull_request", "pull_request", prOpened, sign("wrong", prOpened))
+			if code := f.serve(r); code != http.StatusUnauthorized {
+				t.Fatalf("status %d, want 401", code)
+			}
+			now = now.Add(time.Millisecond)
+		}
+	}
+	flood(500) // half a second
+	now = now.Add(time.Second)
+	flood(10)
+	lines := strings.Count(f.log.String(), "rejected delivery")
+	if lines != 2 {
+		t.Fatalf("%d log lines for 510 rejected requests in 1.5 s, want 2:\n%s", lines, f.log.String())
+	}
+	if !strings.Contains(f.log.String(), "rejected=1 ") || !strings.Contains(f.log.String(), "rejected=500 ") {
+		t.Errorf("the lines do not count 1 and then the 500 rejected since:\n%s", f.log.String())
+	}
+}
+
 func TestRejectedHeadersAreLoggedBounded(t *testing.T) {
 	f := newFixture(nil)
 	r := delivery("Gitea", "pull_request", "pull_request", prOpened, sign("wrong", prOpened))

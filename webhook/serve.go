@@ -14,7 +14,11 @@ import (
 // ctx ends. Deliveries are answered at once, so this is only a backstop.
 const shutdownGrace = httpserve.ShutdownGrace
 
-var options = httpserve.Options{Name: "webhook", ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
+// maxConns caps the receiver's open connections: the forge delivers one
+// event at a time, and anyone who reaches the port can open many.
+const maxConns = 64
+
+var options = httpserve.Options{Name: "webhook", ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, MaxConns: maxConns,
 	BeyondLoopback: "the webhook receiver listens beyond loopback over plain HTTP; put TLS (a reverse proxy) in front of it"}
 
 // Serve listens on addr (e.g. 127.0.0.1:8787) and serves h until ctx ends,

@@ -6,11 +6,73 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"pool/internal/syncbuf"
 )
+
+// TestServeCapsConnections: with the cap at 2, a third request does not
+// reach the handler while two are held, and does once one ends.
+func TestServeCapsConnections(t *testing.T) {
+	saved := options
+	defer func() { options = saved }()
+	options.MaxConns = 2
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var active atomic.Int32
+	release := make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		active.Add(1)
+		<-release
+		w.WriteHeader(http.StatusNoContent)
+	})
+	go serve(t.Context(), ln, h, nil)
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	done := make(chan error, 3)
+	for range 3 {
+		go func() {
+			resp, err := client.Get("http://" + ln.Addr().String() + "/")
+			if err == nil {
+				resp.Body.Close()
+			}
+			done <- err
+		}()
+	}
+	waitUntil(t, time.Minute, func() bool { return active.Load() >= 2 })
+	// A third connection past the cap would reach the handler meanwhile.
+	if heldWithin(2*time.Second, func() bool { return active.Load() > 2 }) {
+		t.Fatalf("%d requests in the handler at once, want at most 2", active.Load())
+	}
+	release <- struct{}{}
+	waitUntil(t, time.Minute, func() bool { return active.Load() == 3 })
+	close(release)
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// heldWithin reports whether cond held within d.
+func heldWithin(d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+func waitUntil(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	if !heldWithin(d, cond) {
+		t.Fatalf("condition not met within %s", d)
+	}
+}
 
 func TestServeAnswersThenStopsWithContext(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"pool/internal/guard"
 )
 
@@ -26,6 +28,9 @@ type Options struct {
 	// BeyondLoopback, when set, is warned once when the listener is not
 	// on loopback.
 	BeyondLoopback string
+	// MaxConns, when set, caps the connections open at once: the next
+	// waits in the kernel's queue until one closes.
+	MaxConns int
 }
 
 // Listen listens on addr (e.g. 127.0.0.1:8787) and serves h as Serve does.
@@ -43,6 +48,9 @@ func Listen(ctx context.Context, addr string, h http.Handler, opt Options, log *
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, opt Options, log *slog.Logger) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if opt.MaxConns > 0 {
+		ln = netutil.LimitListener(ln, opt.MaxConns)
 	}
 	srv := &http.Server{
 		Handler: h,
