@@ -82,6 +82,8 @@ type Config struct {
 	// Fixers says when the pool starts a fixer session on an approved PR
 	// whose checks fail.
 	Fixers Fixers
+	// Reviews says whose PRs get review sessions, and how many.
+	Reviews Reviews
 
 	SessionTimeout  time.Duration
 	ShutdownTimeout time.Duration
@@ -126,6 +128,26 @@ type Config struct {
 	DryRun bool
 	Once   bool
 }
+
+// Reviews is the reviews section: who spends the model's budget.
+type Reviews struct {
+	// PerPR and PerAuthor cap the review sessions started in 24 hours on
+	// one PR and on one author's PRs (reviews.budget).
+	PerPR, PerAuthor int
+	// Authors is whose PRs get sessions: AuthorsCollaborators (the
+	// repository's collaborators and its organisation's members) or
+	// AuthorsAnyone.
+	Authors string
+	// AllowLabel is the label a maintainer puts on a PR to give it sessions
+	// past the budget, or by an author Authors leaves out.
+	AllowLabel string
+}
+
+// The values of reviews.authors.
+const (
+	AuthorsCollaborators = "collaborators"
+	AuthorsAnyone        = "anyone"
+)
 
 // Fixers is the fixers section.
 type Fixers struct {
@@ -228,6 +250,10 @@ var settings = []setting{
 	{"fixers.forks", "fixers-forks", []string{"POOL_FIXERS_FORKS"}, "false", "start fixers on PRs from forks too; they push to the fork's branch (a `bool`)"},
 	{"fixers.token", "", []string{"POOL_FIXERS_TOKEN"}, "", ""},
 	{"fixers.token_file", "fixers-token-file", []string{"POOL_FIXERS_TOKEN_FILE"}, "", "`file` holding the token of the account the pool pushes fixers' commits as (default: the forge token)"},
+	{"reviews.budget.per_pr", "reviews-per-pr", []string{"POOL_REVIEWS_BUDGET_PER_PR"}, "20", "at most `N` review sessions on one PR in 24 hours; then one note, and the PR waits for reviews.allow_label"},
+	{"reviews.budget.per_author", "reviews-per-author", []string{"POOL_REVIEWS_BUDGET_PER_AUTHOR"}, "100", "at most `N` review sessions on one author's PRs in 24 hours; then one note per PR, and it waits for reviews.allow_label"},
+	{"reviews.authors", "review-authors", []string{"POOL_REVIEWS_AUTHORS"}, "collaborators", "whose PRs get review sessions (a `who`): collaborators (the repository's collaborators and its organisation's members) or anyone; another author's PR gets one note and waits for reviews.allow_label"},
+	{"reviews.allow_label", "review-allow-label", []string{"POOL_REVIEWS_ALLOW_LABEL"}, "ok to review", "a maintainer puts this `label` on a PR to give it review sessions past reviews.budget or reviews.authors"},
 	{"claims.trusted", "trusted-claimers", []string{"POOL_CLAIMS_TRUSTED"}, "", "comma-separated `accounts` whose claims are honoured"},
 	{"session_timeout", "session-timeout", []string{"POOL_SESSION_TIMEOUT"}, "60m", "abort a session busy longer than this `duration`"},
 	{"shutdown_timeout", "shutdown-timeout", []string{"POOL_SHUTDOWN_TIMEOUT"}, "30s", "time allowed for a clean exit (a `duration`)"},
@@ -326,20 +352,22 @@ func decode(v *viper.Viper) (Config, error) {
 		ChecksGrace:          d.duration("checks_grace"),
 		TrustedClaimers:      d.list("claims.trusted"),
 		Fixers:               Fixers{Enabled: d.boolean("fixers.enabled"), Forks: d.boolean("fixers.forks")},
-		SessionTimeout:       d.duration("session_timeout"),
-		ShutdownTimeout:      d.duration("shutdown_timeout"),
-		AbortOnExit:          d.boolean("abort_on_exit"),
-		MergeStyle:           d.str("merge.style"),
-		MergeUpdate:          d.str("merge.update"),
-		UpdateStyle:          d.str("merge.update_style"),
-		AutoMerge:            d.boolean("merge.auto"),
-		Listen:               d.str("webhook.listen"),
-		HookURL:              d.str("webhook.url"),
-		OpsListen:            loopbackDefault(d.str("ops.listen")),
-		OpsURL:               strings.TrimRight(d.str("ops.url"), "/"),
-		StatusContext:        d.str("commit_status.context"),
-		LogFormat:            strings.ToLower(d.str("log_format")),
-		MaxBody:              d.size("limits.max_body"),
+		Reviews: Reviews{PerPR: d.integer("reviews.budget.per_pr"), PerAuthor: d.integer("reviews.budget.per_author"),
+			Authors: strings.ToLower(d.str("reviews.authors")), AllowLabel: strings.TrimSpace(d.str("reviews.allow_label"))},
+		SessionTimeout:  d.duration("session_timeout"),
+		ShutdownTimeout: d.duration("shutdown_timeout"),
+		AbortOnExit:     d.boolean("abort_on_exit"),
+		MergeStyle:      d.str("merge.style"),
+		MergeUpdate:     d.str("merge.update"),
+		UpdateStyle:     d.str("merge.update_style"),
+		AutoMerge:       d.boolean("merge.auto"),
+		Listen:          d.str("webhook.listen"),
+		HookURL:         d.str("webhook.url"),
+		OpsListen:       loopbackDefault(d.str("ops.listen")),
+		OpsURL:          strings.TrimRight(d.str("ops.url"), "/"),
+		StatusContext:   d.str("commit_status.context"),
+		LogFormat:       strings.ToLower(d.str("log_format")),
+		MaxBody:         d.size("limits.max_body"),
 
 		AllowInsecureHTTP: d.boolean("allow_insecure_http"),
 	}

@@ -179,6 +179,11 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		{name: "token twice", args: base, env: map[string]string{"POOL_FORGEJO_TOKEN": "t", "POOL_FORGEJO_TOKEN_FILE": "/etc/hostname"}, wantKey: "forgejo.token"},
 		{name: "bad merge style", args: append(base, "--merge-style", "octopus"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "merge.style"},
 		{name: "bad update mode", args: append(base, "--merge-update", "sometimes"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "merge.update"},
+		{name: "no sessions per PR", args: append(base, "--reviews-per-pr", "0"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "reviews.budget.per_pr"},
+		{name: "words for the author budget", args: base, file: "reviews:\n  budget:\n    per_author: lots\n", env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "reviews.budget.per_author"},
+		{name: "bad review authors", args: append(base, "--review-authors", "friends"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "reviews.authors"},
+		{name: "allow label is the skip label", args: append(base, "--review-allow-label", "Needs Feedback"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "reviews.allow_label"},
+		{name: "empty allow label", args: base, env: map[string]string{"POOL_FORGEJO_TOKEN": "t", "POOL_REVIEWS_ALLOW_LABEL": " "}, wantKey: "reviews.allow_label"},
 		{name: "bad update style", args: append(base, "--merge-update-style", "squash"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "merge.update_style"},
 	}
 	for _, tt := range tests {

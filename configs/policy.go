@@ -11,5 +11,6 @@ func (c Config) Policy() lifecycle.Policy {
 			Sessions: true, Humans: c.HumanReviewers},
 		RetryBase: c.PollInterval, RetryMax: c.ClaimTTL,
 		Update: lifecycle.UpdateMode(c.MergeUpdate), UpdateStyle: c.UpdateStyle,
-		NoFixers: !c.Fixers.Enabled, FixForks: c.Fixers.Forks}
+		NoFixers: !c.Fixers.Enabled, FixForks: c.Fixers.Forks,
+		BudgetPR: c.Reviews.PerPR, BudgetAuthor: c.Reviews.PerAuthor}
 }

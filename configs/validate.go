@@ -55,6 +55,7 @@ func (c Config) Validate() error {
 		c.checkMergeStyle,
 		func() *Error { return notNegative("checks_grace", c.ChecksGrace) },
 		c.checkReviewers,
+		c.checkReviews,
 		c.checkWebhook,
 		c.checkPublicForge,
 		c.checkOps,
@@ -240,6 +241,23 @@ func (c Config) checkReviewers() *Error {
 	}
 	if c.AutoMerge {
 		return &Error{Key: "merge.auto", Reason: "no longer supported: the forge's scheduled merge is not pinned to a head, so a push after it was armed could be merged unreviewed; the pool merges itself, pinned to the reviewed head, when checks pass"}
+	}
+	return nil
+}
+
+func (c Config) checkReviews() *Error {
+	r := c.Reviews
+	switch {
+	case r.PerPR < 1:
+		return &Error{Key: "reviews.budget.per_pr", Reason: fmt.Sprintf("must be at least 1, got %d (the budget stops sessions; a maintainer's reviews.allow_label lifts it)", r.PerPR)}
+	case r.PerAuthor < 1:
+		return &Error{Key: "reviews.budget.per_author", Reason: fmt.Sprintf("must be at least 1, got %d", r.PerAuthor)}
+	case r.Authors != AuthorsCollaborators && r.Authors != AuthorsAnyone:
+		return &Error{Key: "reviews.authors", Reason: fmt.Sprintf("unknown value %q: collaborators or anyone", r.Authors)}
+	case r.AllowLabel == "":
+		return &Error{Key: "reviews.allow_label", Reason: "must name a label: a PR over budget or by an outsider waits for it"}
+	case strings.EqualFold(r.AllowLabel, c.SkipLabel):
+		return &Error{Key: "reviews.allow_label", Reason: fmt.Sprintf("%q is skip_label too, which leaves a PR to humans", r.AllowLabel)}
 	}
 	return nil
 }

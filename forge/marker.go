@@ -21,6 +21,7 @@ const (
 	MarkBlocked  = "blocked"   // the note that merging is on hold
 	MarkNoReview = "no-review" // the note that sessions leave no counted review
 	MarkConflict = "conflict"  // the note that the PR conflicts with its base
+	MarkWithheld = "withheld"  // the note that a PR gets no session until a maintainer's label
 )
 
 const (
@@ -31,7 +32,7 @@ const (
 // dataMarkers match each kind's marker: one line, one JSON object.
 var dataMarkers = func() map[string]*regexp.Regexp {
 	m := map[string]*regexp.Regexp{}
-	for _, k := range []string{MarkClaim, MarkRetry, MarkBlocked, MarkNoReview, MarkConflict} {
+	for _, k := range []string{MarkClaim, MarkRetry, MarkBlocked, MarkNoReview, MarkConflict, MarkWithheld} {
 		m[k] = regexp.MustCompile(regexp.QuoteMeta(markPrefix+k) + ` (\{.*?\}) -->`)
 	}
 	return m

@@ -253,6 +253,33 @@ func (c *Client) Permission(ctx context.Context, owner, repo, account string) (s
 	return p.Permission, nil
 }
 
+// IsCollaborator reports whether account is a collaborator of the
+// repository, or a member of the organisation that owns it (the forge
+// answers 204 for yes and 404 for no; to a user's repository, whose owner
+// is no organisation, 404 too).
+func (c *Client) IsCollaborator(ctx context.Context, owner, repo, account string) (bool, error) {
+	if strings.EqualFold(owner, account) {
+		return true, nil
+	}
+	for _, q := range []struct{ op, path string }{
+		{fmt.Sprintf("check %s is a collaborator of %s/%s", account, owner, repo),
+			fmt.Sprintf("%s/collaborators/%s", repoPath(owner, repo), url.PathEscape(account))},
+		{fmt.Sprintf("check %s is a member of %s", account, owner),
+			fmt.Sprintf("/orgs/%s/members/%s", url.PathEscape(owner), url.PathEscape(account))},
+	} {
+		status, body, err := c.do(ctx, q.op, http.MethodGet, q.path, nil)
+		switch {
+		case err != nil:
+			return false, err
+		case status == http.StatusNoContent:
+			return true, nil
+		case status != http.StatusNotFound:
+			return false, newError(q.op, status, fmt.Errorf("%s", snippet(body)))
+		}
+	}
+	return false, nil
+}
+
 // DefaultBranch returns the repository's default branch.
 func (c *Client) DefaultBranch(ctx context.Context, owner, repo string) (string, error) {
 	op := "get repo " + owner + "/" + repo

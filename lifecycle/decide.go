@@ -124,6 +124,16 @@ func unreviewed(p Policy, t Track, o Observation) (Track, Action) {
 		return blocked(t, o.HeadSHA, reason)
 	}
 	t.Blocked = ""
+	if o.Draft {
+		return t, Action{Kind: Wait, Reason: "work in progress: no review session until it is ready"}
+	}
+	if reason := Withholds(p, o); reason != "" {
+		t, act := blocked(t, o.HeadSHA, reason)
+		if act.Kind == NoteBlocked {
+			act.Kind = NoteWithheld
+		}
+		return t, act
+	}
 	switch {
 	case o.Claim == claims.Taken:
 		return t, Action{Kind: Wait, Reason: "claimed by another pool"}
@@ -133,6 +143,23 @@ func unreviewed(p Policy, t Track, o Observation) (Track, Action) {
 		return t, Action{Kind: Review, Reason: "head changed since the last review"}
 	}
 	return t, Action{Kind: Review, Reason: "not reviewed at its head"}
+}
+
+// Withholds says why a PR gets no review session until a maintainer's
+// label allows it: its author is an outsider, or it or its author spent the
+// day's budget; "" when nothing does.
+func Withholds(p Policy, o Observation) string {
+	switch {
+	case o.Allowed:
+		return ""
+	case o.Outsider:
+		return "its author is not a collaborator of the repository or a member of its organisation"
+	case p.BudgetPR > 0 && o.PRSessions >= p.BudgetPR:
+		return fmt.Sprintf("it had its %d review sessions of the last 24 hours", p.BudgetPR)
+	case p.BudgetAuthor > 0 && o.AuthorSessions >= p.BudgetAuthor:
+		return fmt.Sprintf("its author's PRs had their %d review sessions of the last 24 hours", p.BudgetAuthor)
+	}
+	return ""
 }
 
 // ConflictSettle is how long the forge may read a PR not mergeable after

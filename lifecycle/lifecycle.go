@@ -223,8 +223,14 @@ type Observation struct {
 	// "owner/repo#3"), read when its head is approved and green: the forge
 	// refuses to merge it (HTTP 500, no message) while any is open.
 	OpenDependencies []string
-	Claim            claims.Verdict
-	Now              time.Time
+	// Outsider: the author is one whose PRs get no session without a
+	// maintainer's label (reviews.authors); Allowed: the PR carries that
+	// label. PRSessions and AuthorSessions are the review sessions started
+	// in the last 24 hours on this PR and on its author's PRs.
+	Outsider, Allowed          bool
+	PRSessions, AuthorSessions int
+	Claim                      claims.Verdict
+	Now                        time.Time
 }
 
 // Kind is what the pool should do.
@@ -242,6 +248,9 @@ const (
 	NoteBlocked  Kind = "blocked"   // post, once, why the protection refuses the merge
 	Update       Kind = "update"    // bring the base into the head branch, in the merge queue
 	NoteNoReview Kind = "no-review" // post, once, that sessions leave no counted review
+	// NoteWithheld: post, once per head and reason, that the PR gets no
+	// session until a maintainer's label (Policy.Budget, Observation.Outsider).
+	NoteWithheld Kind = "withheld"
 	// NoteUnvouched: post, once per head, that an approval no session of
 	// the pool filed does not count.
 	NoteUnvouched Kind = "unvouched"
@@ -324,6 +333,9 @@ type Policy struct {
 	// before its merge; UpdateStyle how (merge or rebase).
 	Update      UpdateMode
 	UpdateStyle string
+	// BudgetPR and BudgetAuthor cap the review sessions in 24 hours on a
+	// PR and on its author's PRs (0: no cap).
+	BudgetPR, BudgetAuthor int
 }
 
 // UpdateMode says when the pool updates a PR behind its base.

@@ -56,6 +56,10 @@ func (p *Pool) perform(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a 
 		p.log.Warn("sessions leave no counted review; still retrying", "pr", pr.Number, "reason", a.Reason)
 		return p.noteOnce(ctx, pr.Number, texts.NoReviewBody(pr.HeadSHA, a.Reason),
 			func(body string) bool { return texts.NotedAt(body, forge.MarkNoReview, pr.HeadSHA) })
+	case lifecycle.NoteWithheld:
+		p.log.Info("no review session until a maintainer's label", "pr", pr.Number, "author", pr.Author, "reason", a.Reason)
+		return p.noteOnce(ctx, pr.Number, texts.WithheldBody(pr.HeadSHA, a.Reason, p.cfg.Reviews.AllowLabel),
+			func(body string) bool { return texts.WithheldNoted(body, pr.HeadSHA, a.Reason) })
 	case lifecycle.Skip:
 		p.count(pr.Number, &p.stats.skipped)
 	case lifecycle.Drop:

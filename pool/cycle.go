@@ -272,7 +272,11 @@ func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observatio
 	if err := p.observeUpdate(ctx, pr, &obs); err != nil {
 		return obs, err
 	}
-	if p.policy.Approval(p.track(pr.Number), obs).State != forgejo.ReviewApproved {
+	switch p.policy.Approval(p.track(pr.Number), obs).State {
+	case forgejo.ReviewApproved:
+	case "": // a review session may follow
+		return obs, p.observeBudget(ctx, pr, &obs)
+	default:
 		return obs, nil
 	}
 	history, err := p.forge.StatusHistory(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)

@@ -28,6 +28,7 @@ type Forge interface {
 	OpenDependencies(ctx context.Context, owner, repo string, n int) ([]string, error)
 	Protection(ctx context.Context, owner, repo, branch string) (forgejo.Protection, error)
 	Permission(ctx context.Context, owner, repo, account string) (string, error)
+	IsCollaborator(ctx context.Context, owner, repo, account string) (bool, error)
 	Merge(ctx context.Context, owner, repo string, n int, opt forgejo.MergeOptions) (forgejo.MergeResult, error)
 	MarkMerged(ctx context.Context, owner, repo string, n int, commit string) (forgejo.MergeResult, error)
 	CancelAutoMerge(ctx context.Context, owner, repo string, n int) error

@@ -91,6 +91,9 @@ type fakeForge struct {
 	updateAnswer map[int]forgejo.UpdateResult
 	// unreadable: the reads of these PRs fail (a PR the forge cannot convert).
 	unreadable map[int]bool
+	// outsiders are the accounts that are no collaborator of the repository
+	// (IsCollaborator); any other is one.
+	outsiders map[string]bool
 }
 
 func newFakeForge(prs ...int) *fakeForge {
@@ -428,6 +431,15 @@ func (f *fakeForge) setMerged(n int) {
 	}
 	f.touch(n)
 	f.merged[n] = f.now()
+}
+
+func (f *fakeForge) IsCollaborator(_ context.Context, _, _ string, account string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.fail("is collaborator"); err != nil {
+		return false, err
+	}
+	return !f.outsiders[account], nil
 }
 
 func (f *fakeForge) Permission(_ context.Context, _, _ string, account string) (string, error) {

@@ -127,7 +127,7 @@ type Pool struct {
 
 	sessions *sessions.Set // the sessions running, and those to delete
 
-	mu     sync.Mutex              // guards tracks, locks, busy, stats, protection, treeChecks, treeFails
+	mu     sync.Mutex              // guards tracks, locks, busy, stats, protection, treeChecks, treeFails, spend
 	tracks map[int]lifecycle.Track // written by writeTrack alone
 	locks  map[int]*sync.Mutex     // each PR's, held while its track changes
 	acting map[int]*sync.Mutex     // each PR's, held while one of its actions is carried out
@@ -137,6 +137,7 @@ type Pool struct {
 	// the merge of the approved head and the base (sameTree).
 	treeChecks map[string]bool
 	treeFails  map[string]int // failed checks of those not known yet
+	spend      spending       // the review sessions of the last day and who may have them (budget.go)
 }
 
 // New prepares a pool: it checks the token, reads the default branch, checks

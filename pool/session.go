@@ -69,6 +69,9 @@ func (p *Pool) confirm(ctx context.Context, c candidate) (forgejo.PR, bool, erro
 	if pr.HeadSHA != c.pr.HeadSHA || pr.State != "open" || pr.Merged {
 		return pr, false, nil // the next cycle will see what changed
 	}
+	if c.kind == lifecycle.Review && p.budgetSpent(pr) {
+		return pr, false, nil // sessions started since the decision spent it: the next one notes it
+	}
 	return pr, true, nil
 }
 
@@ -158,6 +161,9 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind,
 		s.fix = p.fixFor(pr)
 	}
 	p.metrics.SessionStarted(string(kind))
+	if !in.Fix {
+		p.spent(pr, p.now())
+	}
 	p.book.Signal()
 	if in.Fix {
 		p.fixerStarted(pr.Number, pr.HeadSHA)

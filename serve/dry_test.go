@@ -37,6 +37,9 @@ func (f *readForge) pr(n int) forgejo.PR {
 }
 
 func (f *readForge) Me(context.Context) (string, error) { return "pool-bot", nil }
+func (f *readForge) IsCollaborator(context.Context, string, string, string) (bool, error) {
+	return true, nil
+}
 func (f *readForge) DefaultBranch(context.Context, string, string) (string, error) {
 	return "main", nil
 }

@@ -297,6 +297,20 @@ func BlockedBody(head, reason string) string {
 		reason, forge.Marker(forge.MarkBlocked, map[string]string{"head": head, "reason": reason}))
 }
 
+// WithheldBody says, once per head and reason, that the PR gets no review
+// session until a maintainer puts label on it.
+func WithheldBody(head, reason, label string) string {
+	return fmt.Sprintf("No review session for this PR: %s.\nA maintainer may add the label `%s` to let the pool review it.\n\n%s",
+		reason, label, forge.Marker(forge.MarkWithheld, map[string]string{"head": head, "reason": reason}))
+}
+
+// WithheldNoted reports whether a comment is the pool's WithheldBody for
+// head and reason.
+func WithheldNoted(body, head, reason string) bool {
+	var v struct{ Head, Reason string }
+	return forge.ParseMarker(body, forge.MarkWithheld, &v) && v.Head == head && v.Reason == reason
+}
+
 // BlockedNoted reports whether a comment is the pool's note for head and reason.
 func BlockedNoted(body, head, reason string) bool {
 	var v struct{ Head, Reason string }

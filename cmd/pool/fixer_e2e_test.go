@@ -138,7 +138,8 @@ func TestForkPRGetsNoFixer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fixers := noFixerFor(t, ctx, sb, n, head); len(fixers) != 0 {
+	// The outsider is no collaborator: reviews.authors anyone gives the PR its review.
+	if fixers := noFixerFor(t, ctx, sb, n, head, "--review-authors", "anyone"); len(fixers) != 0 {
 		t.Errorf("%d fixer sessions on a PR from a fork, want none:\n%s", len(fixers), fixers[0])
 	}
 }
