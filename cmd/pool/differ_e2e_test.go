@@ -79,13 +79,13 @@ func TestTeamRequestWarningAndDependency(t *testing.T) {
 		return count
 	}
 	holdNotes := func(owner, repo string, n int) int { return commentsStarting(owner, repo, n, "Merging is on hold") }
-	// within waits up to d for cond; a miss is an error, and the test goes on.
-	within := func(d time.Duration, what string, cond func() bool) bool {
+	// within waits for cond while the pool makes progress (testContext); a
+	// miss is an error, and the test goes on.
+	within := func(what string, cond func() bool) bool {
 		t.Helper()
-		deadline := time.Now().Add(d)
 		for !cond() {
-			if time.Now().After(deadline) || pool.hasExited() {
-				t.Errorf("%s: not within %s", what, d)
+			if ctx.Err() != nil || pool.hasExited() {
+				t.Errorf("%s: not seen (%s)", what, stopReason(ctx))
 				return false
 			}
 			time.Sleep(500 * time.Millisecond)
@@ -101,9 +101,9 @@ func TestTeamRequestWarningAndDependency(t *testing.T) {
 		return false
 	}
 
-	within(2*time.Minute, "the warning PR on the fixer path", func() bool { return fixerAt(warnHead) })
-	within(2*time.Minute, "the note on the PR with an open dependency", func() bool { return holdNotes(sb.Owner, sb.Repo, depPR) > 0 })
-	within(2*time.Minute, "the team-requested PR merged", func() bool { return merged(org, teamRepo, teamPR) })
+	within("the warning PR on the fixer path", func() bool { return fixerAt(warnHead) })
+	within("the note on the PR with an open dependency", func() bool { return holdNotes(sb.Owner, sb.Repo, depPR) > 0 })
+	within("the team-requested PR merged", func() bool { return merged(org, teamRepo, teamPR) })
 	time.Sleep(5 * time.Second) // five poll intervals more
 	if n := forge.count(mergePath(sb.Owner, sb.Repo, warnPR)); n != 0 {
 		t.Errorf("merge calls for the PR whose required check warns: %d, want 0", n)
@@ -113,7 +113,7 @@ func TestTeamRequestWarningAndDependency(t *testing.T) {
 	}
 
 	must(sb.Forge.CloseIssue(ctx, sb.OwnerToken, sb.Owner, sb.Repo, issue))
-	within(2*time.Minute, "the PR merged once its dependency closed", func() bool { return merged(sb.Owner, sb.Repo, depPR) })
+	within("the PR merged once its dependency closed", func() bool { return merged(sb.Owner, sb.Repo, depPR) })
 
 	if n := forge.refusedCount("POST /api/v1/repos/"); n != 0 {
 		t.Errorf("the forge refused %d merge or other POST calls, want 0", n)

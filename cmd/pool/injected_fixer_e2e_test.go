@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"pool/deploy"
 	"pool/internal/sandbox"
@@ -35,8 +33,7 @@ const refusedByRule = "a rule which prevents you from using this specific tool c
 // branch moves.
 func TestInjectedFixerIsHeld(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 0, nil)
 	n, head, err := sb.AddPRWithoutCI(ctx, 1)
 	if err != nil {

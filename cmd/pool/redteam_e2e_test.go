@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"pool/internal/sandbox"
 )
@@ -23,8 +22,7 @@ import (
 // session requests changes, and B is not merged.
 func TestASessionCannotApproveAnotherPR(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 2, nil)
 	a, b := sb.PRs[0], sb.PRs[1]
 	headB := getPR(t, ctx, sb, b).Head.Sha
@@ -79,8 +77,7 @@ func TestASessionCannotApproveAnotherPR(t *testing.T) {
 // on it, and starts a session of its own, whose approval merges B.
 func TestAnApprovalNoSessionFiledIsNotMerged(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
+	ctx := testContext(t)
 	sb := startSandbox(t, ctx, 1, sandbox.Reviewer(sandbox.Approve))
 	n := sb.PRs[0]
 	head := getPR(t, ctx, sb, n).Head.Sha
