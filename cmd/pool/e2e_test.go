@@ -345,17 +345,7 @@ func assertOneSignedClaim(t *testing.T, ctx context.Context, sb *sandbox.Sandbox
 func assertSignedApprovalOnHead(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, n int) {
 	t.Helper()
 	head := getPR(t, ctx, sb, n).Head.Sha
-	var rs []struct {
-		State    string `json:"state"`
-		CommitID string `json:"commit_id"`
-		Body     string `json:"body"`
-		User     struct {
-			Login string `json:"login"`
-		} `json:"user"`
-	}
-	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/pulls/%d/reviews", sb.Owner, sb.Repo, n), nil, &rs); err != nil {
-		t.Fatal(err)
-	}
+	rs := reviewsOf(t, ctx, sb, n)
 	if len(rs) != 1 || rs[0].State != "APPROVED" || rs[0].CommitID != head || rs[0].User.Login != sb.ReviewerUser ||
 		!strings.HasSuffix(rs[0].Body, "---\n**Automated by CleverAgents Bot**\nSupervisor: PR Review | Agent: ca-continuous-pr-reviewer") {
 		t.Errorf("PR #%d: reviews %+v; want one signed approval by %s on the head %s", n, rs, sb.ReviewerUser, head)
