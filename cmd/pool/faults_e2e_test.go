@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -128,7 +129,9 @@ func TestTwentyPercentFaults(t *testing.T) {
 		"--poll-interval", "1s", "--status-interval", "1s", "--idle-exit", "3")
 
 	var logs syncbuf.Buffer
-	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var marks markCounter
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(&logs, &marks), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	watchProgress(ctx, "the pool's log", marks.count)
 	start := time.Now()
 	var rep pool.Report
 	var err error
@@ -141,7 +144,7 @@ func TestTwentyPercentFaults(t *testing.T) {
 		t.Fatalf("serve.Run: %v\nlogs:\n%s", err, logs.String())
 	}
 	if ctx.Err() != nil {
-		t.Fatalf("the test ran out of time\nlogs:\n%s", logs.String())
+		t.Fatalf("the pool stopped: %s\nlogs:\n%s", stopReason(ctx), logs.String())
 	}
 	if left := goroutinesLeft(t.Name(), 5*time.Second); left != "" {
 		t.Errorf("goroutines left after serve.Run returned:\n%s", left)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -27,7 +28,9 @@ func TestAPRMergedBehindTheForgesBackIsMarkedMerged(t *testing.T) {
 	}
 	cfg := loadConfig(t, sb, sb.Forge.URL, sb.Agent.URL, "--workers", "1", "--poll-interval", "1s", "--idle-exit", "3")
 	var logs syncbuf.Buffer
-	rep, err := serve.Run(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	var marks markCounter
+	watchProgress(ctx, "the pool's log", marks.count)
+	rep, err := serve.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.MultiWriter(&logs, &marks), nil)))
 	if err != nil || ctx.Err() != nil {
 		t.Fatalf("serve.Run: %v, %v\nlogs:\n%s", err, ctx.Err(), logs.String())
 	}
