@@ -132,6 +132,11 @@ func TestTwentyPercentFaults(t *testing.T) {
 	var marks markCounter
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(&logs, &marks), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	watchProgress(ctx, "the pool's log", marks.count)
+	onStall(ctx, func() {
+		var stacks bytes.Buffer
+		_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+		t.Logf("goroutines when the pool stopped making progress:\n%s", stacks.String())
+	})
 	start := time.Now()
 	var rep pool.Report
 	var err error

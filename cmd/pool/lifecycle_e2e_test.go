@@ -33,6 +33,17 @@ func startPool(t *testing.T, ctx context.Context, bin string, env []string, args
 		t.Fatal(err)
 	}
 	go func() { p.err = p.cmd.Wait(); close(p.exited) }()
+	// A stalled pool prints its goroutines' stacks (Go's answer to
+	// SIGQUIT) into its stderr, which the failing test shows.
+	onStall(ctx, func() {
+		if !p.hasExited() {
+			_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case <-p.exited:
+			case <-time.After(5 * time.Second):
+			}
+		}
+	})
 	t.Cleanup(func() {
 		select {
 		case <-p.exited:

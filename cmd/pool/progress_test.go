@@ -41,6 +41,7 @@ type progress struct {
 
 	mu      sync.Mutex
 	sources []progressSource
+	onStall []func()  // what to show of a stalled test before its context ends
 	total   int       // the sum of the sources at the last look
 	at      time.Time // when it last grew
 	last    string    // the source that grew last
@@ -88,6 +89,17 @@ func watchProgress(ctx context.Context, name string, count func() int) {
 	w.total += count()
 }
 
+// onStall adds f to what a stall of ctx's test runs before its context
+// ends: a pool's goroutine stacks, so that the failure says where it
+// stopped. Outside testContext it does nothing.
+func onStall(ctx context.Context, f func()) {
+	if w, ok := ctx.Value(progressKey{}).(*progress); ok {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.onStall = append(w.onStall, f)
+	}
+}
+
 func (w *progress) run(ctx context.Context, cancel context.CancelCauseFunc, every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -97,6 +109,12 @@ func (w *progress) run(ctx context.Context, cancel context.CancelCauseFunc, ever
 			return
 		case now := <-tick.C:
 			if stalled := w.look(now); stalled != nil {
+				w.mu.Lock()
+				show := w.onStall
+				w.mu.Unlock()
+				for _, f := range show {
+					f()
+				}
 				cancel(stalled)
 				return
 			}
