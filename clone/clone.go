@@ -194,6 +194,14 @@ func (c *Clone) check() error {
 	return err
 }
 
+// FollowBranch makes branch the base the clone fetches and compares with,
+// after the repository's default branch was renamed.
+func (c *Clone) FollowBranch(branch string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.branch = branch
+}
+
 func (c *Clone) baseSpec() gitconfig.RefSpec {
 	return gitconfig.RefSpec(fmt.Sprintf("+refs/heads/%s:refs/remotes/origin/%s", c.branch, c.branch))
 }

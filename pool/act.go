@@ -44,7 +44,7 @@ func (p *Pool) perform(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a 
 		return p.forge.CancelAutoMerge(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 	case lifecycle.NoteConflict:
 		p.count(pr.Number, &p.stats.conflicts)
-		return p.noteOnce(ctx, pr.Number, texts.ConflictBody(p.base, pr.HeadSHA),
+		return p.noteOnce(ctx, pr.Number, texts.ConflictBody(p.Base(), pr.HeadSHA),
 			func(body string) bool { return texts.NotedAt(body, forge.MarkConflict, pr.HeadSHA) })
 	case lifecycle.NoteBlocked:
 		return p.noteBlocked(ctx, pr, a.Reason)

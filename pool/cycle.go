@@ -72,7 +72,7 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 	open := map[int]bool{}
 	var todo, toStep []candidate
 	for _, pr := range prs {
-		if pr.BaseRef != p.base {
+		if pr.BaseRef != p.Base() {
 			continue
 		}
 		open[pr.Number] = true
@@ -430,7 +430,7 @@ func (p *Pool) forgetGone(ctx context.Context, open map[int]bool) error {
 			continue
 		}
 		p.readOK(n)
-		if pr.BaseRef != p.base && pr.State == "open" {
+		if pr.BaseRef != p.Base() && pr.State == "open" {
 			p.forget(n) // retargeted away from the default branch
 			continue
 		}

@@ -91,6 +91,8 @@ type fakeForge struct {
 	updateAnswer map[int]forgejo.UpdateResult
 	// unreadable: the reads of these PRs fail (a PR the forge cannot convert).
 	unreadable map[int]bool
+	// defaultBranch is the repository's default branch ("": main).
+	defaultBranch string
 	// outsiders are the accounts that are no collaborator of the repository
 	// (IsCollaborator); any other is one.
 	outsiders map[string]bool
@@ -151,6 +153,9 @@ func (f *fakeForge) Me(context.Context) (string, error) {
 func (f *fakeForge) DefaultBranch(context.Context, string, string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.defaultBranch != "" {
+		return f.defaultBranch, f.fail("repo")
+	}
 	return "main", f.fail("repo")
 }
 

@@ -80,6 +80,9 @@ func (p *Pool) listPRs(ctx context.Context) ([]forgejo.PR, error) {
 // delta from the future), so the listing, made after, holds every update
 // stamped before that moment.
 func (p *Pool) listAll(ctx context.Context) ([]forgejo.PR, error) {
+	if p.index.open != nil { // New read it for the first
+		p.followBase(ctx)
+	}
 	p.refreshProtection(ctx) // a rule change is noticed at the latest with the next full listing
 	_, served, err := p.forge.ChangedPRs(ctx, p.cfg.Owner, p.cfg.Name, p.now().Add(24*time.Hour))
 	if err != nil {

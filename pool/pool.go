@@ -22,6 +22,7 @@ import (
 	"pool/texts"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"pool/configs"
@@ -99,8 +100,8 @@ type Pool struct {
 	slots   *slots.Slots
 	shared  bool // slots shared with pools of other repositories
 
-	me       string // the token's account
-	base     string // the default branch
+	me       string                 // the token's account
+	base     atomic.Pointer[string] // the default branch (Base); a renamed one is followed (followBase)
 	instance string
 	spec     string
 
@@ -176,11 +177,13 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	if p.me, err = p.forge.Me(ctx); err != nil {
 		return nil, fmt.Errorf("pool: check token: %w", err)
 	}
-	if p.base, err = p.forge.DefaultBranch(ctx, cfg.Owner, cfg.Name); err != nil {
+	base, err := p.forge.DefaultBranch(ctx, cfg.Owner, cfg.Name)
+	if err != nil {
 		return nil, fmt.Errorf("pool: read repository: %w", err)
 	}
-	if p.protection, err = p.forge.Protection(ctx, cfg.Owner, cfg.Name, p.base); err != nil {
-		return nil, fmt.Errorf("pool: read the protection of %s: %w", p.base, err)
+	p.base.Store(&base)
+	if p.protection, err = p.forge.Protection(ctx, cfg.Owner, cfg.Name, p.Base()); err != nil {
+		return nil, fmt.Errorf("pool: read the protection of %s: %w", p.Base(), err)
 	}
 	p.protectionRead = p.now()
 	p.warnMightyReviewers(ctx)
@@ -230,7 +233,7 @@ func (p *Pool) loadState() error {
 // the agent server did not let it delete are tried once more. Every
 // goroutine Run started has ended when it returns.
 func (p *Pool) Run(parent context.Context) (Report, error) {
-	p.log.Info("pool starting", "repo", p.cfg.Repo(), "workers", p.cfg.Workers, "base", p.base, "account", p.me)
+	p.log.Info("pool starting", "repo", p.cfg.Repo(), "workers", p.cfg.Workers, "base", p.Base(), "account", p.me)
 	p.logProtection()
 	ctx, stop := context.WithCancel(parent)
 	defer stop()
@@ -401,7 +404,12 @@ func firstLine(s string) string {
 }
 
 // Base is the repository's default branch, whose PRs the pool serves.
-func (p *Pool) Base() string { return p.base }
+func (p *Pool) Base() string {
+	if b := p.base.Load(); b != nil {
+		return *b
+	}
+	return ""
+}
 
 // Clone is the repository's clone: work trees for the sessions, the
 // base branch's history, and the fixers' pushes.

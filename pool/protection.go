@@ -4,10 +4,35 @@ import (
 	"context"
 	"reflect"
 	"strings"
+	"time"
 
 	"pool/forgejo"
 	"pool/lifecycle"
 )
+
+// followBase reads the default branch again and follows a renamed one:
+// the PRs into it are the ones decided and merged, its protection is read
+// at once, and the clone fetches it. A failed read keeps the branch.
+func (p *Pool) followBase(ctx context.Context) {
+	base, err := p.forge.DefaultBranch(ctx, p.cfg.Owner, p.cfg.Name)
+	if err != nil {
+		p.log.Warn("reading the default branch failed; keeping it", "branch", p.Base(), "err", err)
+		return
+	}
+	old := p.Base()
+	if base == old {
+		return
+	}
+	p.log.Warn("the default branch changed; following it", "from", old, "to", base)
+	for _, c := range []any{p.trees, p.history} {
+		if f, ok := c.(interface{ FollowBranch(string) }); ok {
+			f.FollowBranch(base)
+		}
+	}
+	p.base.Store(&base)
+	p.protectionRead = time.Time{} // the new branch's rules, read now
+	p.queue.restart()
+}
 
 // refreshProtection reads the base branch's protection again, unless it was
 // read within the last poll interval. A failed read keeps the last one: the
@@ -16,7 +41,7 @@ func (p *Pool) refreshProtection(ctx context.Context) {
 	if p.now().Sub(p.protectionRead) < p.cfg.PollInterval {
 		return
 	}
-	prot, err := p.forge.Protection(ctx, p.cfg.Owner, p.cfg.Name, p.base)
+	prot, err := p.forge.Protection(ctx, p.cfg.Owner, p.cfg.Name, p.Base())
 	if err != nil {
 		p.log.Warn("reading the branch protection failed; keeping the last reading", "err", err)
 		return
@@ -53,12 +78,12 @@ func (p *Pool) learn(rule string) {
 	p.mu.Lock()
 	p.learned = append(p.learned, rule)
 	p.mu.Unlock()
-	p.log.Warn("learned from a refused merge a rule of the branch protection the token cannot read", "branch", p.base, "rule", rule)
+	p.log.Warn("learned from a refused merge a rule of the branch protection the token cannot read", "branch", p.Base(), "rule", rule)
 }
 
 func (p *Pool) logProtection() {
 	pr := p.currentProtection()
-	p.log.Info("branch protection", "branch", p.base, "protected", pr.Protected, "rule", pr.Rule, "fully_read", pr.Full,
+	p.log.Info("branch protection", "branch", p.Base(), "protected", pr.Protected, "rule", pr.Rule, "fully_read", pr.Full,
 		"pool_may_merge", pr.UserCanMerge, "required_approvals", pr.RequiredApprovals,
 		"required_contexts", lifecycle.RequiredContexts(pr))
 	if unseen := lifecycle.Unreadable(pr); len(unseen) > 0 {

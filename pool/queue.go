@@ -314,7 +314,7 @@ func (p *Pool) workQueue(ctx context.Context) time.Duration {
 			p.log.Warn("merge queue: reading the PR failed; waiting", "pr", e.n, "err", err)
 			p.queue.backOff(e.n, p.now(), err)
 			continue
-		case pr.State != "open" || pr.Merged || pr.HeadSHA != e.head || pr.BaseRef != p.base:
+		case pr.State != "open" || pr.Merged || pr.HeadSHA != e.head || pr.BaseRef != p.Base():
 			p.leaveQueue(ctx, pr)
 			continue
 		case !pr.Mergeable && paced:

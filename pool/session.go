@@ -126,7 +126,7 @@ func (p *Pool) deleteLosers(ctx context.Context, v claims.View) error {
 // deleted, now or, if the agent server does not answer, later.
 func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind, tree <-chan treeResult) (followed, error) {
 	in := texts.PromptInput{PR: pr.Number, Repo: p.cfg.Repo(), Head: pr.HeadSHA, Spec: p.spec, Tag: report.NewTag(),
-		Reviewed: p.track(pr.Number).ReviewedSHA != "", Fix: kind == lifecycle.Fix, Base: p.base, Rule: p.policy.Rule,
+		Reviewed: p.track(pr.Number).ReviewedSHA != "", Fix: kind == lifecycle.Fix, Base: p.Base(), Rule: p.policy.Rule,
 		PushRepo: pr.HeadRepo, PushBranch: pr.HeadRef,
 		Data: report.Data{Target: fmt.Sprintf("%s#%d", p.cfg.Repo(), pr.Number)}}
 	if in.Fix {
@@ -358,7 +358,7 @@ func (p *Pool) mayAdopt(ctx context.Context, n int) (string, bool, error) {
 	if err != nil {
 		return "", false, err
 	}
-	if pr.State != "open" || pr.BaseRef != p.base {
+	if pr.State != "open" || pr.BaseRef != p.Base() {
 		return "", false, nil
 	}
 	verdict, err := p.judgeClaims(ctx, pr)

@@ -35,7 +35,7 @@ func (noMetrics) ClaimRace(bool)          {}
 // finished PRs, and identity. Warnings are added by the caller that keeps
 // the log.
 func (p *Pool) Status() ops.Status {
-	live := describe.Live{Busy: map[int]describe.Session{}, MergeAhead: p.queue.ahead, Base: p.base, SkipLabel: p.cfg.SkipLabel}
+	live := describe.Live{Busy: map[int]describe.Session{}, MergeAhead: p.queue.ahead, Base: p.Base(), SkipLabel: p.cfg.SkipLabel}
 	p.mu.Lock()
 	for n := range p.busy {
 		var s describe.Session
