@@ -38,6 +38,16 @@ func (p *Pool) spent(pr forgejo.PR, now time.Time) {
 	if p.spend.byPR == nil {
 		p.spend.byPR, p.spend.byAuthor = map[int][]time.Time{}, map[string][]time.Time{}
 	}
+	for n, ts := range p.spend.byPR { // a day without a session forgets the PR
+		if len(recent(ts, now)) == 0 {
+			delete(p.spend.byPR, n)
+		}
+	}
+	for a, ts := range p.spend.byAuthor {
+		if len(recent(ts, now)) == 0 {
+			delete(p.spend.byAuthor, a)
+		}
+	}
 	author := strings.ToLower(pr.Author)
 	p.spend.byPR[pr.Number] = append(recent(p.spend.byPR[pr.Number], now), now)
 	p.spend.byAuthor[author] = append(recent(p.spend.byAuthor[author], now), now)
@@ -101,6 +111,11 @@ func (p *Pool) member(ctx context.Context, author string, now time.Time) (bool, 
 	defer p.mu.Unlock()
 	if p.spend.members == nil {
 		p.spend.members = map[string]standing{}
+	}
+	for a, s := range p.spend.members {
+		if now.Sub(s.read) >= memberFor {
+			delete(p.spend.members, a)
+		}
 	}
 	p.spend.members[key] = standing{member: member, read: now}
 	return member, nil
