@@ -26,7 +26,10 @@ func TestAPRMergedBehindTheForgesBackIsMarkedMerged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := loadConfig(t, sb, sb.Forge.URL, sb.Agent.URL, "--workers", "1", "--poll-interval", "1s", "--idle-exit", "3")
+	// The approval is the reviewer account's own, filed by no session: it
+	// counts because the account is listed as a human's.
+	cfg := loadConfig(t, sb, sb.Forge.URL, sb.Agent.URL, "--workers", "1", "--poll-interval", "1s", "--idle-exit", "3",
+		"--human-reviewers", sb.ReviewerUser)
 	var logs syncbuf.Buffer
 	var marks markCounter
 	watchProgress(ctx, "the pool's log", marks.count)

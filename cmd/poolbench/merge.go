@@ -161,7 +161,10 @@ func (b *bench) mergeWithPool(ctx context.Context, numbers []int) (mergeRun, err
 	}
 	defer counter.Close()
 	name := "merge-pool"
-	env, err := poolEnv(b.sb, filepath.Join(b.dir, name), "POOL_FORGEJO_URL="+counter.URL, "POOL_IDLE_EXIT=0", "POOL_POLL_INTERVAL=5s")
+	// The backlog's approvals are the reviewer account's own (ApprovePRs),
+	// filed by no session: they count only for an account listed as a human.
+	env, err := poolEnv(b.sb, filepath.Join(b.dir, name), "POOL_FORGEJO_URL="+counter.URL, "POOL_IDLE_EXIT=0", "POOL_POLL_INTERVAL=5s",
+		"POOL_HUMAN_REVIEWERS="+b.sb.ReviewerUser)
 	if err != nil {
 		return mergeRun{}, err
 	}
