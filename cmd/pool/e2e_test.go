@@ -35,8 +35,13 @@ import (
 // reading that the machine has room (machineHasRoom), up to perCore a core
 // and at most maxParallel. A -parallel flag sets a fixed number instead.
 const (
-	perCore     = 4
-	maxParallel = 8
+	// perCore and maxParallel: at 4 a core and 8 in all, a CI run on a
+	// 2-core machine (other packages' servers beside it, CPU pressure
+	// 94%) saw two of the four update tests' merge queues wait past the
+	// progress limit for a merge the forge never read mergeable; alone or
+	// two at once both pass (4 of 4). The cause is not known (README).
+	perCore     = 3
+	maxParallel = 6
 	// saturated is the answer time of a cheap read past which the shared
 	// servers have no room for another test.
 	saturated = time.Second
