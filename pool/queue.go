@@ -298,6 +298,7 @@ func (p *Pool) runQueue(ctx, work context.Context) {
 // turn.
 func (p *Pool) workQueue(ctx context.Context) time.Duration {
 	entries, _ := p.queue.due(p.now())
+	entries = holderFirst(entries, p.updateHolder())
 	head, paced := p.queue.next(p.now())
 	if paced {
 		if wait := head.notBefore.Sub(p.now()); wait > 0 {
@@ -446,4 +447,20 @@ func (p *Pool) settleMerged(ctx context.Context, n int) {
 	if _, err := p.decideAndAct(ctx, fresh); err != nil {
 		p.log.Warn("settling a merged PR failed; the next cycle will", "pr", n, "err", err)
 	}
+}
+
+// holderFirst moves the base's update holder (lifecycle.UpdateHolder) to
+// the front of the due entries. Every other behind PR only waits for it,
+// and a turn ends with the first entry read mergeable: on a loaded machine
+// reading and deciding the waiting ones took as long as their back-off, so
+// they were always due before the holder, which the queue never reached
+// (two update tests stalled in CI with the updated PR queued, never merged).
+func holderFirst(entries []queued, holder int) []queued {
+	for i, e := range entries {
+		if e.n == holder && i > 0 {
+			out := append([]queued{e}, entries[:i]...)
+			return append(out, entries[i+1:]...)
+		}
+	}
+	return entries
 }

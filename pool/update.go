@@ -87,12 +87,18 @@ func (p *Pool) updateStyle() string {
 	return p.cfg.UpdateStyle
 }
 
+// updateHolder returns the PR of the base that holds its one update
+// (lifecycle.UpdateHolder), or 0.
+func (p *Pool) updateHolder() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return lifecycle.UpdateHolder(p.tracks)
+}
+
 // updatingOther returns the PR of the base that holds its one update
 // (lifecycle.UpdateHolder) if it is another than n, or 0.
 func (p *Pool) updatingOther(n int) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if holder := lifecycle.UpdateHolder(p.tracks); holder != n {
+	if holder := p.updateHolder(); holder != n {
 		return holder
 	}
 	return 0

@@ -37,9 +37,9 @@ import (
 const (
 	// perCore and maxParallel: at 4 a core and 8 in all, a CI run on a
 	// 2-core machine (other packages' servers beside it, CPU pressure
-	// 94%) saw two of the four update tests' merge queues wait past the
-	// progress limit for a merge the forge never read mergeable; alone or
-	// two at once both pass (4 of 4). The cause is not known (README).
+	// 94%) saw two of the four update tests' merge queues starve the PR
+	// holding the base's update (fixed in the pool: holderFirst); fewer
+	// tests at once leave the forge and agent server less loaded.
 	perCore     = 3
 	maxParallel = 6
 	// saturated is the answer time of a cheap read past which the shared
