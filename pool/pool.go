@@ -174,16 +174,19 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	}
 	p.policy = cfg.Policy()
 	var err error
-	if p.me, err = p.forge.Me(ctx); err != nil {
+	if err = startRead(ctx, func() (err error) { p.me, err = p.forge.Me(ctx); return err }); err != nil {
 		return nil, fmt.Errorf("pool: check token: %w", err)
 	}
-	base, err := p.forge.DefaultBranch(ctx, cfg.Owner, cfg.Name)
-	if err != nil {
+	var base string
+	if err = startRead(ctx, func() (err error) { base, err = p.forge.DefaultBranch(ctx, cfg.Owner, cfg.Name); return err }); err != nil {
 		return nil, fmt.Errorf("pool: read repository: %w", err)
 	}
 	p.base.Store(&base)
-	if p.protection, err = p.forge.Protection(ctx, cfg.Owner, cfg.Name, p.Base()); err != nil {
-		return nil, fmt.Errorf("pool: read the protection of %s: %w", p.Base(), err)
+	if err = startRead(ctx, func() (err error) {
+		p.protection, err = p.forge.Protection(ctx, cfg.Owner, cfg.Name, base)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("pool: read the protection of %s: %w", base, err)
 	}
 	p.protectionRead = p.now()
 	p.warnMightyReviewers(ctx)
@@ -441,3 +444,23 @@ func (p *Pool) Leave() { p.slots.Leave(p.cfg.Repo()) }
 // LeftRunning counts the sessions left running at exit: their work trees
 // must stay.
 func (p *Pool) LeftRunning() int { return p.sessions.Left() }
+
+// startRead makes one of New's reads, again after a failure worth trying
+// again (a lost or cut answer, a 5xx), up to startTries times: one such
+// answer at start made a pool under injected faults refuse to start
+// (TestTwentyPercentFaults: read repository: HTTP 200: unexpected EOF).
+func startRead(ctx context.Context, read func() error) error {
+	var err error
+	for i := 1; i <= startTries; i++ {
+		if err = read(); err == nil || !retry.Later(err) || i == startTries {
+			return err
+		}
+		if !retry.Wait(ctx, retryWait(i, time.Second, 5*time.Second, err)) {
+			return err
+		}
+	}
+	return err
+}
+
+// startTries bounds each of New's reads.
+const startTries = 3
