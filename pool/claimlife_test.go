@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"pool/claims"
+	"pool/forge"
 	"pool/forgejo"
 	"pool/lifecycle"
 	"pool/texts"
@@ -177,5 +179,26 @@ func TestANoteWhoseAnswerWasLostIsNotPostedAgain(t *testing.T) {
 				t.Errorf("%d notes %q, want 1\n%v", n, tt.note, f.Effects())
 			}
 		})
+	}
+}
+
+// TestAClaimOfItsOwnGoneStaleIsNoTakeover: a refresh came late, so both
+// this pool's claim and the dead pool's before it are stale. The new claim
+// names the dead pool as the one taken over, not this pool itself.
+func TestAClaimOfItsOwnGoneStaleIsNoTakeover(t *testing.T) {
+	p := &Pool{instance: "pool-a"}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	post := func(id int64, instance string) forge.Comment {
+		return forge.Comment{ID: id, Author: "bot", Created: at, Updated: at,
+			Body: claims.Body(claims.Claim{Instance: instance, SHA: "h1", At: at})}
+	}
+	v := claims.View{HeadSHA: "h1", TTL: time.Minute, Now: at.Add(time.Hour), Trusted: []string{"bot"},
+		Comments: []forge.Comment{post(1, "dead-pool"), post(2, "pool-a")}}
+	if got := p.takenOver(v); got != "dead-pool" {
+		t.Errorf("takenOver = %q, want dead-pool", got)
+	}
+	v.Comments = v.Comments[1:]
+	if got := p.takenOver(v); got != "" {
+		t.Errorf("takenOver with only its own stale claim = %q, want none", got)
 	}
 }

@@ -90,10 +90,7 @@ func (p *Pool) claim(ctx context.Context, pr forgejo.PR, first <-chan viewResult
 	case claims.Ours:
 		return true, p.deleteLosers(ctx, v)
 	}
-	cl := claims.Claim{Instance: p.instance, SHA: pr.HeadSHA, At: p.now().UTC()}
-	if stale := claims.Stale(v); len(stale) > 0 {
-		cl.Takeover = stale[0].Instance
-	}
+	cl := claims.Claim{Instance: p.instance, SHA: pr.HeadSHA, At: p.now().UTC(), Takeover: p.takenOver(v)}
 	if _, err := p.forge.PostComment(ctx, p.cfg.Owner, p.cfg.Name, pr.Number, texts.Sign(claims.Body(cl))); err != nil {
 		return false, err
 	}
@@ -240,16 +237,25 @@ func (p *Pool) keepClaim(ctx context.Context, n int, head string) error {
 		p.log.Warn("another pool holds the claim on the head a session of this pool works on", "pr", n, "holder", cl.Instance)
 		return nil
 	case claims.Free:
-		cl = claims.Claim{Instance: p.instance, SHA: head, At: p.now().UTC()}
-		if stale := claims.Stale(v); len(stale) > 0 {
-			cl.Takeover = stale[0].Instance
-		}
+		cl = claims.Claim{Instance: p.instance, SHA: head, At: p.now().UTC(), Takeover: p.takenOver(v)}
 		_, err = p.comment(ctx, n, claims.Body(cl))
 		return err
 	}
 	cl.Refreshed = p.now().UTC()
 	_, err = p.forge.EditComment(ctx, p.cfg.Owner, p.cfg.Name, cl.CommentID, texts.Sign(claims.Body(cl)))
 	return err
+}
+
+// takenOver names the newest stale claim of another instance that a new
+// claim replaces, or "". This pool's own claim gone stale (a refresh came
+// late on a slow forge) is no takeover.
+func (p *Pool) takenOver(v claims.View) string {
+	for _, cl := range claims.Stale(v) {
+		if cl.Instance != p.instance {
+			return cl.Instance
+		}
+	}
+	return ""
 }
 
 // collect reads a finished session's result, deletes the session and its

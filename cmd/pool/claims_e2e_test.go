@@ -110,7 +110,7 @@ func TestStaleClaimIsTakenOver(t *testing.T) {
 	var takeover bool
 	for _, c := range prComments(t, ctx, sb, n) {
 		if cl, ok := claims.Parse(commentOf(c)); ok && cl.Instance != "dead-pool" {
-			takeover = cl.Takeover == "dead-pool"
+			takeover = takeover || cl.Takeover == "dead-pool"
 		}
 	}
 	if !takeover {

@@ -19,6 +19,7 @@ import (
 	"pool/agent"
 	"pool/claims"
 	"pool/internal/sandbox"
+	"pool/sessionmark"
 	"pool/texts"
 )
 
@@ -352,9 +353,17 @@ func assertSignedApprovalOnHead(t *testing.T, ctx context.Context, sb *sandbox.S
 	head := getPR(t, ctx, sb, n).Head.Sha
 	rs := reviewsOf(t, ctx, sb, n)
 	if len(rs) != 1 || rs[0].State != "APPROVED" || rs[0].CommitID != head || rs[0].User.Login != sb.ReviewerUser ||
-		!strings.HasSuffix(rs[0].Body, "---\n**Automated by CleverAgents Bot**\nSupervisor: PR Review | Agent: ca-continuous-pr-reviewer") {
+		!signedAndMarked(rs[0].Body) {
 		t.Errorf("PR #%d: reviews %+v; want one signed approval by %s on the head %s", n, rs, sb.ReviewerUser, head)
 	}
+}
+
+// signedAndMarked: a review body pool-review filed ends with the signature
+// and then the session's mark, the line by which the pool counts it.
+func signedAndMarked(body string) bool {
+	mark := sessionmark.Find(body)
+	return mark != "" && strings.HasSuffix(strings.TrimSuffix(body, sessionmark.Tag(mark)),
+		"---\n**Automated by CleverAgents Bot**\nSupervisor: PR Review | Agent: ca-continuous-pr-reviewer")
 }
 
 func assertNoSessions(t *testing.T, ctx context.Context, sb *sandbox.Sandbox) {
