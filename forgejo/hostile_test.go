@@ -151,7 +151,8 @@ func prJSON(n int) map[string]any {
 
 func TestPageOverTheCapIsReadInSmallerPages(t *testing.T) {
 	f := newFakeForge(t, 4)
-	var reviews []map[string]any
+	// a list without the total cap reviews have (listing.capped)
+	var repos []map[string]any
 	for i := 1; i <= 10; i++ {
 		body := ""
 		if i == 6 {
@@ -160,20 +161,16 @@ func TestPageOverTheCapIsReadInSmallerPages(t *testing.T) {
 		if i == 5 || i == 7 {
 			body = strings.Repeat("y", 5000)
 		}
-		reviews = append(reviews, review(i, body))
+		repos = append(repos, map[string]any{"full_name": fmt.Sprintf("o/r%d", i), "description": body})
 	}
-	f.mux.HandleFunc("/api/v1/repos/o/r/pulls/1/reviews", pagedList(reviews, nil))
+	f.mux.HandleFunc("/api/v1/orgs/o/repos", pagedList(repos, nil))
 	c := f.client(Options{MaxBody: 20000})
-	got, err := c.ReviewDetails(context.Background(), "o", "r", 1)
+	got, err := c.OrgRepos(context.Background(), "o")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ids []int64
-	for _, r := range got {
-		ids = append(ids, r.ID)
-	}
-	if fmt.Sprint(ids) != "[1 2 3 4 5 6 7 8 9 10]" {
-		t.Errorf("reviews = %v, want all ten once, in order", ids)
+	if fmt.Sprint(got) != "[o/r1 o/r2 o/r3 o/r4 o/r5 o/r6 o/r7 o/r8 o/r9 o/r10]" {
+		t.Errorf("repositories = %v, want all ten once, in order", got)
 	}
 	want := []string{"limit=4&page=1", "limit=4&page=2", "limit=2&page=3", "limit=2&page=4", "limit=4&page=3", "limit=4&page=4"}
 	var asked []string

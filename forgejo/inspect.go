@@ -244,10 +244,12 @@ func (r *apiReview) check() error {
 }
 
 // ReviewDetails lists a PR's reviews with their bodies (all pages). The
-// forge filters reviews after paging, so it reads to an empty page.
+// forge filters reviews after paging, so it reads to an empty page. Anyone
+// signed in may review a public PR: the list is capped (listing.capped), an
+// error past it.
 func (c *Client) ReviewDetails(ctx context.Context, owner, repo string, n int) ([]ReviewDetail, error) {
 	l := listing{op: fmt.Sprintf("list reviews of %s/%s#%d", owner, repo, n),
-		path: fmt.Sprintf("%s/pulls/%d/reviews", repoPath(owner, repo), n), filtered: true}
+		path: fmt.Sprintf("%s/pulls/%d/reviews", repoPath(owner, repo), n), filtered: true, capped: true}
 	var out []ReviewDetail
 	err := c.eachPage(ctx, l, func(_ int, body []byte, _ http.Header) (int, error) {
 		batch, n, err := strictEntries(body, (*apiReview).check)
@@ -296,8 +298,10 @@ type apiInlineComment struct {
 	URL      string    `json:"html_url"`
 }
 
-// InlineComments lists the inline comments of one review (the forge does not
-// page them).
+// InlineComments lists the inline comments of one review. The forge does not
+// page them: they come in one answer, within the body cap, as a PR's
+// comments do; how many reviews there are to read them of is capped by
+// ReviewDetails.
 func (c *Client) InlineComments(ctx context.Context, owner, repo string, n int, reviewID int64) ([]InlineComment, error) {
 	op := fmt.Sprintf("list comments of review %d on %s/%s#%d", reviewID, owner, repo, n)
 	var batch []*apiInlineComment

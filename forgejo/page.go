@@ -52,6 +52,12 @@ type listing struct {
 	// stranger's one huge entry must not stop the pool reading the rest.
 	skipHuge bool
 	skipped  *int // counts the entries skipHuge skipped; nil: not counted
+	// capped bounds a list anyone may add to that a decision reads whole
+	// (reviews) as a PR's comments are bounded, by one answer's body cap:
+	// its pages may hold no more than the body cap in all, and there are
+	// at most maxListPages of them. A longer list is an error, not a read
+	// that a flood of entries, or a forge that pages forever, makes endless.
+	capped bool
 }
 
 // eachPage reads l page by page and hands each page's body to read, which
@@ -62,9 +68,13 @@ type listing struct {
 func (c *Client) eachPage(ctx context.Context, l listing, read func(page int, body []byte, hdr http.Header) (int, error)) error {
 	size := c.pageSize
 	seen := map[[sha256.Size]byte]int{}
-	pos := 0   // entries of the list passed, in the forge's paging (filtered ones included)
-	empty := 0 // empty pages in a row
+	pos := 0        // entries of the list passed, in the forge's paging (filtered ones included)
+	empty := 0      // empty pages in a row
+	var total int64 // bytes of the pages read
 	for page := 1; ; {
+		if l.capped && page > maxListPages {
+			return &Error{Op: l.op, Err: fmt.Errorf("the list goes on past %d pages", maxListPages)}
+		}
 		a, err := c.send(ctx, l.op, http.MethodGet, pagePath(l.path, pos/size+1, size), nil)
 		if IsTooLarge(err) {
 			if size == 1 && l.skipHuge {
@@ -86,6 +96,9 @@ func (c *Client) eachPage(ctx context.Context, l listing, read func(page int, bo
 		}
 		if a.status != http.StatusOK {
 			return newError(l.op, a.status, fmt.Errorf("%s", snippet(a.body)))
+		}
+		if total += int64(len(a.body)); l.capped && total > c.maxBody {
+			return &Error{Op: l.op, Err: fmt.Errorf("the list's pages hold more than the %d bytes cap in all", c.maxBody)}
 		}
 		n, err := read(page, a.body, a.header)
 		if err != nil {
@@ -119,6 +132,10 @@ func (c *Client) eachPage(ctx context.Context, l listing, read func(page int, bo
 // maxEmptyPages bounds a run of empty pages in a filtered list: 100 pages
 // of 50 entries the token may not read, in a row.
 const maxEmptyPages = 100
+
+// maxListPages bounds a capped list: 100 pages of 50 reviews is more than
+// any PR gathers but by a flood.
+const maxListPages = 100
 
 // moreListed reports whether the forge's X-Total-Count (the unfiltered
 // count) says the list goes on past the first passed entries. Without the
