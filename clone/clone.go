@@ -310,6 +310,15 @@ func (c *Clone) RecordSession(dir string, r sessionmark.Record) error {
 	return sessionmark.Write(dir, r)
 }
 
+// SessionRecord reads the record of the session working in dir
+// (sessionmark.Read), which only the pool may write.
+func (c *Clone) SessionRecord(dir string) (sessionmark.Record, error) {
+	if !c.Owns(dir) {
+		return sessionmark.Record{}, fmt.Errorf("clone: read a session's record: %s is not a work tree of the clone", dir)
+	}
+	return sessionmark.Read(dir)
+}
+
 // removeTree deletes a work tree: a repository of its own, of which
 // repo.git knows nothing, and its session's record. Callers hold mu.
 func (c *Clone) removeTree(dir string) error {

@@ -61,6 +61,9 @@ type Trees interface {
 	// RecordSession records, where the session's user may read but not
 	// write, what the session working in dir may act on.
 	RecordSession(dir string, r sessionmark.Record) error
+	// SessionRecord reads what RecordSession recorded for dir
+	// (sessionmark.ErrNoRecord: nothing).
+	SessionRecord(dir string) (sessionmark.Record, error)
 	sessions.Trees // taking back, retiring and removing the trees of ended sessions
 }
 

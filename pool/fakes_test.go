@@ -743,6 +743,17 @@ func (t *fakeTrees) RecordSession(dir string, r sessionmark.Record) error {
 	return nil
 }
 
+// SessionRecord reads what RecordSession kept for dir.
+func (t *fakeTrees) SessionRecord(dir string) (sessionmark.Record, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r, ok := t.records[dir]
+	if !ok {
+		return sessionmark.Record{}, sessionmark.ErrNoRecord
+	}
+	return r, nil
+}
+
 // TakeTree takes the tree freed last, or makes one: "take <dir> <head>".
 func (t *fakeTrees) TakeTree(_ context.Context, pr int, head string) (string, error) {
 	t.mu.Lock()

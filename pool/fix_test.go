@@ -10,6 +10,7 @@ import (
 
 	"pool/clone"
 	"pool/forgejo"
+	"pool/sessionmark"
 	"pool/texts"
 )
 
@@ -95,5 +96,52 @@ func TestTheFixerSessionsCommitsArePushedByThePool(t *testing.T) {
 		if noted != refused {
 			t.Errorf("refused=%v: noted %v on the PR: %v", refused, noted, f.effects)
 		}
+	}
+}
+
+// TestAnAdoptedFixerSessionsCommitsArePushed: a fixer session a killed
+// pool left is adopted after the restart, and when it ends its commits go
+// the way a fixer session's of this run do: pushed by the pool from its
+// tree, leased on the head the session was given (its record's, which the
+// author may have moved since), with the fixer account's token. An adopted
+// reviewer session's end pushes nothing.
+func TestAnAdoptedFixerSessionsCommitsArePushed(t *testing.T) {
+	f := newFakeForge(1, 2)
+	a := newFakeAgent(approver(f, time.Millisecond))
+	f.review(1, "reviewer", forgejo.ReviewApproved)
+	f.review(2, "reviewer", forgejo.ReviewApproved)
+	given := strings.Repeat("a", 40) // the head the fixer was started on
+	a.sessions["old-fix"] = &fakeSession{id: "old-fix", title: texts.SessionTitle("o/r", 1), dir: "/trees/fix-old", prompted: true, done: true,
+		reply: "Committed.\nREVIEW-RESULT: {\"decision\": \"commented\", \"merge_status\": \"ci_failing\"}"}
+	a.sessions["old-rev"] = &fakeSession{id: "old-rev", title: texts.SessionTitle("o/r", 2), dir: "/trees/rev-old", prompted: true, done: true, reply: approvedReply}
+	trees := newFakeTrees()
+	trees.live["/trees/fix-old"], trees.live["/trees/rev-old"] = true, true
+	trees.records = map[string]sessionmark.Record{
+		"/trees/fix-old": {Repo: "o/r", PR: 1, Head: given, Session: "old-fix", Fixer: true},
+		"/trees/rev-old": {Repo: "o/r", PR: 2, Head: f.prs[2].HeadSHA, Session: "old-rev"},
+	}
+	fixes := &fakeFixes{}
+	cfg := testConfig(2)
+	cfg.Fixers.Token = "fixer-token"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	trees.inUse = a.worksIn
+	p, err := New(ctx, cfg, Deps{Forge: f, Agent: a, Trees: trees, Fixes: fixes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(ctx); err != nil || ctx.Err() != nil {
+		t.Fatalf("Run: %v, %v", err, ctx.Err())
+	}
+	fixes.mu.Lock()
+	defer fixes.mu.Unlock()
+	if !slices.Equal(fixes.dirs, []string{"/trees/fix-old"}) {
+		t.Fatalf("pushes asked from %v, want one, from the adopted fixer's tree /trees/fix-old", fixes.dirs)
+	}
+	got := fixes.fixes[0]
+	want := clone.Fix{PR: 1, Head: given, URL: "http://forge.test/o/r.git", Branch: "feature-1", Token: "fixer-token"}
+	if got.PR != want.PR || got.Head != want.Head || got.URL != want.URL || got.Branch != want.Branch || got.Token != want.Token ||
+		!slices.Contains(got.Secrets, "t") || !slices.Contains(got.Secrets, "fixer-token") {
+		t.Errorf("push %+v, want %+v with the pool's token and the fixer's as secrets", got, want)
 	}
 }

@@ -149,7 +149,7 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind,
 	}
 	in.Dir = t.dir
 	started, err := p.sessions.Start(ctx, pr.Number, kind, texts.SessionTitle(p.cfg.Repo(), pr.Number), in.Dir, p.cfg.AgentName, texts.Prompt(in),
-		p.recordSession(pr, in.Dir))
+		p.recordSession(pr, in.Dir, in.Fix))
 	if err != nil {
 		return followed{}, err
 	}
@@ -174,14 +174,15 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind,
 
 // recordSession writes, before the session in dir is prompted, what it
 // may act on (sessionmark): pool-review refuses any other PR or head, and
-// marks its reviews so that the pool counts them (vouch).
-func (p *Pool) recordSession(pr forgejo.PR, dir string) func(id string) error {
+// marks its reviews so that the pool counts them (vouch); and whether it is
+// a fixer's, whose commits the pool pushes, also once a restart adopted it.
+func (p *Pool) recordSession(pr forgejo.PR, dir string, fix bool) func(id string) error {
 	if p.trees == nil || dir == "" {
 		return nil
 	}
 	return func(id string) error {
 		return p.trees.RecordSession(dir, sessionmark.Record{Repo: p.cfg.Repo(), PR: pr.Number, Head: pr.HeadSHA, Session: id,
-			Mark: p.marks.Mark(p.cfg.Repo(), pr.Number, pr.HeadSHA, id)})
+			Mark: p.marks.Mark(p.cfg.Repo(), pr.Number, pr.HeadSHA, id), Fixer: fix})
 	}
 }
 
@@ -328,7 +329,7 @@ func (p *Pool) adopt(ctx, work context.Context) error {
 		if !ok || p.isBusy(n) {
 			continue
 		}
-		head, mine, err := p.mayAdopt(ctx, n)
+		pr, mine, err := p.mayAdopt(ctx, n)
 		if err != nil {
 			p.log.Warn("reading the PR of a session left running failed; holding the PR and reading again", "pr", n, "session", s.ID, "err", err)
 			p.holdSlot(n)
@@ -346,29 +347,60 @@ func (p *Pool) adopt(ctx, work context.Context) error {
 			guard.Go(ctx, p.log, "adopted session", func() {
 				defer p.workers.Done()
 				defer p.releaseSlot(n)
-				p.follow(ctx, work, followed{Session: p.sessions.Of(n), head: head})
+				p.follow(ctx, work, p.adopted(n, pr))
 			})
 		}
 	}
 	return nil
 }
 
+// adopted is the session a restart took over for pr, to follow: a fixer's
+// (its record says so, which the pool wrote where the session cannot) gets
+// the fix fixFor gives, leased on the head the session was given, so that
+// its commits are pushed as those of a fixer of this run are.
+func (p *Pool) adopted(n int, pr forgejo.PR) followed {
+	s := followed{Session: p.sessions.Of(n), head: pr.HeadSHA}
+	if p.fixes == nil || p.trees == nil || s.Dir == "" {
+		return s
+	}
+	log := p.log.With("pr", n, "session", s.ID)
+	rec, err := p.trees.SessionRecord(s.Dir)
+	switch {
+	case errors.Is(err, sessionmark.ErrNoRecord):
+		return s // a session of a pool that wrote none: a reviewer's
+	case err != nil:
+		log.Warn("reading the adopted session's record failed; its commits, if any, are not pushed", "err", err)
+		return s
+	case !rec.Fixer:
+		return s
+	case rec.Repo != p.cfg.Repo() || rec.PR != n || rec.Session != s.ID:
+		log.Warn("the adopted session's tree records another session; its commits are not pushed", "record", fmt.Sprintf("%s#%d %s", rec.Repo, rec.PR, rec.Session))
+		return s
+	case p.policy.NoFixers || (!pr.SameRepo(p.cfg.Repo()) && !p.policy.FixForks):
+		log.Info("the adopted fixer's commits are not pushed: fixers are off, or not for this PR's head repository (fixers.enabled, fixers.forks)")
+		return s
+	}
+	s.fix = p.fixFor(pr)
+	s.fix.Head = rec.Head
+	return s
+}
+
 // mayAdopt reads whether a session left for PR n may be this pool's: the
 // PR is open on the default branch and no other live pool holds it (a
-// shared agent server); and the PR's head. An error is a read that failed.
-func (p *Pool) mayAdopt(ctx context.Context, n int) (string, bool, error) {
+// shared agent server); and the PR. An error is a read that failed.
+func (p *Pool) mayAdopt(ctx context.Context, n int) (forgejo.PR, bool, error) {
 	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, n)
 	if errors.Is(err, forgejo.ErrNotFound) {
-		return "", false, nil
+		return forgejo.PR{}, false, nil
 	}
 	if err != nil {
-		return "", false, err
+		return forgejo.PR{}, false, err
 	}
 	if pr.State != "open" || pr.BaseRef != p.Base() {
-		return "", false, nil
+		return forgejo.PR{}, false, nil
 	}
 	verdict, err := p.judgeClaims(ctx, pr)
-	return pr.HeadSHA, verdict != claims.Taken, err
+	return pr, verdict != claims.Taken, err
 }
 
 // takeOver registers a session left for PR n and holds its PR; false for
@@ -395,12 +427,12 @@ func (p *Pool) adoptLater(ctx, work context.Context, s agent.Session, n int) {
 		if !retry.Wait(ctx, retryWait(failures, p.cfg.PollInterval, 10*time.Minute, nil)) {
 			return // shutting down: the session is left as it was found
 		}
-		head, mine, err := p.mayAdopt(ctx, n)
+		pr, mine, err := p.mayAdopt(ctx, n)
 		if err != nil {
 			continue
 		}
 		if mine && p.takeOver(ctx, s, n) {
-			p.follow(ctx, work, followed{Session: p.sessions.Of(n), head: head})
+			p.follow(ctx, work, p.adopted(n, pr))
 		}
 		return
 	}

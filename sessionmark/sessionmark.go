@@ -41,6 +41,9 @@ type Record struct {
 	Head    string `json:"head"` // the full commit id the session was started for
 	Session string `json:"session"`
 	Mark    string `json:"mark"` // what its reviews carry (Key.Mark)
+	// Fixer says the session is a fixer's: when it ends the pool pushes its
+	// commits, also after a restart that adopted it.
+	Fixer bool `json:"fixer,omitempty"`
 }
 
 // Path is where the record of the session working in tree is: beside the
