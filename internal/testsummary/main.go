@@ -16,6 +16,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 )
 
 // event is one line of `go test -json` (see `go doc test2json`).
@@ -25,13 +26,23 @@ type event struct {
 	Test    string
 	Elapsed float64
 	Output  string
+	Time    time.Time
 }
 
-// timing is one finished top-level test.
+// timing is one finished top-level test. A parallel test waits, paused,
+// for a slot before it runs; the go tool's Elapsed counts the wait too.
 type timing struct {
 	name    string
-	seconds float64
+	seconds float64 // running, the wait left out
+	waited  float64 // paused, waiting for a slot
 	failed  bool
+}
+
+// clock is how long a running top-level test has waited, paused, and
+// since when it waits now.
+type clock struct {
+	pausedAt time.Time
+	waited   time.Duration
 }
 
 func main() {
@@ -52,6 +63,7 @@ func summarize(in io.Reader, out io.Writer) ([]timing, error) {
 	// a running top-level test's output, its subtests' included, by package
 	// and test: a failed test shows all of it
 	held := map[string]*strings.Builder{}
+	clocks := map[string]*clock{}
 	var timings []timing
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
@@ -75,17 +87,47 @@ func summarize(in io.Reader, out io.Writer) ([]timing, error) {
 			}
 			held[key].WriteString(e.Output)
 		case sub:
+		case e.Action == "pause" || e.Action == "cont":
+			clocks[key] = tick(clocks[key], e)
 		case e.Action == "pass" || e.Action == "fail" || e.Action == "skip":
 			if e.Action == "fail" && held[key] != nil {
 				fmt.Fprint(out, held[key].String())
 			}
 			delete(held, key)
 			if e.Action != "skip" {
-				timings = append(timings, timing{name: e.Package + "." + e.Test, seconds: e.Elapsed, failed: e.Action == "fail"})
+				timings = append(timings, finish(clocks[key], e))
 			}
+			delete(clocks, key)
 		}
 	}
 	return timings, sc.Err()
+}
+
+// tick follows a top-level test's pause and cont events.
+func tick(c *clock, e event) *clock {
+	if c == nil {
+		c = &clock{}
+	}
+	switch e.Action {
+	case "pause":
+		c.pausedAt = e.Time
+	case "cont":
+		if !c.pausedAt.IsZero() && !e.Time.IsZero() {
+			c.waited += e.Time.Sub(c.pausedAt)
+		}
+		c.pausedAt = time.Time{}
+	}
+	return c
+}
+
+// finish is a test's timing: its Elapsed less its wait.
+func finish(c *clock, e event) timing {
+	t := timing{name: e.Package + "." + e.Test, seconds: e.Elapsed, failed: e.Action == "fail"}
+	if c != nil && c.waited > 0 {
+		t.waited = c.waited.Seconds()
+		t.seconds = max(0, e.Elapsed-t.waited)
+	}
+	return t
 }
 
 func printSlowest(out io.Writer, timings []timing, n int) {
@@ -96,11 +138,14 @@ func printSlowest(out io.Writer, timings []timing, n int) {
 	if n == 0 {
 		return
 	}
-	fmt.Fprintf(out, "\nThe %d slowest tests of %d:\n", n, len(timings))
+	fmt.Fprintf(out, "\nThe %d slowest tests of %d (time running; a parallel test's wait for a slot apart):\n", n, len(timings))
 	for _, t := range timings[:n] {
 		mark := ""
 		if t.failed {
 			mark = "  (failed)"
+		}
+		if t.waited > 0 {
+			mark += fmt.Sprintf("  (and %.0fs waiting for a slot)", t.waited)
 		}
 		fmt.Fprintf(out, "%8.1fs  %s%s\n", t.seconds, t.name, mark)
 	}

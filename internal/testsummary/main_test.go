@@ -7,7 +7,8 @@ import (
 
 // TestSummarize: package lines pass through, a failed test's output is
 // shown (its subtests' too) and a passed test's is not, and the slowest top-level tests are
-// listed slowest first, subtests and skipped tests left out.
+// listed slowest first by their time running (a parallel test's wait for a
+// slot apart), subtests and skipped tests left out.
 func TestSummarize(t *testing.T) {
 	in := strings.Join([]string{
 		`{"Action":"start","Package":"p"}`,
@@ -20,6 +21,10 @@ func TestSummarize(t *testing.T) {
 		`{"Action":"output","Package":"p","Test":"TestSlow","Output":"slow failed here\n"}`,
 		`{"Action":"fail","Package":"p","Test":"TestSlow","Elapsed":41}`,
 		`{"Action":"skip","Package":"p","Test":"TestSkipped","Elapsed":99}`,
+		`{"Action":"run","Package":"p","Test":"TestParallel","Time":"2026-12-02T10:00:00Z"}`,
+		`{"Action":"pause","Package":"p","Test":"TestParallel","Time":"2026-12-02T10:00:00.5Z"}`,
+		`{"Action":"cont","Package":"p","Test":"TestParallel","Time":"2026-12-02T10:05:00.5Z"}`,
+		`{"Action":"pass","Package":"p","Test":"TestParallel","Elapsed":320.5,"Time":"2026-12-02T10:05:20.5Z"}`,
 		`# a build error line`,
 		`{"Action":"output","Package":"q","Output":"PASS\n"}`,
 		`{"Action":"output","Package":"q","Output":"ok  \tq\t1.0s\n"}`,
@@ -34,7 +39,8 @@ func TestSummarize(t *testing.T) {
 	printSlowest(&out, timings, 10)
 	got := out.String()
 	for _, want := range []string{"sub log line\nslow failed here\n", "\nok  \tq\t1.0s\n", "# a build error line\n", "FAIL\tp\t42.0s\n",
-		"The 2 slowest tests of 2:\n    41.0s  p.TestSlow  (failed)\n     0.5s  p.TestFast\n"} {
+		"The 3 slowest tests of 3 (time running; a parallel test's wait for a slot apart):\n" +
+			"    41.0s  p.TestSlow  (failed)\n    20.5s  p.TestParallel  (and 300s waiting for a slot)\n     0.5s  p.TestFast\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
 		}
