@@ -87,6 +87,7 @@ type Clone struct {
 	// guarded by mu (warm.go)
 	trees   map[string]*tree // the work trees made in this run, by directory
 	retired []string         // trees removed since RetireTrees last said so
+	blind   bool             // said once that the agent's processes cannot be looked into (leftover.go)
 }
 
 // Open makes the clone in opt.Dir. A clone left there by a pool that was
@@ -290,7 +291,7 @@ func (c *Clone) RemoveTree(ctx context.Context, dir string) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	return c.removeTree(dir)
+	return c.removeTree(ctx, dir)
 }
 
 // Owns reports whether dir is one of the clone's work trees: a directory
@@ -320,8 +321,12 @@ func (c *Clone) SessionRecord(dir string) (sessionmark.Record, error) {
 }
 
 // removeTree deletes a work tree: a repository of its own, of which
-// repo.git knows nothing, and its session's record. Callers hold mu.
-func (c *Clone) removeTree(dir string) error {
+// repo.git knows nothing, and its session's record, once the processes a
+// session left there are ended (endLeftovers). Callers hold mu.
+func (c *Clone) removeTree(ctx context.Context, dir string) error {
+	if err := c.endLeftovers(ctx, dir); err != nil {
+		c.log.Warn("ending the processes left in a work tree failed; removing it all the same", "dir", dir, "err", err)
+	}
 	if err := sessionmark.Remove(dir); err != nil {
 		return fmt.Errorf("clone: remove work tree %s: %w", dir, err)
 	}
@@ -350,7 +355,7 @@ func (c *Clone) PruneTrees(ctx context.Context, keep []string) error {
 	var errs []error
 	for _, e := range entries {
 		if dir := filepath.Join(c.treesDir(), e.Name()); !kept[dir] && !kept[strings.TrimSuffix(dir, ".session")] {
-			errs = append(errs, c.removeTree(dir))
+			errs = append(errs, c.removeTree(ctx, dir))
 		}
 	}
 	// A clone an older pool made may record linked work trees.

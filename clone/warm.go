@@ -29,8 +29,10 @@ import (
 //
 // git runs with --git-dir and --work-tree named, never through the tree's
 // own .git. A tree whose reset fails is removed and a new one made. The
-// clone does not end processes a session left running: a session can
-// write anywhere its user can, which only a separate OS user confines.
+// processes a session left running in its tree are ended when the tree is
+// given back, again before it is reset, and before it is removed
+// (leftover.go). A session can still write anywhere its user can, which
+// only a separate OS user confines.
 
 // tree is a work tree the clone made in this run.
 type tree struct {
@@ -109,9 +111,12 @@ func (c *Clone) GiveTree(ctx context.Context, dir string, keep int) (bool, error
 	t := c.trees[dir]
 	if t == nil || c.free() >= keep {
 		delete(c.trees, dir)
-		return false, c.removeTree(dir)
+		return false, c.removeTree(ctx, dir)
 	}
 	t.busy, t.freeSince = false, time.Now()
+	if err := c.endLeftovers(ctx, dir); err != nil {
+		c.log.Warn("ending the processes left in a work tree failed; the reset tries again", "dir", dir, "err", err)
+	}
 	return true, sessionmark.Remove(dir) // no session works there
 }
 
@@ -145,7 +150,7 @@ func (c *Clone) RetireTrees(ctx context.Context, idleSince time.Time) []string {
 // retire removes a free tree for good. Callers hold mu.
 func (c *Clone) retire(ctx context.Context, dir string) {
 	delete(c.trees, dir)
-	if err := c.removeTree(dir); err != nil {
+	if err := c.removeTree(ctx, dir); err != nil {
 		c.log.Warn("removing a work tree failed", "dir", dir, "err", err)
 	}
 	c.retired = append(c.retired, dir)
@@ -156,6 +161,9 @@ func (c *Clone) retire(ctx context.Context, dir string) {
 func (c *Clone) reset(ctx context.Context, dir string, t *tree, head string) error {
 	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("clone: reset work tree %s: not a directory", dir)
+	}
+	if err := c.endLeftovers(ctx, dir); err != nil {
+		return fmt.Errorf("clone: reset work tree %s: %w", dir, err)
 	}
 	stage, err := os.MkdirTemp(c.Dir, "stage-")
 	if err != nil {
