@@ -385,13 +385,17 @@ func (t Track) retry(p Policy, s State, status string, now time.Time) (Track, bo
 		t.DiagnosedAt = now // the wait begins
 		return t, false
 	}
-	pause := forge.Backoff{Base: time.Duration(p.DiagnosticEvery) * p.RetryBase, Max: max(p.RetryMax, longHold)}
-	if now.Before(t.DiagnosedAt.Add(pause.Delay(t.Diagnostics+1, 0))) {
+	if now.Before(t.DiagnosedAt.Add(DiagnosticPause(p, t.Diagnostics+1))) {
 		return t, false
 	}
 	t.Diagnostics++
 	t.DiagnosedAt = now
 	return t, true
+}
+
+// DiagnosticPause is the wait before the n-th diagnostic of a head (n from 1).
+func DiagnosticPause(p Policy, n int) time.Duration {
+	return forge.Backoff{Base: time.Duration(p.DiagnosticEvery) * p.RetryBase, Max: max(p.RetryMax, longHold)}.Delay(n, 0)
 }
 
 // AfterMerge folds the forge's answer to a merge call into the Track. A merge

@@ -29,7 +29,7 @@ func (p *Pool) act(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a life
 
 func (p *Pool) perform(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a lifecycle.Action) error {
 	if a.Diagnostic {
-		if _, err := p.comment(ctx, pr.Number, texts.DiagnosticBody(t.Attempts, t.LastStatus, a.Reason)); err != nil {
+		if err := p.diagnose(ctx, pr.Number, t, a.Reason); err != nil {
 			return err
 		}
 	}
@@ -170,6 +170,26 @@ func (p *Pool) drop(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a lif
 		}
 	}
 	p.forget(pr.Number)
+}
+
+// diagnose posts the diagnostic of t's wait unless one of the account's
+// was posted on the PR within the pause this one waited: the pools that
+// serve one repository keep a track each, and each posted its own series
+// (TestPoolsOfOneRepositoryShareTheDiagnosticPause: 8 in two hours from two
+// pools, where one posts 4). A diagnostic left out counts as made.
+func (p *Pool) diagnose(ctx context.Context, n int, t lifecycle.Track, reason string) error {
+	comments, err := p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, n)
+	if err != nil {
+		return err
+	}
+	since := p.now().Add(-lifecycle.DiagnosticPause(p.policy, max(t.Diagnostics, 1)))
+	for _, c := range comments {
+		if strings.EqualFold(c.Author, p.me) && forge.ParseMarker(c.Body, forge.MarkRetry, &struct{}{}) && c.Created.After(since) {
+			return nil
+		}
+	}
+	_, err = p.comment(ctx, n, texts.DiagnosticBody(t.Attempts, t.LastStatus, reason))
+	return err
 }
 
 // recoverAttempts rebuilds an approved PR's retry count from the pool's own
