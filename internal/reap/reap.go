@@ -87,9 +87,14 @@ func Tree(ctx context.Context, dir string, grace time.Duration, group int) (Resu
 			return res, err
 		}
 		res.Killed = append(res.Killed, signal(left, dir, syscall.SIGKILL)...)
+		wait(ctx, left, killWait) // a killed process takes a moment to go
 	}
 	return res, fmt.Errorf("reap: %s: processes still there after %d rounds of SIGKILL", dir, rounds)
 }
+
+// killWait bounds the wait for killed processes to go, each round: one in
+// uninterruptible sleep goes only when its call returns.
+const killWait = 5 * time.Second
 
 // found is a process in the tree, as a scan saw it.
 type found struct {
