@@ -49,6 +49,10 @@ type Config struct {
 	// AgentTreeGroup is the OS group the agent server's user is in: the
 	// work trees are shared with it and nothing else (clone.Options).
 	AgentTreeGroup string
+	// AgentServers are the agent servers the sessions run on
+	// (agent.servers); empty: the one at AgentURL, with AgentPassword and
+	// Workers (Servers). With them, Workers is the sum of their workers.
+	AgentServers []AgentServer
 
 	Workers         int
 	InstanceID      string
@@ -161,6 +165,41 @@ type Fixers struct {
 	Token string
 }
 
+// AgentServer is one agent server of agent.servers.
+type AgentServer struct {
+	URL      string
+	Password string // never logged
+	// Workers are the sessions it runs at once.
+	Workers int
+	// Role says which sessions it runs: RoleReview, RoleFix or RoleBoth.
+	Role string
+	// Labels describe it on the status page (a model's name, a machine's).
+	Labels map[string]string
+}
+
+// The roles of an agent server.
+const (
+	RoleReview = "review"
+	RoleFix    = "fix"
+	RoleBoth   = "both"
+)
+
+// Reviews reports whether the server runs reviewer sessions.
+func (a AgentServer) Reviews() bool { return a.Role == RoleReview || a.Role == RoleBoth }
+
+// Fixes reports whether the server runs fixer sessions.
+func (a AgentServer) Fixes() bool { return a.Role == RoleFix || a.Role == RoleBoth }
+
+// Servers are the agent servers the sessions run on: agent.servers, or
+// the one agent.url names, with agent.password and workers, for both
+// roles.
+func (c Config) Servers() []AgentServer {
+	if len(c.AgentServers) > 0 {
+		return c.AgentServers
+	}
+	return []AgentServer{{URL: c.AgentURL, Password: c.AgentPassword, Workers: c.Workers, Role: RoleBoth}}
+}
+
 // Repo is "owner/name".
 func (c Config) Repo() string { return c.Owner + "/" + c.Name }
 
@@ -179,6 +218,12 @@ func (c Config) For(repo string) Config {
 func (c Config) String() string {
 	c.Token = hidden(c.Token)
 	c.AgentPassword = hidden(c.AgentPassword)
+	servers := make([]AgentServer, len(c.AgentServers))
+	for i, a := range c.AgentServers {
+		a.Password = hidden(a.Password)
+		servers[i] = a
+	}
+	c.AgentServers = servers
 	c.WebhookSecret = hidden(c.WebhookSecret)
 	type plain Config // drop the String method to avoid recursion
 	return fmt.Sprintf("%+v", plain(c))
@@ -229,6 +274,7 @@ var settings = []setting{
 	{"agent.name", "agent", []string{"POOL_AGENT_NAME"}, "ca-pr-self-reviewer", "`agent` that reviews a PR"},
 	{"agent.password", "", []string{"POOL_AGENT_PASSWORD", "OPENCODE_SERVER_PASSWORD"}, "", ""},
 	{"agent.allow_no_password", "agent-allow-no-password", []string{"POOL_AGENT_ALLOW_NO_PASSWORD"}, "false", "use an agent server off loopback that answers without a password (a `bool`; anyone who reaches it runs commands as its user)"},
+	{"agent.servers", "", nil, "", ""},
 	{"agent.tree_group", "agent-tree-group", []string{"POOL_AGENT_TREE_GROUP"}, "", "OS `group` of the agent server's user, when it runs as a user of its own: the work trees are shared with it, nothing else (empty: the pool's alone)"},
 	{"workers", "workers", []string{"POOL_WORKERS", "CA_MAX_PARALLEL_WORKERS"}, "4", "`N` concurrent reviewer sessions"},
 	{"instance_id", "instance-id", []string{"POOL_INSTANCE_ID"}, "", "`identity` of this pool (default: kept in the state dir)"},
@@ -393,6 +439,15 @@ func decode(v *viper.Viper) (Config, error) {
 	}
 	if cfg.WebhookSecret, err = loadSecret("webhook.secret", d.str("webhook.secret"), d.str("webhook.secret_file")); err != nil {
 		return Config{}, err
+	}
+	if cfg.AgentServers, err = d.servers(); err != nil {
+		return Config{}, err
+	}
+	if len(cfg.AgentServers) > 0 {
+		cfg.Workers = 0
+		for _, a := range cfg.AgentServers {
+			cfg.Workers += a.Workers
+		}
 	}
 	if cfg.StateDir == "" {
 		cfg.StateDir = defaultStateDir()

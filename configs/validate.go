@@ -38,6 +38,7 @@ func (c Config) Validate() error {
 	checks := []func() *Error{
 		c.checkForgeURL,
 		func() *Error { return c.checkServerURL("agent.url", c.AgentURL) },
+		c.checkServers,
 		c.checkRepos,
 		func() *Error { return atLeast("max_per_repo", c.MaxPerRepo, 0) },
 		c.checkToken,
@@ -107,11 +108,24 @@ func checkURL(key, s string) *Error {
 	return nil
 }
 
-// AgentOnLoopback reports whether the agent server's URL names this
+// AgentOnLoopback reports whether every agent server's URL names this
 // machine.
 func (c Config) AgentOnLoopback() bool {
-	u, err := url.Parse(c.AgentURL)
-	return err == nil && loopback.Host(u.Hostname())
+	for _, a := range c.Servers() {
+		if u, err := url.Parse(a.URL); err != nil || !loopback.Host(u.Hostname()) {
+			return false
+		}
+	}
+	return true
+}
+
+// AgentURLs names the agent servers, for messages.
+func (c Config) AgentURLs() string {
+	urls := make([]string, 0, len(c.Servers()))
+	for _, a := range c.Servers() {
+		urls = append(urls, a.URL)
+	}
+	return strings.Join(urls, ", ")
 }
 
 // The forge's rules for names (Gitea 1.26, modules/validation/helpers.go and
