@@ -63,12 +63,12 @@ func (p *Pool) checkAgentPassword(ctx context.Context) error {
 	const fix = "set OPENCODE_SERVER_PASSWORD on it and agent.password (POOL_AGENT_PASSWORD) here"
 	switch {
 	case p.cfg.AgentAllowNoPassword:
-		p.log.Warn("the agent server answers without a password, as agent.allow_no_password allows", "agent_url", p.cfg.AgentURL)
+		p.log.Warn("the agent server answers without a password, as agent.allow_no_password allows", "agent_url", p.cfg.AgentURLs())
 	case p.cfg.AgentOnLoopback():
-		p.log.Warn("the agent server answers without a password: any local process can run commands as its user; "+fix, "agent_url", p.cfg.AgentURL)
+		p.log.Warn("the agent server answers without a password: any local process can run commands as its user; "+fix, "agent_url", p.cfg.AgentURLs())
 	default:
 		return &configs.Error{Key: "agent.password", Reason: fmt.Sprintf("the agent server at %s answers without a password, off loopback: %s, "+
-			"or set agent.allow_no_password: true", p.cfg.AgentURL, fix)}
+			"or set agent.allow_no_password: true", p.cfg.AgentURLs(), fix)}
 	}
 	return nil
 }

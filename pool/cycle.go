@@ -149,9 +149,9 @@ func (p *Pool) stepOne(ctx, work context.Context, pr forgejo.PR, res *cycleResul
 // those left and those started (added to started). dispatchAll orders todo
 // in place, the started first.
 func (p *Pool) dispatchSome(ctx, work context.Context, todo, started []candidate, res *cycleResult) ([]candidate, []candidate) {
-	n := p.dispatchAll(ctx, work, todo)
-	res.dispatched += n
-	return append([]candidate(nil), todo[n:]...), append(started, todo[:n]...)
+	left, now := p.dispatchAll(ctx, work, todo)
+	res.dispatched += len(now)
+	return left, append(started, now...)
 }
 
 func boolRank(b bool) int {
@@ -185,15 +185,23 @@ func numbers(todo []candidate) []int {
 }
 
 // dispatchAll hands candidates to free slots in turn (byTurn), and returns
-// how many it started. The slots learn how many are left waiting.
-func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) int {
+// those left waiting and those it started. The slots learn how many are
+// left. A candidate no agent server of its role has a slot for waits, and
+// the next in turn may take the slot.
+func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) (left, started []candidate) {
 	byTurn(todo)
 	p.slots.Want(p.cfg.Repo(), len(todo))
-	started := 0
-	defer func() { p.slots.Want(p.cfg.Repo(), len(todo)-started) }()
-	for _, c := range todo {
-		if ctx.Err() != nil || !p.takeSlot(c.pr.Number) {
-			break
+	defer func() { p.slots.Want(p.cfg.Repo(), len(left)) }()
+	for i, c := range todo {
+		if ctx.Err() != nil {
+			return append(left, todo[i:]...), started
+		}
+		if !p.canPlace(c.kind) {
+			left = append(left, c)
+			continue
+		}
+		if !p.takeSlot(c.pr.Number) {
+			return append(left, todo[i:]...), started
 		}
 		// The session's end is observed by the loop: once the slot is
 		// free, the PR is decided again: its follower only records the end.
@@ -204,9 +212,9 @@ func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) int {
 			defer p.releaseSlot(c.pr.Number)
 			p.runSlot(ctx, work, c)
 		})
-		started++
+		started = append(started, c)
 	}
-	return started
+	return left, started
 }
 
 // step observes one PR, decides, and performs the decision unless it needs a

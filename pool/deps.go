@@ -47,6 +47,21 @@ type Agent interface {
 	OpenToAnyone(ctx context.Context) (bool, error)
 }
 
+// placement is an agent of several servers (package fleet): a session
+// goes to an up server of the role its kind needs with a free slot, and an
+// adopted session counts in its server's slots.
+type placement interface {
+	Free(fixer bool) bool
+	Hold(id string)
+}
+
+// canPlace reports whether a session of kind could start now: always with
+// one agent server, which the slots count alone.
+func (p *Pool) canPlace(kind lifecycle.Kind) bool {
+	f, ok := p.agent.(placement)
+	return !ok || f.Free(kind == lifecycle.Fix)
+}
+
 // Digester reads a PR's actionable items, as `pool tick` does.
 type Digester interface {
 	Digest(ctx context.Context, n int) (report.Digest, error)

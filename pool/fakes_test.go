@@ -522,6 +522,10 @@ type fakeAgent struct {
 	// lostAnswers: this many prompt calls take the prompt and then fail,
 	// as when a proxy loses the server's answer.
 	lostAnswers int
+	// dead makes every call fail, as a server that stopped answering.
+	dead bool
+	// name starts its session ids, so that two fake servers' differ.
+	name string
 }
 
 type fakeSession struct {
@@ -562,7 +566,10 @@ func (a *fakeAgent) CreateSession(_ context.Context, title, dir string) (agent.S
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.next++
-	s := &fakeSession{id: fmt.Sprintf("ses_%d", a.next), title: title, dir: dir}
+	if a.dead {
+		return agent.Session{}, errDown
+	}
+	s := &fakeSession{id: fmt.Sprintf("ses_%s%d", a.name, a.next), title: title, dir: dir}
 	a.sessions[s.id] = s
 	if a.down["create"] {
 		return agent.Session{}, errDown
@@ -573,6 +580,9 @@ func (a *fakeAgent) CreateSession(_ context.Context, title, dir string) (agent.S
 func (a *fakeAgent) PromptAsync(_ context.Context, id, _, text string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.dead {
+		return errDown
+	}
 	if a.down["prompt"] {
 		return errDown
 	}
@@ -626,6 +636,9 @@ func (a *fakeAgent) Events(ctx context.Context) <-chan agent.Event {
 func (a *fakeAgent) Statuses(_ context.Context, dir string) (map[string]agent.Status, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.dead {
+		return nil, errDown
+	}
 	out := map[string]agent.Status{}
 	for id, s := range a.sessions {
 		if s.busy && s.dir == dir {
@@ -638,6 +651,9 @@ func (a *fakeAgent) Statuses(_ context.Context, dir string) (map[string]agent.St
 func (a *fakeAgent) Messages(_ context.Context, id string) ([]agent.Message, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.dead {
+		return nil, errDown
+	}
 	s, ok := a.sessions[id]
 	if !ok {
 		return nil, agent.ErrNotFound
@@ -656,6 +672,9 @@ func (a *fakeAgent) Messages(_ context.Context, id string) ([]agent.Message, err
 func (a *fakeAgent) Sessions(context.Context) ([]agent.Session, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.dead {
+		return nil, errDown
+	}
 	if a.down["sessions"] {
 		return nil, errDown
 	}
@@ -669,6 +688,9 @@ func (a *fakeAgent) Sessions(context.Context) ([]agent.Session, error) {
 func (a *fakeAgent) Delete(_ context.Context, id string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.dead {
+		return errDown
+	}
 	if a.down["delete"] {
 		return errDown
 	}
@@ -683,6 +705,9 @@ func (a *fakeAgent) Delete(_ context.Context, id string) error {
 func (a *fakeAgent) Dispose(_ context.Context, dir string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.dead {
+		return errDown
+	}
 	a.disposed = append(a.disposed, dir)
 	return nil
 }
@@ -690,6 +715,9 @@ func (a *fakeAgent) Dispose(_ context.Context, dir string) error {
 func (a *fakeAgent) Abort(_ context.Context, id string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.dead {
+		return errDown
+	}
 	a.aborted = append(a.aborted, id)
 	if s, ok := a.sessions[id]; ok && s.busy {
 		s.busy = false
@@ -703,6 +731,9 @@ func (a *fakeAgent) Abort(_ context.Context, id string) error {
 func (a *fakeAgent) Permissions(_ context.Context, dir string) ([]agent.Permission, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.dead {
+		return nil, errDown
+	}
 	var out []agent.Permission
 	for _, pm := range a.asks {
 		if s, ok := a.sessions[pm.SessionID]; ok && s.dir == dir {

@@ -25,8 +25,12 @@ func (p *Pool) fixFor(pr forgejo.PR) *clone.Fix {
 	if token == "" {
 		token = p.cfg.Token
 	}
+	secrets := []string{p.cfg.Token, p.cfg.Fixers.Token, p.cfg.WebhookSecret, p.cfg.AgentPassword}
+	for _, a := range p.cfg.AgentServers {
+		secrets = append(secrets, a.Password)
+	}
 	return &clone.Fix{PR: pr.Number, Head: pr.HeadSHA, URL: p.cfg.ForgejoURL + "/" + repo + ".git", Branch: pr.HeadRef, Token: token,
-		Secrets: []string{p.cfg.Token, p.cfg.Fixers.Token, p.cfg.WebhookSecret, p.cfg.AgentPassword}}
+		Secrets: secrets}
 }
 
 // markTree says, before a session starts in work tree dir, whether its

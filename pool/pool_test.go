@@ -43,12 +43,12 @@ func approver(f *fakeForge, d time.Duration) func(int) (time.Duration, func(), s
 	}
 }
 
-func runPool(t *testing.T, cfg configs.Config, f *fakeForge, a *fakeAgent) Report {
+func runPool(t *testing.T, cfg configs.Config, f *fakeForge, a Agent) Report {
 	return runPoolWith(t, cfg, f, a, nil)
 }
 
 // runPoolWith runs a pool to its end; during, if set, runs beside it.
-func runPoolWith(t *testing.T, cfg configs.Config, f *fakeForge, a *fakeAgent, during func(context.Context, *Pool)) Report {
+func runPoolWith(t *testing.T, cfg configs.Config, f *fakeForge, a Agent, during func(context.Context, *Pool)) Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -413,6 +413,9 @@ func (p *Pool) takeOver(ctx context.Context, s agent.Session, n int) bool {
 		return false
 	}
 	p.holdSlot(n)
+	if f, ok := p.agent.(placement); ok {
+		f.Hold(s.ID)
+	}
 	p.sessions.Register(s.ID, n, lifecycle.Review, s.Directory)
 	p.log.Info("adopted a running session", "pr", n, "session", s.ID)
 	return true

@@ -47,7 +47,7 @@ func (p *Pool) Status() ops.Status {
 	live.Tracks = maps.Clone(p.tracks) // the track as it is now, not as last decided
 	p.mu.Unlock()
 	st := ops.Status{Instance: p.instance, Version: Version(), Repo: p.cfg.Repo(), ForgeURL: p.cfg.ForgejoURL,
-		AgentURL: p.cfg.AgentURL, Now: p.now(), Workers: p.cfg.Workers}
+		AgentURL: p.cfg.AgentURLs(), Now: p.now(), Workers: p.cfg.Workers}
 	p.book.Show(&st, live)
 	return st
 }

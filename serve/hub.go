@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"pool/agent"
+	"pool/fleet"
 	"pool/internal/guard"
-	"pool/pool"
 )
 
 // hubBuffer is the events held for each slow subscriber of an eventHub.
@@ -100,9 +100,10 @@ type eventSource interface {
 	Events(ctx context.Context) <-chan agent.Event
 }
 
-// hubAgent is the agent server with its event stream shared through a hub.
+// hubAgent is the agent servers with their event streams shared through a
+// hub.
 type hubAgent struct {
-	pool.Agent
+	*fleet.Fleet
 	hub *eventHub
 }
 

@@ -10,11 +10,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
 	"pool/agent"
 	"pool/configs"
+	"pool/fleet"
 	"pool/forgejo"
 	"pool/internal/bwrap"
 	"pool/internal/guard"
@@ -22,6 +24,7 @@ import (
 	"pool/ops"
 	"pool/pool"
 	"pool/slots"
+	"pool/texts"
 )
 
 // keepWarnings is how many warnings the status page shows.
@@ -57,10 +60,12 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (pool.Report
 	if cfg.Several() {
 		s.slots, s.feed = slots.New(cfg.Workers, cfg.MaxPerRepo), newChangeFeed(s.fc, time.Now)
 	}
-	s.ac = agent.New(cfg.AgentURL, cfg.AgentPassword, agent.Options{MaxBody: cfg.MaxBody, Transport: s.metrics.AgentTransport(nil)})
+	s.agents = s.newFleet()
 	hubCtx, stopHub := context.WithCancel(ctx)
-	s.hub = newEventHub(hubCtx, s.ac, log.With("component", "agent"))
-	defer func() { stopHub(); <-s.hub.done }()
+	s.hub = newEventHub(hubCtx, s.agents, log.With("component", "agent"))
+	checked := make(chan struct{})
+	guard.Go(hubCtx, log, "agent server checks", func() { defer close(checked); s.agents.Run(hubCtx) })
+	defer func() { stopHub(); <-s.hub.done; <-checked }()
 	targets, err := s.targets(ctx, s.fc)
 	if err != nil {
 		return pool.Report{}, err
@@ -86,8 +91,8 @@ type process struct {
 	warnings *ops.Warnings
 	metrics  *metrics.Metrics
 	fc       *forgejo.Client
-	ac       *agent.Client
-	hub      *eventHub     // the agent server's event stream, one for every pool
+	agents   *fleet.Fleet  // the agent servers, one agent for every pool
+	hub      *eventHub     // the agent servers' event streams, one for every pool
 	slots    *slots.Slots  // shared by several repositories' pools; nil for one
 	feed     *changeFeed   // the quiet-cycle delta of several repositories, one search per owner; nil for one
 	ended    chan struct{} // a pool ended; received by wait alone
@@ -139,6 +144,27 @@ func (s *process) wait(ctx context.Context, live int) {
 			done = nil // the pools end on their own
 		}
 	}
+}
+
+// newFleet makes the agent servers' fleet (configs.Config.Servers): a
+// session left on a server while it was down is ended when the title
+// names a repository this process serves.
+func (s *process) newFleet() *fleet.Fleet {
+	var servers []fleet.Server
+	for _, a := range s.cfg.Servers() {
+		c := agent.New(a.URL, a.Password, agent.Options{MaxBody: s.cfg.MaxBody, Transport: s.metrics.AgentTransport(nil)})
+		servers = append(servers, fleet.Server{Name: a.URL, Agent: c, Workers: a.Workers, Review: a.Reviews(), Fix: a.Fixes(), Labels: a.Labels})
+	}
+	mine := func(title string) bool {
+		repo, _, ok := texts.ParseTitle(title)
+		if ok && repo == "" {
+			return !s.cfg.Several() // the old form, which names no repository
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return ok && s.repos[strings.ToLower(repo)] != nil
+	}
+	return fleet.New(servers, fleet.Options{Log: s.log.With("component", "fleet"), Mine: mine})
 }
 
 // fixersEnabled is cfg.Fixers.Enabled unless no sandbox for the fixers'

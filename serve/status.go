@@ -55,7 +55,7 @@ func (s *process) serveOps(ctx context.Context) {
 	log := s.log.With("component", "ops")
 	checks := []ops.Check{
 		{Name: "forge", Probe: func(ctx context.Context) error { _, err := s.fc.Me(ctx); return err }},
-		{Name: "agent", Probe: func(ctx context.Context) error { _, err := s.ac.Statuses(ctx, ""); return err }},
+		{Name: "agent", Probe: s.agents.Ready},
 		{Name: "store", Probe: func(context.Context) error { return s.checkStores() }},
 		{Name: "events", Probe: func(context.Context) error { return streamConnected(s.metrics) }},
 		ops.CycleFresh(s.status, 3*s.cfg.PollInterval),

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"pool/agent"
+	"pool/fleet"
 	"pool/internal/retry"
 	"pool/lifecycle"
 )
@@ -115,7 +116,11 @@ func (s *Set) UseTrees(t Trees) { s.trees = t }
 // it fails for is never prompted. A session it made but could not prompt
 // is deleted, now or, if the agent server does not answer, later.
 func (s *Set) Start(ctx context.Context, pr int, kind lifecycle.Kind, title, dir, agentName, prompt string, before func(id string) error) (*Session, error) {
-	created, err := s.agent.CreateSession(ctx, title, dir)
+	created, err := s.create(ctx, kind, title, dir)
+	if errors.Is(err, fleet.ErrNoSlot) {
+		s.GiveTree(ctx, dir) // nothing was made
+		return nil, err
+	}
 	if err != nil {
 		// The server may have made it and lost the answer: delete whatever
 		// works in this directory.
@@ -137,6 +142,19 @@ func (s *Set) Start(ctx context.Context, pr int, kind lifecycle.Kind, title, dir
 			"pr", pr, "session", created.ID, "err", err)
 	}
 	return s.Register(created.ID, pr, kind, dir), nil
+}
+
+// placer is an agent of several servers (package fleet): it places each
+// session on a server that runs sessions of its kind.
+type placer interface {
+	Place(ctx context.Context, fixer bool, title, dir string) (agent.Session, error)
+}
+
+func (s *Set) create(ctx context.Context, kind lifecycle.Kind, title, dir string) (agent.Session, error) {
+	if p, ok := s.agent.(placer); ok {
+		return p.Place(ctx, kind == lifecycle.Fix, title, dir)
+	}
+	return s.agent.CreateSession(ctx, title, dir)
 }
 
 // Register follows a session that runs already (one Start made, or one a

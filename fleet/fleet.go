@@ -1,0 +1,429 @@
+// Package fleet drives several agent servers as one: it places each
+// session on an up server of the role its kind needs (review, fix or both)
+// with a free slot, the least busy first, and sends every later call on a
+// session to the server that holds it. Each server is checked with a cheap
+// read every CheckEvery; one that fails DownAfter checks in a row is down:
+// no session starts on it, and LostAfter after it went down its sessions
+// count as lost (their messages read as gone, so their pools end them and
+// start their PRs again elsewhere). A server that answers again is used
+// again once the sessions it still holds that no pool follows have been
+// deleted: a session is followed or ended, never run twice.
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"pool/agent"
+)
+
+// Health checks: a server is checked every CheckEvery, each check allowed
+// CheckTimeout; DownAfter failed checks in a row mark it down, and its
+// sessions count lost LostAfter later. A session whose server stops
+// answering is so counted lost at most DownAfter×(CheckEvery+CheckTimeout)
+// + LostAfter (75 s) after the server's last answer; its pool removes its
+// work tree before the PR is started again, so a session still running on
+// a server cut off from the pool finds no tree and no session record to
+// file a review with.
+const (
+	CheckEvery   = 5 * time.Second
+	CheckTimeout = 5 * time.Second
+	DownAfter    = 3
+	LostAfter    = 45 * time.Second
+)
+
+// Agent is what the fleet asks of one agent server (agent.Client).
+type Agent interface {
+	CreateSession(ctx context.Context, title, dir string) (agent.Session, error)
+	PromptAsync(ctx context.Context, sessionID, agentName, text string) error
+	Statuses(ctx context.Context, dir string) (map[string]agent.Status, error)
+	Messages(ctx context.Context, sessionID string) ([]agent.Message, error)
+	Sessions(ctx context.Context) ([]agent.Session, error)
+	Delete(ctx context.Context, sessionID string) error
+	Abort(ctx context.Context, sessionID string) error
+	Permissions(ctx context.Context, dir string) ([]agent.Permission, error)
+	Dispose(ctx context.Context, dir string) error
+	Agents(ctx context.Context, dir string) ([]string, error)
+	OpenToAnyone(ctx context.Context) (bool, error)
+	Events(ctx context.Context) <-chan agent.Event
+}
+
+// Server is one agent server of the fleet.
+type Server struct {
+	Name        string // its URL, for logs and the status page
+	Agent       Agent
+	Workers     int
+	Review, Fix bool // the sessions it runs
+	Labels      map[string]string
+}
+
+// Options tune a fleet; the zero value is the defaults.
+type Options struct {
+	Log *slog.Logger
+	Now func() time.Time
+	// Mine says whether a session's title is one of this process's pools':
+	// those a server that answers again still holds, and no pool follows,
+	// are deleted. Nil: none is.
+	Mine func(title string) bool
+}
+
+// Fleet is several agent servers as one agent.
+type Fleet struct {
+	servers []*server
+	log     *slog.Logger
+	now     func() time.Time
+	mine    func(string) bool
+
+	mu    sync.Mutex                      // guards where, dirs, and each server's state
+	where map[string]*server              // session id → the server holding it
+	dirs  map[string]*server              // work tree → the server of its latest session
+	used  map[string]map[*server]struct{} // work tree → the servers that had a session in it
+}
+
+// server is a Server and its state, under Fleet.mu.
+type server struct {
+	Server
+	held      map[string]bool // sessions in its slots: placed or adopted, not ended or lost
+	placing   int             // sessions being created on it
+	failures  int             // checks failed in a row
+	down      bool            // no session starts on it
+	downSince time.Time
+	lostDone  bool // its sessions were counted lost in this outage
+	started   int
+	lost      int
+}
+
+// New makes a fleet of servers.
+func New(servers []Server, opt Options) *Fleet {
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Mine == nil {
+		opt.Mine = func(string) bool { return false }
+	}
+	f := &Fleet{log: opt.Log, now: opt.Now, mine: opt.Mine, where: map[string]*server{}, dirs: map[string]*server{},
+		used: map[string]map[*server]struct{}{}}
+	for _, s := range servers {
+		f.servers = append(f.servers, &server{Server: s, held: map[string]bool{}})
+	}
+	return f
+}
+
+// ErrNoSlot: no up server of the role asked for has a free slot.
+var ErrNoSlot = errors.New("fleet: no agent server of that role has a free slot")
+
+// Free reports whether an up server running fixers (fixer) or reviewers
+// has a free slot.
+func (f *Fleet) Free(fixer bool) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pick(fixer, "") != nil
+}
+
+// pick is the server a session of the kind goes to: among the up servers
+// of its role with a free slot, the one whose warm instance for dir it
+// had last, else the least busy (in order among equals). The caller holds
+// mu.
+func (f *Fleet) pick(fixer bool, dir string) *server {
+	var best *server
+	for _, s := range f.servers {
+		if s.down || (fixer && !s.Fix) || (!fixer && !s.Review) || s.busy() >= s.Workers {
+			continue
+		}
+		if dir != "" && f.dirs[dir] == s {
+			return s
+		}
+		if best == nil || s.busy()*best.Workers < best.busy()*s.Workers {
+			best = s
+		}
+	}
+	return best
+}
+
+func (s *server) busy() int { return len(s.held) + s.placing }
+
+// Place creates a session on a server of the role a fixer (fixer) or a
+// reviewer needs, with a free slot.
+func (f *Fleet) Place(ctx context.Context, fixer bool, title, dir string) (agent.Session, error) {
+	f.mu.Lock()
+	s := f.pick(fixer, dir)
+	if s == nil {
+		f.mu.Unlock()
+		return agent.Session{}, ErrNoSlot
+	}
+	s.placing++
+	if dir != "" { // the servers' own directories are not one
+		f.dirs[dir] = s
+		if f.used[dir] == nil {
+			f.used[dir] = map[*server]struct{}{}
+		}
+		f.used[dir][s] = struct{}{}
+	}
+	f.mu.Unlock()
+	created, err := s.Agent.CreateSession(ctx, title, dir)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s.placing--
+	if err != nil {
+		return created, fmt.Errorf("on %s: %w", s.Name, err)
+	}
+	s.held[created.ID], f.where[created.ID] = true, s
+	s.started++
+	f.log.Debug("session placed", "session", created.ID, "server", s.Name, "fixer", fixer)
+	return created, nil
+}
+
+// CreateSession places a reviewer's session.
+func (f *Fleet) CreateSession(ctx context.Context, title, dir string) (agent.Session, error) {
+	return f.Place(ctx, false, title, dir)
+}
+
+// Hold counts a session a pool adopted in its server's slots.
+func (f *Fleet) Hold(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s := f.where[id]; s != nil && !s.down {
+		s.held[id] = true
+	}
+}
+
+// holder is the server of session id; errLost when it counts lost, and
+// agent.ErrNotFound when no server is known to hold it.
+func (f *Fleet) holder(id string) (*server, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.where[id]
+	switch {
+	case s == nil:
+		return nil, agent.ErrNotFound
+	case s.down && s.lostDone:
+		return s, errLost
+	}
+	return s, nil
+}
+
+var errLost = fmt.Errorf("fleet: the agent server holding the session is down: %w", agent.ErrNotFound)
+
+// unreachable is the error of a call to a server that is down.
+func unreachable(s *server) error {
+	return &agent.Error{Op: "fleet", Retryable: true, Err: fmt.Errorf("agent server %s is down", s.Name)}
+}
+
+func (f *Fleet) PromptAsync(ctx context.Context, id, agentName, text string) error {
+	s, err := f.holder(id)
+	if err != nil {
+		return err
+	}
+	return s.Agent.PromptAsync(ctx, id, agentName, text)
+}
+
+// Messages of a session whose server is down and whose sessions count
+// lost are not found: its pool ends it.
+func (f *Fleet) Messages(ctx context.Context, id string) ([]agent.Message, error) {
+	s, err := f.holder(id)
+	if err != nil {
+		return nil, err
+	}
+	return s.Agent.Messages(ctx, id)
+}
+
+// Delete deletes a session on its server. One on a server that is down
+// stays for its pool to delete again (sessions.Sweep) once it answers.
+func (f *Fleet) Delete(ctx context.Context, id string) error {
+	s, err := f.holder(id)
+	if errors.Is(err, errLost) {
+		return unreachable(s)
+	}
+	if err != nil {
+		return nil // no server holds it
+	}
+	if err := s.Agent.Delete(ctx, id); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	delete(s.held, id)
+	delete(f.where, id)
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *Fleet) Abort(ctx context.Context, id string) error {
+	s, err := f.holder(id)
+	if errors.Is(err, errLost) {
+		return unreachable(s)
+	}
+	if err != nil {
+		return err
+	}
+	return s.Agent.Abort(ctx, id)
+}
+
+// inDir is the server of the latest session in dir, and whether it is up.
+func (f *Fleet) inDir(dir string) (*server, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.dirs[dir]
+	return s, s != nil && !s.down
+}
+
+// Statuses asks the server of dir's session; a server that is down
+// answers none (its sessions are judged by their messages), and a
+// directory no session was placed in ("" included: each server's own) is
+// asked of every up server.
+func (f *Fleet) Statuses(ctx context.Context, dir string) (map[string]agent.Status, error) {
+	if s, up := f.inDir(dir); s != nil {
+		if !up {
+			return map[string]agent.Status{}, nil
+		}
+		return s.Agent.Statuses(ctx, dir)
+	}
+	out := map[string]agent.Status{}
+	for _, s := range f.up() {
+		st, err := s.Agent.Statuses(ctx, dir)
+		if err != nil {
+			return nil, fmt.Errorf("on %s: %w", s.Name, err)
+		}
+		maps.Copy(out, st)
+	}
+	return out, nil
+}
+
+// Permissions asks as Statuses does.
+func (f *Fleet) Permissions(ctx context.Context, dir string) ([]agent.Permission, error) {
+	if s, up := f.inDir(dir); s != nil {
+		if !up {
+			return nil, nil
+		}
+		return s.Agent.Permissions(ctx, dir)
+	}
+	var out []agent.Permission
+	for _, s := range f.up() {
+		p, err := s.Agent.Permissions(ctx, dir)
+		if err != nil {
+			return nil, fmt.Errorf("on %s: %w", s.Name, err)
+		}
+		out = append(out, p...)
+	}
+	return out, nil
+}
+
+// Dispose frees the instance for dir on every server that had a session
+// in it.
+func (f *Fleet) Dispose(ctx context.Context, dir string) error {
+	f.mu.Lock()
+	var on []*server
+	for s := range f.used[dir] {
+		on = append(on, s)
+	}
+	delete(f.used, dir)
+	delete(f.dirs, dir)
+	f.mu.Unlock()
+	var errs []error
+	for _, s := range on {
+		if err := s.Agent.Dispose(ctx, dir); err != nil {
+			errs = append(errs, fmt.Errorf("on %s: %w", s.Name, err))
+			f.mu.Lock()
+			if f.used[dir] == nil {
+				f.used[dir] = map[*server]struct{}{}
+			}
+			f.used[dir][s] = struct{}{} // tried again with the next dispose
+			f.mu.Unlock()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Sessions lists the sessions of every up server and remembers which
+// holds each. A server that does not answer is left out (logged); only
+// when none answers is it an error.
+func (f *Fleet) Sessions(ctx context.Context) ([]agent.Session, error) {
+	var out []agent.Session
+	var errs []error
+	up := f.up()
+	for _, s := range up {
+		list, err := s.Agent.Sessions(ctx)
+		if err != nil {
+			f.log.Warn("listing an agent server's sessions failed; leaving it out", "server", s.Name, "err", err)
+			errs = append(errs, fmt.Errorf("on %s: %w", s.Name, err))
+			continue
+		}
+		f.mu.Lock()
+		for _, ss := range list {
+			if f.where[ss.ID] == nil {
+				f.where[ss.ID] = s
+			}
+			if f.dirs[ss.Directory] == nil && ss.Directory != "" {
+				f.dirs[ss.Directory] = s
+			}
+		}
+		f.mu.Unlock()
+		out = append(out, list...)
+	}
+	if len(errs) > 0 && len(errs) == len(up) {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// Agents are the agents every answering server has.
+func (f *Fleet) Agents(ctx context.Context, dir string) ([]string, error) {
+	var common []string
+	answered := false
+	var errs []error
+	for _, s := range f.servers {
+		names, err := s.Agent.Agents(ctx, dir)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("on %s: %w", s.Name, err))
+			continue
+		}
+		if !answered {
+			common, answered = names, true
+			continue
+		}
+		common = slices.DeleteFunc(common, func(n string) bool { return !slices.Contains(names, n) })
+	}
+	if !answered {
+		return nil, errors.Join(errs...)
+	}
+	return common, nil
+}
+
+// OpenToAnyone reports whether an answering server asks for no password.
+func (f *Fleet) OpenToAnyone(ctx context.Context) (bool, error) {
+	var errs []error
+	for _, s := range f.servers {
+		open, err := s.Agent.OpenToAnyone(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("on %s: %w", s.Name, err))
+			continue
+		}
+		if open {
+			return true, nil
+		}
+	}
+	if len(errs) == len(f.servers) {
+		return false, errors.Join(errs...)
+	}
+	return false, nil
+}
+
+func (f *Fleet) up() []*server {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*server
+	for _, s := range f.servers {
+		if !s.down {
+			out = append(out, s)
+		}
+	}
+	return out
+}
