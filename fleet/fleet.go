@@ -6,8 +6,9 @@
 // no session starts on it, and LostAfter after it went down its sessions
 // count as lost (their messages read as gone, so their pools end them and
 // start their PRs again elsewhere). A server that answers again is used
-// again once the sessions it still holds that no pool follows have been
-// deleted: a session is followed or ended, never run twice.
+// again once the sessions counted lost on it are deleted; those not lost
+// are followed on as before: a session is followed or ended, never run
+// twice. With one server nothing is lost: its sessions wait for it.
 package fleet
 
 import (
@@ -27,13 +28,14 @@ import (
 // CheckTimeout; DownAfter failed checks in a row mark it down, and its
 // sessions count lost LostAfter later. A session whose server stops
 // answering is so counted lost at most DownAfter×(CheckEvery+CheckTimeout)
-// + LostAfter (75 s) after the server's last answer; its pool removes its
+// + LostAfter (90 s) after the server's last answer (60 s when its
+// connection is refused at once); its pool removes its
 // work tree before the PR is started again, so a session still running on
 // a server cut off from the pool finds no tree and no session record to
 // file a review with.
 const (
 	CheckEvery   = 5 * time.Second
-	CheckTimeout = 5 * time.Second
+	CheckTimeout = 10 * time.Second
 	DownAfter    = 3
 	LostAfter    = 45 * time.Second
 )
@@ -67,10 +69,6 @@ type Server struct {
 type Options struct {
 	Log *slog.Logger
 	Now func() time.Time
-	// Mine says whether a session's title is one of this process's pools':
-	// those a server that answers again still holds, and no pool follows,
-	// are deleted. Nil: none is.
-	Mine func(title string) bool
 }
 
 // Fleet is several agent servers as one agent.
@@ -78,7 +76,6 @@ type Fleet struct {
 	servers []*server
 	log     *slog.Logger
 	now     func() time.Time
-	mine    func(string) bool
 
 	mu    sync.Mutex                      // guards where, dirs, and each server's state
 	where map[string]*server              // session id → the server holding it
@@ -90,6 +87,7 @@ type Fleet struct {
 type server struct {
 	Server
 	held      map[string]bool // sessions in its slots: placed or adopted, not ended or lost
+	lostIDs   map[string]bool // sessions counted lost, to delete before it is used again
 	placing   int             // sessions being created on it
 	failures  int             // checks failed in a row
 	down      bool            // no session starts on it
@@ -107,13 +105,10 @@ func New(servers []Server, opt Options) *Fleet {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	if opt.Mine == nil {
-		opt.Mine = func(string) bool { return false }
-	}
-	f := &Fleet{log: opt.Log, now: opt.Now, mine: opt.Mine, where: map[string]*server{}, dirs: map[string]*server{},
+	f := &Fleet{log: opt.Log, now: opt.Now, where: map[string]*server{}, dirs: map[string]*server{},
 		used: map[string]map[*server]struct{}{}}
 	for _, s := range servers {
-		f.servers = append(f.servers, &server{Server: s, held: map[string]bool{}})
+		f.servers = append(f.servers, &server{Server: s, held: map[string]bool{}, lostIDs: map[string]bool{}})
 	}
 	return f
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,8 +28,8 @@ func (f *Fleet) Run(ctx context.Context) {
 
 // Check reads every server once (its statuses, a cheap read), and marks
 // each up or down by the answers: a server down LostAfter has its
-// sessions counted lost; one that answers again is used again once the
-// sessions it holds that no pool follows are deleted.
+// sessions counted lost; one that answers again is used again once those
+// are deleted.
 func (f *Fleet) Check(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, s := range f.servers {
@@ -55,7 +57,7 @@ func (f *Fleet) checkOne(ctx context.Context, s *server) {
 	s.failures = 0
 	down := s.down
 	f.mu.Unlock()
-	if down && f.endStrays(ctx, s) {
+	if down && f.endLost(ctx, s) {
 		f.mu.Lock()
 		s.down, s.lostDone = false, false
 		f.mu.Unlock()
@@ -63,8 +65,9 @@ func (f *Fleet) checkOne(ctx context.Context, s *server) {
 	}
 }
 
-// failed counts a failed check; the DownAfter-th in a row marks s down, and
-// LostAfter later its sessions count lost.
+// failed counts a failed check; the DownAfter-th in a row marks s down,
+// and LostAfter later its sessions count lost, when another server may
+// run them: with one server they wait for it, as its restart leaves them.
 func (f *Fleet) failed(s *server, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -75,44 +78,38 @@ func (f *Fleet) failed(s *server, err error) {
 		f.log.Warn("agent server does not answer; no session starts on it", "server", s.Name, "failed_checks", s.failures,
 			"sessions", len(s.held), "lost_after", LostAfter, "err", err)
 	}
-	if s.down && !s.lostDone && now.Sub(s.downSince) >= LostAfter {
+	if s.down && !s.lostDone && len(f.servers) > 1 && now.Sub(s.downSince) >= LostAfter {
 		s.lostDone = true
 		s.lost += len(s.held)
 		if len(s.held) > 0 {
 			f.log.Warn("agent server still down: its sessions count lost, and their PRs start again on another server",
 				"server", s.Name, "sessions", len(s.held), "down_for", now.Sub(s.downSince).Round(time.Second))
 		}
+		for id := range s.held {
+			s.lostIDs[id] = true
+		}
 		clear(s.held)
 	}
 }
 
-// endStrays deletes the sessions s holds that no pool follows, whose
-// titles are this process's pools': sessions counted lost while it was
-// down, or left on it by an earlier run while it was down at start (their
-// PRs were started elsewhere since). It reports whether s was listed and
-// each was deleted.
-func (f *Fleet) endStrays(ctx context.Context, s *server) bool {
-	list, err := s.Agent.Sessions(ctx)
-	if err != nil {
-		return false
-	}
+// endLost deletes the sessions of s counted lost, before s is used again:
+// its pools started their PRs again elsewhere. It reports whether each is
+// gone.
+func (f *Fleet) endLost(ctx context.Context, s *server) bool {
+	f.mu.Lock()
+	ids := slices.Collect(maps.Keys(s.lostIDs))
+	f.mu.Unlock()
 	ok := true
-	for _, ss := range list {
-		f.mu.Lock()
-		followed := s.held[ss.ID] && !s.lostDone
-		f.mu.Unlock()
-		if followed || !f.mine(ss.Title) {
-			continue
-		}
-		if err := s.Agent.Delete(ctx, ss.ID); err != nil {
+	for _, id := range ids {
+		if err := s.Agent.Delete(ctx, id); err != nil {
 			ok = false
 			continue
 		}
-		f.log.Info("deleted a session the agent server kept while it was down", "server", s.Name, "session", ss.ID, "title", ss.Title)
+		f.log.Info("deleted a session counted lost while its agent server was down", "server", s.Name, "session", id)
 		f.mu.Lock()
-		delete(s.held, ss.ID)
-		if f.where[ss.ID] == s {
-			delete(f.where, ss.ID)
+		delete(s.lostIDs, id)
+		if f.where[id] == s {
+			delete(f.where, id)
 		}
 		f.mu.Unlock()
 	}

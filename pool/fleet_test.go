@@ -9,7 +9,6 @@ import (
 
 	"pool/fleet"
 	"pool/forgejo"
-	"pool/texts"
 )
 
 // fleetClock is a fleet's clock that a test moves on.
@@ -30,10 +29,9 @@ func (c *fleetClock) add(d time.Duration) {
 	c.skew += d
 }
 
-// newTestFleet makes a fleet of fake servers; mine is every title of o/r.
+// newTestFleet makes a fleet of fake servers.
 func newTestFleet(clock *fleetClock, servers ...fleet.Server) *fleet.Fleet {
-	mine := func(title string) bool { repo, _, ok := texts.ParseTitle(title); return ok && repo == "o/r" }
-	return fleet.New(servers, fleet.Options{Now: clock.now, Mine: mine})
+	return fleet.New(servers, fleet.Options{Now: clock.now})
 }
 
 func (a *fakeAgent) promptsStarting(prefix string) int {

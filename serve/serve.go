@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -24,7 +23,6 @@ import (
 	"pool/ops"
 	"pool/pool"
 	"pool/slots"
-	"pool/texts"
 )
 
 // keepWarnings is how many warnings the status page shows.
@@ -146,25 +144,14 @@ func (s *process) wait(ctx context.Context, live int) {
 	}
 }
 
-// newFleet makes the agent servers' fleet (configs.Config.Servers): a
-// session left on a server while it was down is ended when the title
-// names a repository this process serves.
+// newFleet makes the agent servers' fleet (configs.Config.Servers).
 func (s *process) newFleet() *fleet.Fleet {
 	var servers []fleet.Server
 	for _, a := range s.cfg.Servers() {
 		c := agent.New(a.URL, a.Password, agent.Options{MaxBody: s.cfg.MaxBody, Transport: s.metrics.AgentTransport(nil)})
 		servers = append(servers, fleet.Server{Name: a.URL, Agent: c, Workers: a.Workers, Review: a.Reviews(), Fix: a.Fixes(), Labels: a.Labels})
 	}
-	mine := func(title string) bool {
-		repo, _, ok := texts.ParseTitle(title)
-		if ok && repo == "" {
-			return !s.cfg.Several() // the old form, which names no repository
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return ok && s.repos[strings.ToLower(repo)] != nil
-	}
-	return fleet.New(servers, fleet.Options{Log: s.log.With("component", "fleet"), Mine: mine})
+	return fleet.New(servers, fleet.Options{Log: s.log.With("component", "fleet")})
 }
 
 // fixersEnabled is cfg.Fixers.Enabled unless no sandbox for the fixers'
