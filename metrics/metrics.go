@@ -40,6 +40,14 @@ type Metrics struct {
 type Gauges struct {
 	SlotsBusy, SlotsTotal int
 	PRsByState            map[string]int
+	AgentServers          []AgentServer
+}
+
+// AgentServer is one agent server's figures.
+type AgentServer struct {
+	URL                            string
+	Up                             bool
+	Slots, Sessions, Started, Lost int
 }
 
 // New makes the metrics. gauges is called at every scrape; it may be nil.
@@ -135,12 +143,20 @@ var (
 	slotsBusyDesc  = prometheus.NewDesc("pool_slots_busy", "Slots holding a PR now (claiming, reviewing or collecting).", nil, nil)
 	slotsTotalDesc = prometheus.NewDesc("pool_slots_total", "Slots configured (workers).", nil, nil)
 	prsDesc        = prometheus.NewDesc("pool_prs", "Tracked PRs by lifecycle state.", []string{"state"}, nil)
+	serverUpDesc   = prometheus.NewDesc("pool_agent_server_up", "1 while the agent server answers its checks.", []string{"server"}, nil)
+	serverSlots    = prometheus.NewDesc("pool_agent_server_slots", "Slots (workers) of the agent server.", []string{"server"}, nil)
+	serverSessions = prometheus.NewDesc("pool_agent_server_sessions", "Sessions running on the agent server now.", []string{"server"}, nil)
+	serverStarted  = prometheus.NewDesc("pool_agent_server_sessions_started_total", "Sessions placed on the agent server.", []string{"server"}, nil)
+	serverLost     = prometheus.NewDesc("pool_agent_server_sessions_lost_total", "Sessions counted lost while the agent server was down.", []string{"server"}, nil)
 )
 
 func (g gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- slotsBusyDesc
 	ch <- slotsTotalDesc
 	ch <- prsDesc
+	for _, d := range []*prometheus.Desc{serverUpDesc, serverSlots, serverSessions, serverStarted, serverLost} {
+		ch <- d
+	}
 }
 
 func (g gaugeCollector) Collect(ch chan<- prometheus.Metric) {
@@ -149,5 +165,16 @@ func (g gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(slotsTotalDesc, prometheus.GaugeValue, float64(v.SlotsTotal))
 	for state, n := range v.PRsByState {
 		ch <- prometheus.MustNewConstMetric(prsDesc, prometheus.GaugeValue, float64(n), state)
+	}
+	for _, a := range v.AgentServers {
+		up := 0.0
+		if a.Up {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(serverUpDesc, prometheus.GaugeValue, up, a.URL)
+		ch <- prometheus.MustNewConstMetric(serverSlots, prometheus.GaugeValue, float64(a.Slots), a.URL)
+		ch <- prometheus.MustNewConstMetric(serverSessions, prometheus.GaugeValue, float64(a.Sessions), a.URL)
+		ch <- prometheus.MustNewConstMetric(serverStarted, prometheus.CounterValue, float64(a.Started), a.URL)
+		ch <- prometheus.MustNewConstMetric(serverLost, prometheus.CounterValue, float64(a.Lost), a.URL)
 	}
 }

@@ -101,7 +101,8 @@ func value(fams map[string]*dto.MetricFamily, name string, labels ...string) flo
 
 func TestCountersAndGauges(t *testing.T) {
 	m := New(func() Gauges {
-		return Gauges{SlotsBusy: 2, SlotsTotal: 4, PRsByState: map[string]int{"ci_pending": 3, "unreviewed": 0}}
+		return Gauges{SlotsBusy: 2, SlotsTotal: 4, PRsByState: map[string]int{"ci_pending": 3, "unreviewed": 0},
+			AgentServers: []AgentServer{{URL: "http://a:1", Up: true, Slots: 3, Sessions: 2, Started: 9}, {URL: "http://b:2", Slots: 1, Started: 4, Lost: 1}}}
 	})
 	m.SessionStarted("review")
 	m.SessionStarted("review")
@@ -134,6 +135,12 @@ func TestCountersAndGauges(t *testing.T) {
 		{"pool_claim_races_total", []string{"result", "lost"}, 1},
 		{"pool_cycle_duration_seconds", nil, 1},
 		{"pool_agent_event_stream_connected", nil, 0},
+		{"pool_agent_server_up", []string{"server", "http://a:1"}, 1},
+		{"pool_agent_server_up", []string{"server", "http://b:2"}, 0},
+		{"pool_agent_server_slots", []string{"server", "http://a:1"}, 3},
+		{"pool_agent_server_sessions", []string{"server", "http://a:1"}, 2},
+		{"pool_agent_server_sessions_started_total", []string{"server", "http://b:2"}, 4},
+		{"pool_agent_server_sessions_lost_total", []string{"server", "http://b:2"}, 1},
 	}
 	for _, tt := range tests {
 		if got := value(fams, tt.name, tt.labels...); got != tt.want {

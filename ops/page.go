@@ -51,6 +51,12 @@ th { background: #f6f8fa; }
 {{end}}{{with .S.Total}}<tr><th>total</th><th>{{.Busy}}</th><th>{{.Open}}</th><th>{{.Merged}}</th><th></th></tr>{{end}}
 </table>
 {{end}}
+{{if gt (len .S.AgentServers) 1}}<h2>Agent servers</h2>
+<table>
+<tr><th>server</th><th>role</th><th>state</th><th>sessions</th><th>started</th><th>lost</th></tr>
+{{range .S.AgentServers}}<tr><td>{{.URL}}{{range $k, $v := .Labels}} <span class="state">{{$k}}={{$v}}</span>{{end}}</td><td>{{.Role}}</td><td>{{if .Up}}up{{else}}<b>down</b>{{end}}</td><td>{{.Sessions}}/{{.Workers}}</td><td>{{.Started}}</td><td>{{.Lost}}</td></tr>
+{{end}}</table>
+{{end}}
 <h2>Slots</h2>
 <table>
 <tr><th>slot</th><th>PR</th><th>title</th><th>kind</th><th>age</th><th>session</th></tr>

@@ -26,6 +26,20 @@ type Status struct {
 	// Repos are the figures of each repository of a pool serving several;
 	// empty for a pool of one. Slots and PRs then name their repository.
 	Repos []RepoFigures `json:"repos,omitempty"`
+	// AgentServers are the agent servers the sessions run on.
+	AgentServers []AgentServer `json:"agent_servers,omitempty"`
+}
+
+// AgentServer is one agent server as the page shows it (fleet.ServerStatus).
+type AgentServer struct {
+	URL      string            `json:"url"`
+	Role     string            `json:"role"` // review, fix or both
+	Labels   map[string]string `json:"labels,omitempty"`
+	Up       bool              `json:"up"`
+	Workers  int               `json:"workers"`
+	Sessions int               `json:"sessions"` // running on it now
+	Started  int               `json:"started"`  // placed on it since the start
+	Lost     int               `json:"lost"`     // counted lost while it was down
 }
 
 // RepoFigures are one repository's figures, on the page of a pool serving

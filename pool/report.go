@@ -45,6 +45,16 @@ type Report struct {
 	// that serves one repository alone.
 	Repo  string
 	Repos []Report
+	// AgentServers are the sessions each agent server ran, when the
+	// process drove several (package serve fills it in).
+	AgentServers []ServerCount
+}
+
+// ServerCount is the sessions placed on one agent server, and those of
+// them counted lost while it was down.
+type ServerCount struct {
+	URL           string
+	Started, Lost int
 }
 
 func (p *Pool) report() Report {

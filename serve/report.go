@@ -28,6 +28,9 @@ CI_FIXES_ATTEMPTED: %d
 REVIEW_CYCLES_COMPLETED: %d
 `, r.InstanceID, r.Reviewed, r.Merged, r.MergedByHumans, r.Scheduled, r.ChangesRequested, r.Conflicts, r.Skipped,
 		r.Retrying, strings.Join(pending, ", "), r.CIFixes, r.Cycles)
+	if err == nil && len(r.AgentServers) > 0 {
+		err = writeServers(w, r.AgentServers)
+	}
 	if err != nil || len(r.Repos) == 0 {
 		return err
 	}
@@ -37,6 +40,19 @@ REVIEW_CYCLES_COMPLETED: %d
 	for _, o := range r.Repos {
 		if _, err := fmt.Fprintf(w, "  - %s: reviewed %d, merged %d, merge scheduled %d, changes requested %d, conflicts %d, skipped %d, retrying %d, CI fixes %d, cycles %d\n",
 			o.Repo, o.Reviewed, o.Merged, o.Scheduled, o.ChangesRequested, o.Conflicts, o.Skipped, o.Retrying, o.CIFixes, o.Cycles); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeServers prints the sessions each agent server ran.
+func writeServers(w io.Writer, servers []pool.ServerCount) error {
+	if _, err := fmt.Fprintln(w, "SESSIONS_BY_AGENT_SERVER:"); err != nil {
+		return err
+	}
+	for _, a := range servers {
+		if _, err := fmt.Fprintf(w, "  - %s: %d started, %d lost\n", a.URL, a.Started, a.Lost); err != nil {
 			return err
 		}
 	}

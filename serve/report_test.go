@@ -37,3 +37,15 @@ func TestReportOfOneRepositoryIsAsBefore(t *testing.T) {
 		t.Errorf("report:\n%s", out.String())
 	}
 }
+
+func TestReportCountsSessionsPerAgentServer(t *testing.T) {
+	var out strings.Builder
+	r := pool.Report{InstanceID: "i", AgentServers: []pool.ServerCount{{URL: "http://127.0.0.1:4096", Started: 7}, {URL: "http://127.0.0.1:4097", Started: 5, Lost: 1}}}
+	if err := WriteReport(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	want := "SESSIONS_BY_AGENT_SERVER:\n  - http://127.0.0.1:4096: 7 started, 0 lost\n  - http://127.0.0.1:4097: 5 started, 1 lost\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, out.String())
+	}
+}

@@ -79,7 +79,21 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (pool.Report
 	stopServers := s.serve(ctx)
 	defer stopServers()
 	s.wait(ctx, live)
-	return s.total, s.firstErr
+	return s.report(), s.firstErr
+}
+
+// report is the pools' total, with each agent server's sessions when
+// there are several.
+func (s *process) report() pool.Report {
+	s.mu.Lock()
+	r := s.total
+	s.mu.Unlock()
+	if st := s.agents.Status(); len(st) > 1 {
+		for _, a := range st {
+			r.AgentServers = append(r.AgentServers, pool.ServerCount{URL: a.Name, Started: a.Started, Lost: a.Lost})
+		}
+	}
+	return r
 }
 
 // process is the state of Run.

@@ -34,9 +34,10 @@ func (s *process) status() ops.Status {
 			st = only.Status()
 		}
 		st.Warnings = s.warnings.List()
+		st.AgentServers = s.agentServers()
 		return st
 	}
-	st := ops.Status{Repo: fmt.Sprintf("%d repositories", len(repos)), ForgeURL: s.cfg.ForgejoURL, AgentURL: s.cfg.AgentURL,
+	st := ops.Status{Repo: fmt.Sprintf("%d repositories", len(repos)), ForgeURL: s.cfg.ForgejoURL, AgentURL: s.cfg.AgentURLs(),
 		Workers: s.cfg.Workers, Version: pool.Version(), Now: time.Now(), Warnings: s.warnings.List()}
 	if s.cfg.Org != "" {
 		st.Repo = fmt.Sprintf("organisation %s (%d repositories)", s.cfg.Org, len(repos))
@@ -46,7 +47,29 @@ func (s *process) status() ops.Status {
 		each[i] = r.pool.Status()
 		each[i].Repo = r.cfg.Repo()
 	}
-	return ops.Combine(st, each)
+	st = ops.Combine(st, each)
+	st.AgentServers = s.agentServers()
+	return st
+}
+
+// agentServers are the agent servers as the status page shows them.
+func (s *process) agentServers() []ops.AgentServer {
+	if s.agents == nil {
+		return nil
+	}
+	var out []ops.AgentServer
+	for _, a := range s.agents.Status() {
+		role := "both"
+		switch {
+		case !a.Fix:
+			role = "review"
+		case !a.Review:
+			role = "fix"
+		}
+		out = append(out, ops.AgentServer{URL: a.Name, Role: role, Labels: a.Labels, Up: a.Up, Workers: a.Workers,
+			Sessions: a.Sessions, Started: a.Started, Lost: a.Lost})
+	}
+	return out
 }
 
 // serveOps serves the status page with the health and readiness checks of
@@ -114,6 +137,10 @@ func streamConnected(m *metrics.Metrics) error {
 // gauges are the metrics read from the status at each scrape.
 func gauges(st ops.Status) metrics.Gauges {
 	g := metrics.Gauges{SlotsBusy: st.Busy(), SlotsTotal: st.Workers, PRsByState: map[string]int{}}
+	for _, a := range st.AgentServers {
+		g.AgentServers = append(g.AgentServers, metrics.AgentServer{URL: a.URL, Up: a.Up, Slots: a.Workers, Sessions: a.Sessions,
+			Started: a.Started, Lost: a.Lost})
+	}
 	for _, s := range []lifecycle.State{lifecycle.Unreviewed, lifecycle.CIPending, lifecycle.CIFailing, lifecycle.MergeFailed,
 		lifecycle.MergeScheduled, lifecycle.Conflict, lifecycle.ChangesRequested, lifecycle.Commented, lifecycle.AwaitingHuman,
 		lifecycle.DependenciesOpen, lifecycle.QuotaExceeded, lifecycle.MergeRefused, lifecycle.OutOfDate, lifecycle.Updating,
