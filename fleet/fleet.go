@@ -192,12 +192,15 @@ func (f *Fleet) Hold(id string) {
 }
 
 // holder is the server of session id; errLost when it counts lost, and
-// agent.ErrNotFound when no server is known to hold it.
+// agent.ErrNotFound when no server is known to hold it. A fleet of one
+// asks its server whatever the id.
 func (f *Fleet) holder(id string) (*server, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := f.where[id]
 	switch {
+	case s == nil && len(f.servers) == 1:
+		return f.servers[0], nil
 	case s == nil:
 		return nil, agent.ErrNotFound
 	case s.down && s.lostDone:

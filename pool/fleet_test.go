@@ -135,7 +135,7 @@ func TestSessionsOfADeadServerStartAgainElsewhere(t *testing.T) {
 		fleet.Server{Name: "b", Agent: b, Workers: 1, Review: true, Fix: true})
 	cfg := testConfig(2)
 	cfg.IdleExit = 20
-	var lost []fleet.ServerStatus
+	statuses := make(chan []fleet.ServerStatus, 1)
 	rep := runPoolWith(t, cfg, f, fl, func(ctx context.Context, p *Pool) {
 		for ctx.Err() == nil {
 			if _, prompts, _ := a.count(); prompts == 1 {
@@ -151,8 +151,9 @@ func TestSessionsOfADeadServerStartAgainElsewhere(t *testing.T) {
 		}
 		clock.add(fleet.LostAfter)
 		fl.Check(ctx)
-		lost = fl.Status()
+		statuses <- fl.Status()
 	})
+	lost := <-statuses
 	if !f.isMerged(1) || !f.isMerged(2) {
 		t.Fatalf("merged: #1 %v, #2 %v; want both", f.isMerged(1), f.isMerged(2))
 	}

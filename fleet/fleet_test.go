@@ -1,0 +1,292 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"pool/agent"
+)
+
+// fakeServer is an agent server holding sessions by id; dead makes every
+// call fail as an unreachable server's does.
+type fakeServer struct {
+	name string
+
+	mu       sync.Mutex
+	sessions map[string]string // id → dir
+	next     int
+	agents   []string
+	dead     bool
+	events   chan agent.Event
+}
+
+var errDown = &agent.Error{Op: "fake", Retryable: true, Err: errors.New("connection refused")}
+
+func newFakeServer(name string, agents ...string) *fakeServer {
+	return &fakeServer{name: name, sessions: map[string]string{}, agents: agents, events: make(chan agent.Event, 8)}
+}
+
+func (s *fakeServer) setDead(dead bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dead = dead
+}
+
+func (s *fakeServer) held() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []string
+	for id := range s.sessions {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (s *fakeServer) fail() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead {
+		return errDown
+	}
+	return nil
+}
+
+func (s *fakeServer) CreateSession(_ context.Context, title, dir string) (agent.Session, error) {
+	if err := s.fail(); err != nil {
+		return agent.Session{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.next++
+	id := fmt.Sprintf("ses_%s%d", s.name, s.next)
+	s.sessions[id] = dir
+	return agent.Session{ID: id, Title: title, Directory: dir}, nil
+}
+
+func (s *fakeServer) PromptAsync(context.Context, string, string, string) error { return s.fail() }
+
+func (s *fakeServer) Statuses(context.Context, string) (map[string]agent.Status, error) {
+	return map[string]agent.Status{}, s.fail()
+}
+
+func (s *fakeServer) Messages(_ context.Context, id string) ([]agent.Message, error) {
+	if err := s.fail(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.sessions[id]; !ok {
+		return nil, agent.ErrNotFound
+	}
+	return []agent.Message{{Role: "user"}}, nil
+}
+
+func (s *fakeServer) Sessions(context.Context) ([]agent.Session, error) {
+	if err := s.fail(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []agent.Session
+	for id, dir := range s.sessions {
+		out = append(out, agent.Session{ID: id, Directory: dir})
+	}
+	return out, nil
+}
+
+func (s *fakeServer) Delete(_ context.Context, id string) error {
+	if err := s.fail(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sessions, id)
+	return nil
+}
+
+func (s *fakeServer) Abort(context.Context, string) error { return s.fail() }
+func (s *fakeServer) Permissions(context.Context, string) ([]agent.Permission, error) {
+	return nil, s.fail()
+}
+func (s *fakeServer) Dispose(context.Context, string) error { return s.fail() }
+func (s *fakeServer) Agents(context.Context, string) ([]string, error) {
+	return s.agents, s.fail()
+}
+func (s *fakeServer) OpenToAnyone(context.Context) (bool, error) { return false, s.fail() }
+
+func (s *fakeServer) Events(ctx context.Context) <-chan agent.Event {
+	out := make(chan agent.Event)
+	go func() {
+		defer close(out)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev := <-s.events:
+				out <- ev
+			}
+		}
+	}()
+	return out
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func fleetOf(c *clock, servers ...Server) *Fleet {
+	return New(servers, Options{Now: c.now})
+}
+
+// TestADownServerTakesNoSessionAndLosesItsOwnAfterTheBound walks one
+// server through an outage: up, down after DownAfter failed checks (no
+// session placed on it), its session counted lost LostAfter later (its
+// messages not found, its delete refused until it answers), and back up
+// once that session is deleted from it.
+func TestADownServerTakesNoSessionAndLosesItsOwnAfterTheBound(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)}
+	a, b := newFakeServer("a"), newFakeServer("b")
+	f := fleetOf(c, Server{Name: "a", Agent: a, Workers: 1, Review: true}, Server{Name: "b", Agent: b, Workers: 1, Review: true})
+	onA, err := f.Place(ctx, false, "t", "/trees/1")
+	if err != nil || !slices.Equal(a.held(), []string{onA.ID}) {
+		t.Fatalf("first session: %v on a: %v", err, a.held())
+	}
+	a.setDead(true)
+	for i := 1; i < DownAfter; i++ {
+		f.Check(ctx)
+	}
+	if st := f.Status(); !st[0].Up {
+		t.Fatalf("a down after %d failed checks, want up until %d", DownAfter-1, DownAfter)
+	}
+	f.Check(ctx)
+	if st := f.Status(); st[0].Up || st[0].Sessions != 1 {
+		t.Fatalf("after %d failed checks: %+v, want a down, its session still held", DownAfter, st[0])
+	}
+	if _, err := f.Messages(ctx, onA.ID); errors.Is(err, agent.ErrNotFound) {
+		t.Fatal("a session of a server just down reads as gone before the bound")
+	}
+	onB, err := f.Place(ctx, false, "t", "/trees/2")
+	if err != nil || !slices.Equal(b.held(), []string{onB.ID}) {
+		t.Fatalf("a session while a is down: %v, on b: %v", err, b.held())
+	}
+	if _, err := f.Place(ctx, false, "t", "/trees/3"); !errors.Is(err, ErrNoSlot) {
+		t.Fatalf("a third session with a down and b full: %v, want ErrNoSlot", err)
+	}
+	c.add(LostAfter - time.Second)
+	f.Check(ctx)
+	if _, err := f.Messages(ctx, onA.ID); errors.Is(err, agent.ErrNotFound) {
+		t.Fatal("lost before LostAfter")
+	}
+	c.add(time.Second)
+	f.Check(ctx)
+	if _, err := f.Messages(ctx, onA.ID); !errors.Is(err, agent.ErrNotFound) {
+		t.Fatalf("messages of a session lost: %v, want not found", err)
+	}
+	if err := f.Delete(ctx, onA.ID); err == nil {
+		t.Fatal("deleting a lost session on a down server answered success")
+	}
+	if st := f.Status(); st[0].Lost != 1 || st[0].Sessions != 0 {
+		t.Errorf("a once lost: %+v, want 1 lost, none held", st[0])
+	}
+	a.setDead(false)
+	f.Check(ctx)
+	if st := f.Status(); !st[0].Up || len(a.held()) != 0 {
+		t.Fatalf("a answering again: %+v, holding %v; want up, the lost session deleted", st[0], a.held())
+	}
+	if again, err := f.Place(ctx, false, "t", "/trees/3"); err != nil || !slices.Equal(a.held(), []string{again.ID}) {
+		t.Errorf("a session once a is back: %v, on a: %v", err, a.held())
+	}
+}
+
+// TestOneServerLosesNothing: a fleet of one never counts a session lost:
+// there is no other server to start it on.
+func TestOneServerLosesNothing(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)}
+	a := newFakeServer("a")
+	f := fleetOf(c, Server{Name: "a", Agent: a, Workers: 2, Review: true, Fix: true})
+	s, err := f.Place(ctx, false, "t", "/trees/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.setDead(true)
+	for range DownAfter {
+		f.Check(ctx)
+	}
+	c.add(10 * LostAfter)
+	f.Check(ctx)
+	a.setDead(false)
+	if _, err := f.Messages(ctx, s.ID); err != nil {
+		t.Errorf("the one server's session after its outage: %v, want it followed on", err)
+	}
+	if st := f.Status(); st[0].Lost != 0 {
+		t.Errorf("lost %d, want 0", st[0].Lost)
+	}
+}
+
+// TestRolesAndAdoption: a fixer goes to the fix server only; sessions
+// listed at start are routed to the server that holds them, and an
+// adopted one fills its server's slot.
+func TestRolesAndAdoption(t *testing.T) {
+	ctx := context.Background()
+	rev, fix := newFakeServer("r", "build", "reviewer"), newFakeServer("f", "reviewer")
+	left, _ := fix.CreateSession(ctx, "left", "/trees/9")
+	f := fleetOf(&clock{}, Server{Name: "r", Agent: rev, Workers: 2, Review: true}, Server{Name: "f", Agent: fix, Workers: 1, Fix: true})
+	if names, err := f.Agents(ctx, ""); err != nil || !slices.Equal(names, []string{"reviewer"}) {
+		t.Errorf("agents = %v, %v; want those every server has", names, err)
+	}
+	if _, err := f.Sessions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.Hold(left.ID)
+	if f.Free(true) {
+		t.Error("a fixer slot free while the fix server's one slot holds an adopted session")
+	}
+	if err := f.Delete(ctx, left.ID); err != nil || len(fix.held()) != 0 {
+		t.Fatalf("deleting the adopted session: %v, fix server holds %v", err, fix.held())
+	}
+	s, err := f.Place(ctx, true, "t", "/trees/1")
+	if err != nil || !slices.Equal(fix.held(), []string{s.ID}) || len(rev.held()) != 0 {
+		t.Errorf("a fixer: %v; on the fix server %v, on the review server %v", err, fix.held(), rev.held())
+	}
+	if _, err := f.Place(ctx, true, "t", "/trees/2"); !errors.Is(err, ErrNoSlot) {
+		t.Errorf("a second fixer with the fix server full: %v, want ErrNoSlot (the review server runs no fixer)", err)
+	}
+}
+
+// TestEventsOfEveryServer: the fleet's stream carries every server's
+// events and closes once ctx ends.
+func TestEventsOfEveryServer(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	a, b := newFakeServer("a"), newFakeServer("b")
+	f := fleetOf(&clock{}, Server{Name: "a", Agent: a, Workers: 1, Review: true}, Server{Name: "b", Agent: b, Workers: 1, Review: true})
+	events := f.Events(ctx)
+	a.events <- agent.Event{Type: agent.EventSessionIdle, SessionID: "ses_a1"}
+	b.events <- agent.Event{Type: agent.EventSessionIdle, SessionID: "ses_b1"}
+	var got []string
+	for len(got) < 2 {
+		got = append(got, (<-events).SessionID)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"ses_a1", "ses_b1"}) {
+		t.Errorf("events of %v, want both servers'", got)
+	}
+	cancel()
+	for range events {
+	}
+}
