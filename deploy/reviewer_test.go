@@ -206,7 +206,7 @@ func TestShippedReviewerRefusesWhatItMayNotDo(t *testing.T) {
 // only for it.
 func recordSession(t *testing.T, dir, repo string, pr int, head string) sessionmark.Record {
 	t.Helper()
-	r := sessionmark.Record{Repo: repo, PR: pr, Head: head, Session: "ses_deploy",
+	r := sessionmark.Record{Repo: repo, PR: pr, Head: head, Base: "main", Session: "ses_deploy",
 		Mark: sessionmark.NewKey("a pool token").Mark(repo, pr, head, "ses_deploy")}
 	if err := sessionmark.Write(dir, r); err != nil {
 		t.Fatal(err)
@@ -274,12 +274,17 @@ func TestShippedReviewerFilesItsReviewThroughTheTool(t *testing.T) {
 	if head != ch.Head {
 		t.Fatalf("work tree at %s, want the PR's head %s", head, ch.Head)
 	}
-	target := fmt.Sprintf("%s/%s#%d", author, repo, ch.PR)
 	session := recordSession(t, dir, author+"/"+repo, ch.PR, head)
 	turns := []sandbox.Turn{
-		{Bash: "pool-review pr " + target},
-		{Bash: "git diff origin/main...HEAD"},
-		{Bash: fmt.Sprintf("pool-review review %s --commit %s --verdict approve --body 'The new file is what the PR says.' --comment 'feature.txt:1:Fine as a first line.'", target, head)},
+		{Tool: sandbox.ToolPR, Args: map[string]any{}},
+		{Tool: sandbox.ToolDiff, Args: map[string]any{}},
+		{Tool: sandbox.ToolRead, Args: map[string]any{"path": "feature.txt"}},
+		{Tool: sandbox.ToolSearch, Args: map[string]any{"pattern": "feature"}},
+		{Tool: sandbox.ToolFiles, Args: map[string]any{}},
+		{Tool: sandbox.ToolVerdict, Args: map[string]any{"verdict": "approve", "commit": head, "body": "The new file is what the PR says.",
+			"comments": []any{map[string]any{"path": "feature.txt", "line": 1, "body": "Fine as a first line."}}}},
+		// One verdict a session: a second is refused.
+		{Tool: sandbox.ToolVerdict, Args: map[string]any{"verdict": "comment", "commit": head, "body": "Again."}},
 	}
 	rec.setTurns(turns)
 	text := runSession(ctx, t, agent.New(srv.URL, "", agent.Options{}), deploy.Reviewer, dir,
@@ -288,9 +293,11 @@ func TestShippedReviewerFilesItsReviewThroughTheTool(t *testing.T) {
 	if len(outputs) != len(turns) {
 		t.Fatalf("tool outputs %q; want %d", outputs, len(turns))
 	}
-	if !strings.Contains(outputs[0], `"head_sha": "`+head+`"`) || !strings.Contains(outputs[1], "+feature.txt") ||
-		!strings.Contains(outputs[2], `"posted": "review"`) {
-		t.Errorf("tool outputs:\n%s", strings.Join(outputs, "\n---\n"))
+	t.Logf("tool outputs:\n%s", strings.Join(outputs, "\n---\n"))
+	for i, want := range []string{`"head_sha": "` + head + `"`, "+feature", "1\t", "feature.txt:1:", "feature.txt", `"posted": "review"`, "one verdict a session"} {
+		if !strings.Contains(outputs[i], want) {
+			t.Errorf("call %d (%s) gave %q; want %q in it", i, turns[i].Tool, outputs[i], want)
+		}
 	}
 	if !strings.Contains(text, "REVIEW-RESULT:") {
 		t.Errorf("final text %q lacks the result line", text)
@@ -350,7 +357,7 @@ func startShipped(ctx context.Context, t *testing.T, rec *recorder, setup sandbo
 	}
 	t.Cleanup(m.Close)
 	srv, err := sandbox.StartAgentServer(ctx, t.TempDir(), sandbox.AgentOptions{
-		ModelURL: m.URL, AgentName: deploy.Reviewer, Shipped: true, Env: setup.Env, Log: sandbox.TestLog(t),
+		ModelURL: m.URL, AgentName: deploy.Reviewer, Shipped: true, Env: setup.Env, MCP: setup.MCP, Log: sandbox.TestLog(t),
 	})
 	if err != nil {
 		t.Fatal(err)

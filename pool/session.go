@@ -181,7 +181,7 @@ func (p *Pool) recordSession(pr forgejo.PR, dir string, fix bool) func(id string
 		return nil
 	}
 	return func(id string) error {
-		return p.trees.RecordSession(dir, sessionmark.Record{Repo: p.cfg.Repo(), PR: pr.Number, Head: pr.HeadSHA, Session: id,
+		return p.trees.RecordSession(dir, sessionmark.Record{Repo: p.cfg.Repo(), PR: pr.Number, Head: pr.HeadSHA, Base: pr.BaseRef, Session: id,
 			Mark: p.marks.Mark(p.cfg.Repo(), pr.Number, pr.HeadSHA, id), Fixer: fix})
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"pool/forgejo"
 	"pool/internal/redact"
+	"pool/report"
 )
 
 // prView is what `pr` prints. Everything but the numbers and SHAs was
@@ -26,6 +27,12 @@ type prView struct {
 	Base      string       `json:"base_branch"`
 	Reviews   []reviewView `json:"reviews"`
 	More      int          `json:"more_reviews,omitempty"`
+	// The session's own (the tool server's pr): the head it reviews, the
+	// base as its tree has it, the tree and the commit checked out there.
+	SessionHead string `json:"session_head,omitempty"`
+	TreeBase    string `json:"tree_base,omitempty"`
+	WorkTree    string `json:"work_tree,omitempty"`
+	TreeHead    string `json:"tree_head,omitempty"`
 }
 
 type reviewView struct {
@@ -45,17 +52,26 @@ func runPR(ctx context.Context, t *tool, args []string, stdout, stderr io.Writer
 	if !ok {
 		return exitUsage
 	}
-	c, err := t.connect(ctx)
+	v, err := t.prData(ctx, target)
 	if err != nil {
 		return fail(stderr, "pr", err)
+	}
+	return writeJSON(stdout, v)
+}
+
+// prData reads the PR target and its reviews.
+func (t *tool) prData(ctx context.Context, target report.Target) (prView, error) {
+	c, err := t.connect(ctx)
+	if err != nil {
+		return prView{}, err
 	}
 	pr, err := c.PRDetail(ctx, target.Owner, target.Repo, target.Number)
 	if err != nil {
-		return fail(stderr, "pr", err)
+		return prView{}, err
 	}
 	reviews, err := c.ReviewDetails(ctx, target.Owner, target.Repo, target.Number)
 	if err != nil {
-		return fail(stderr, "pr", err)
+		return prView{}, err
 	}
 	v := prView{Note: dataNote, Number: pr.Number, Repo: target.Owner + "/" + target.Repo, State: pr.State,
 		Merged: pr.Merged, Draft: pr.Draft, Mergeable: pr.Mergeable, Author: pr.Author,
@@ -69,7 +85,7 @@ func runPR(ctx context.Context, t *tool, args []string, stdout, stderr io.Writer
 		v.Reviews = append(v.Reviews, reviewView{Author: r.Author, State: r.State, Commit: r.CommitID,
 			Official: r.Official, Stale: r.Stale, Body: redact.Clip(r.Body, maxShownText/4)})
 	}
-	return writeJSON(stdout, v)
+	return v, nil
 }
 
 func prState(pr forgejo.PR) string {

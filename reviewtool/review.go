@@ -134,38 +134,61 @@ func sign(text string) string {
 	return text + Signature
 }
 
-// postReview files r on the session's PR. The commit must be the session's
+// postReview files r on the session's PR (fileReview) and prints what
+// was filed.
+func (t *tool) postReview(ctx context.Context, target report.Target, r forgejo.NewReview, stdout, stderr io.Writer) int {
+	filed, err := t.fileReview(ctx, target, r, false)
+	var refused *usageError
+	switch {
+	case errors.As(err, &refused):
+		return usageErr(stderr, "review", refused.error)
+	case err != nil:
+		return fail(stderr, "review", err)
+	}
+	return writeJSON(stdout, filed)
+}
+
+// usageError is a request the tool refuses before it reaches the forge.
+type usageError struct{ error }
+
+// fileReview files r on the session's PR. The commit must be the session's
 // head in full, which is both the work tree's HEAD and the PR's head on the
 // forge now: a review elsewhere is stale at once, and a prefix would let the
 // review land on a head pushed during the session, which no one read. The
-// body ends with the session's mark.
-func (t *tool) postReview(ctx context.Context, target report.Target, r forgejo.NewReview, stdout, stderr io.Writer) int {
+// body ends with the session's mark. once refuses a second review of the
+// session (one that carries its mark is on the PR already).
+func (t *tool) fileReview(ctx context.Context, target report.Target, r forgejo.NewReview, once bool) (map[string]any, error) {
 	head := t.session.Head
 	switch {
 	case r.CommitID == "":
-		return usageErr(stderr, "review", fmt.Errorf("--commit is required: the head commit you reviewed, in full (%s)", head))
+		return nil, &usageError{fmt.Errorf("the commit is required: the head commit you reviewed, in full (%s)", head)}
 	case !sessionmark.HeadRE.MatchString(r.CommitID):
-		return usageErr(stderr, "review", fmt.Errorf("--commit %q is not a full commit id: name the head you reviewed in full (%s)",
-			redact.Clip(r.CommitID, 64), head))
+		return nil, &usageError{fmt.Errorf("commit %q is not a full commit id: name the head you reviewed in full (%s)",
+			redact.Clip(r.CommitID, 64), head)}
 	case r.CommitID != head:
-		return usageErr(stderr, "review", fmt.Errorf("refused: --commit %s is not the head this session was started for (%s)", r.CommitID, head))
+		return nil, &usageError{fmt.Errorf("refused: commit %s is not the head this session was started for (%s)", r.CommitID, head)}
 	}
 	if tree, err := treeHead(t.dir); err != nil || tree != head {
-		return fail(stderr, "review", fmt.Errorf("the work tree's HEAD is %q, not the session's head %s (%v): review the head you were given", tree, head, err))
+		return nil, fmt.Errorf("the work tree's HEAD is %q, not the session's head %s (%v): review the head you were given", tree, head, err)
 	}
 	c, err := t.connect(ctx)
 	if err != nil {
-		return fail(stderr, "review", err)
+		return nil, err
 	}
 	pr, err := c.PR(ctx, target.Owner, target.Repo, target.Number)
 	if err != nil {
-		return fail(stderr, "review", err)
+		return nil, err
 	}
 	switch {
 	case pr.State != "open" || pr.Merged:
-		return fail(stderr, "review", fmt.Errorf("%s is %s: nothing to review", target, prState(pr)))
+		return nil, fmt.Errorf("%s is %s: nothing to review", target, prState(pr))
 	case pr.HeadSHA != head:
-		return fail(stderr, "review", fmt.Errorf("%s's head on the forge is now %s, not %s: the review would not be of the head you read; nothing filed", target, pr.HeadSHA, head))
+		return nil, fmt.Errorf("%s's head on the forge is now %s, not %s: the review would not be of the head you read; nothing filed", target, pr.HeadSHA, head)
+	}
+	if once {
+		if err := t.checkVerdictOpen(ctx, c, target); err != nil {
+			return nil, err
+		}
 	}
 	r.Body += sessionmark.Tag(t.session.Mark)
 	for i := range r.Comments {
@@ -173,11 +196,35 @@ func (t *tool) postReview(ctx context.Context, target report.Target, r forgejo.N
 	}
 	got, err := c.PostReview(ctx, target.Owner, target.Repo, target.Number, r)
 	if err != nil {
-		return fail(stderr, "review", err)
+		return nil, err
 	}
-	return writeJSON(stdout, map[string]any{"posted": "review", "id": got.ID, "state": got.State,
+	return map[string]any{"posted": "review", "id": got.ID, "state": got.State,
 		"commit_id": got.CommitID, "author": got.Author, "official": got.Official, "line_comments": len(r.Comments),
-		"session": t.session.Session})
+		"session": t.session.Session}, nil
+}
+
+// maxSessionReviews bounds the reviews one session files.
+const maxSessionReviews = 3
+
+// checkVerdictOpen refuses a review once the session filed its verdict
+// (an approval or a request for changes carrying its mark is on the PR),
+// or maxSessionReviews reviews: a session decides once.
+func (t *tool) checkVerdictOpen(ctx context.Context, c *forgejo.Client, target report.Target) error {
+	reviews, err := c.ReviewDetails(ctx, target.Owner, target.Repo, target.Number)
+	if err != nil {
+		return err
+	}
+	filed := 0
+	for _, r := range reviews {
+		if sessionmark.Find(r.Body) != t.session.Mark {
+			continue
+		}
+		filed++
+		if r.State == forgejo.ReviewApproved || r.State == forgejo.ReviewRequestChanges || filed >= maxSessionReviews {
+			return &usageError{fmt.Errorf("this session filed its verdict already (review %d, %s): one verdict a session", r.ID, r.State)}
+		}
+	}
+	return nil
 }
 
 // maxHeadFile bounds the read of .git/HEAD.

@@ -137,7 +137,7 @@ func newTool(getenv func(string) string) (*tool, error) {
 		return nil, err
 	}
 	forge := strings.TrimRight(getenv(EnvForgeURL), "/")
-	if err := checkForgeURL(forge); err != nil {
+	if err := checkForgeURL(EnvForgeURL, forge); err != nil {
 		return nil, err
 	}
 	token, err := readToken(getenv(EnvTokenFile))
@@ -148,17 +148,17 @@ func newTool(getenv func(string) string) (*tool, error) {
 }
 
 // checkForgeURL wants https, or http to this machine: the token travels
-// in every request.
-func checkForgeURL(s string) error {
+// in every request. name says where the URL came from.
+func checkForgeURL(name, s string) error {
 	if s == "" {
-		return fmt.Errorf("%s is not set: the agent server's environment names the forge", EnvForgeURL)
+		return fmt.Errorf("%s is not set: it names the forge", name)
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return fmt.Errorf("%s: want an http(s) URL without credentials, got %q", EnvForgeURL, redact.URL(s))
+		return fmt.Errorf("%s: want an http(s) URL without credentials, got %q", name, redact.URL(s))
 	}
 	if u.Scheme == "http" && !loopback.Host(u.Hostname()) {
-		return fmt.Errorf("%s: %s is plain http to another machine; the token would travel in clear: use https", EnvForgeURL, redact.URL(s))
+		return fmt.Errorf("%s: %s is plain http to another machine; the token would travel in clear: use https", name, redact.URL(s))
 	}
 	return nil
 }

@@ -45,7 +45,7 @@ func TestCheckForgeURL(t *testing.T) {
 		{"", false},
 	}
 	for _, tt := range tests {
-		if err := checkForgeURL(tt.url); (err == nil) != tt.ok {
+		if err := checkForgeURL("--forge", tt.url); (err == nil) != tt.ok {
 			t.Errorf("checkForgeURL(%q) = %v, want ok=%v", tt.url, err, tt.ok)
 		}
 	}

@@ -38,7 +38,8 @@ import (
 type Record struct {
 	Repo    string `json:"repo"` // owner/name
 	PR      int    `json:"pr"`
-	Head    string `json:"head"` // the full commit id the session was started for
+	Head    string `json:"head"`           // the full commit id the session was started for
+	Base    string `json:"base,omitempty"` // the PR's base branch, as the tree has it (refs/remotes/origin/<base>)
 	Session string `json:"session"`
 	Mark    string `json:"mark"` // what its reviews carry (Key.Mark)
 	// Fixer says the session is a fixer's: when it ends the pool pushes its
@@ -57,6 +58,9 @@ const maxRecord = 4 << 10
 var HeadRE = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 
 var sessionRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}$`)
+
+// baseRE is a branch name the record may hold: no option, no way up.
+var baseRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._/-]{0,199}$`)
 
 // Write records r for the session working in tree, readable by every user
 // that may reach it and writable by none but the pool's (0644 in a
@@ -140,6 +144,8 @@ func (r Record) check() error {
 		return fmt.Errorf("PR number %d", r.PR)
 	case !HeadRE.MatchString(r.Head):
 		return fmt.Errorf("head %q is not a full commit id", r.Head)
+	case r.Base != "" && (!baseRE.MatchString(r.Base) || strings.Contains(r.Base, "..")):
+		return fmt.Errorf("base branch %q", r.Base)
 	case !sessionRE.MatchString(r.Session):
 		return fmt.Errorf("session id %q", r.Session)
 	case !markRE.MatchString(r.Mark):

@@ -1,8 +1,12 @@
-// Command pool-review is the reviewer agent's narrow way to the forge: read a
-// PR, submit a review with a verdict on its head commit, comment on a line,
-// post a signed comment (a fixer commits; the pool pushes). The agent's bash permission
-// allows this command and no other way out (see deploy/opencode and the
-// README, "Setting up the reviewer").
+// Command pool-review is the reviewer agent's narrow way to the forge and
+// its work tree. As the reviewer's tool server, which the agent server
+// starts in each work tree with a fixed argument vector (deploy/opencode,
+// README "Setting up the reviewer"):
+//
+//	pool-review mcp --forge URL --token-file PATH [--git PATH]
+//
+// it offers the tools pr, diff, files, read, search and verdict, which take
+// named arguments, no command line (reviewtool.Serve). As a command:
 //
 //	pool-review pr OWNER/REPO#N
 //	pool-review review OWNER/REPO#N --commit SHA --verdict approve --body TEXT
@@ -37,7 +41,12 @@ func main() {
 		os.Exit(reviewtool.Shell(os.Args[1:], os.Stderr))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := reviewtool.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	var code int
+	if len(os.Args) > 1 && os.Args[1] == "mcp" {
+		code = reviewtool.Serve(ctx, os.Args[2:], os.Stdin, os.Stdout, os.Stderr)
+	} else {
+		code = reviewtool.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	}
 	stop()
 	os.Exit(code)
 }

@@ -16,7 +16,7 @@ func prepareAgentDir(dir string, opts AgentOptions) error {
 	config := opencodeConfig(opts)
 	if opts.Shipped {
 		var err error
-		if config, err = shippedConfig(config); err != nil {
+		if config, err = shippedConfig(config, opts.MCP); err != nil {
 			return err
 		}
 	}
@@ -47,7 +47,7 @@ func opencodeConfig(opts AgentOptions) map[string]any {
 		permission = "allow"
 	}
 	model := ModelProvider + "/" + ModelID
-	return map[string]any{
+	config := map[string]any{
 		"autoupdate":  false,
 		"share":       "disabled",
 		"model":       model,
@@ -71,6 +71,15 @@ func opencodeConfig(opts AgentOptions) map[string]any {
 			},
 		},
 	}
+	if len(opts.MCP) > 0 {
+		config["mcp"] = map[string]any{MCPServer: mcpEntry(opts.MCP)}
+	}
+	return config
+}
+
+// mcpEntry is the config of a local tool server run as command.
+func mcpEntry(command []string) map[string]any {
+	return map[string]any{"type": "local", "command": command, "enabled": true}
 }
 
 // seedConfigDir makes the server's global config dir look as if its plugin

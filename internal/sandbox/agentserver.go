@@ -45,6 +45,9 @@ type AgentOptions struct {
 	Log     io.Writer // progress lines; nil discards them
 	// Port pins the listening port; 0 takes a free one (startListening).
 	Port int
+	// MCP is the command vector of the reviewer's tool server
+	// (ReviewerSetup.MCP), which the config names as MCPServer; nil: none.
+	MCP []string
 	// RunAs runs the server as this user (SeparateUser) instead of this
 	// process's: dir is given to it, and the binary copied where it may
 	// run it. nil: this process's user.

@@ -1,15 +1,28 @@
 package sandbox
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
 )
 
-// The scripted reviewer reaches the forge only as the shipped reviewer does:
-// through the pool-review command its permissions allow (see SetUpReviewer),
-// which holds the reviewer's own token. No token is in its commands or its
-// environment, and the pool's token never enters a prompt.
+// The scripted reviewer works as the shipped reviewer does: through the
+// tools of the pool-review tool server its permissions allow (see
+// SetUpReviewer), which holds the reviewer's own token. No token is in its
+// calls or its environment, and the pool's token never enters a prompt.
+
+// The names the agent server gives the tool server's tools: the server's
+// name in the config (MCPServer), an underscore, the tool's.
+const (
+	MCPServer   = "review"
+	ToolPR      = MCPServer + "_pr"
+	ToolDiff    = MCPServer + "_diff"
+	ToolFiles   = MCPServer + "_files"
+	ToolRead    = MCPServer + "_read"
+	ToolSearch  = MCPServer + "_search"
+	ToolVerdict = MCPServer + "_verdict"
+)
 
 var (
 	promptPRRE   = regexp.MustCompile(`Review PR #(\d+)\. Repo: ([^\s]+)\.`)
@@ -28,45 +41,54 @@ func PromptTarget(prompt string) (pr string, repo string, head string, ok bool) 
 
 // Verdict is what a scripted reviewer does with a PR.
 type Verdict struct {
-	// Remark posts a commenting review first, so the PR carries two
+	// Remark files a commenting review first, so the PR carries two
 	// reviews on its head.
 	Remark bool
-	Event  string // APPROVED, REQUEST_CHANGES or COMMENT; "" posts no review
+	Event  string // APPROVED, REQUEST_CHANGES or COMMENT; "" files no review
 	// Report overrides the REVIEW-RESULT line; "" reports what happened.
 	Report string
 }
 
-// WhereCommand is the scripted reviewer's first command: where it runs and
-// what is checked out there.
-const WhereCommand = "pwd; git log -1 --format=%H"
+// WhereTurn is the scripted reviewer's first call: the PR as the tool
+// server shows it, with the work tree it serves and what is checked out
+// there (Where).
+var WhereTurn = Turn{Tool: ToolPR, Args: map[string]any{}}
 
-// Reviewer returns a Script for a reviewer that first looks where it runs
-// (WhereCommand), then reviews as decide says with pool-review, and ends
-// with a line saying where it ran and a REVIEW-RESULT line. It never
-// merges: the pool does.
+// Reviewer returns a Script for a reviewer that first reads its PR
+// (WhereTurn) and the diff, then reviews as decide says with the verdict
+// tool, and ends with a line saying where it ran and a REVIEW-RESULT line.
+// It never merges: the pool does.
 func Reviewer(decide func(pr string) Verdict) Script {
 	return func(prompt string, outputs []string) Turn {
-		pr, repo, head, ok := PromptTarget(prompt)
+		pr, _, head, ok := PromptTarget(prompt)
 		if !ok {
 			return Turn{Text: "I cannot tell which PR to review."}
 		}
 		v := decide(pr)
-		cmds := []string{WhereCommand}
+		turns := []Turn{WhereTurn, {Tool: ToolDiff, Args: map[string]any{}}}
 		if v.Remark {
-			cmds = append(cmds, reviewCommand(repo, pr, head, "COMMENT"))
+			turns = append(turns, VerdictTurn(head, "COMMENT", ""))
 		}
 		if v.Event != "" {
-			cmds = append(cmds, reviewCommand(repo, pr, head, v.Event))
+			turns = append(turns, VerdictTurn(head, v.Event, ""))
 		}
-		if len(outputs) < len(cmds) {
-			return Turn{Bash: cmds[len(outputs)]}
+		if len(outputs) < len(turns) {
+			return turns[len(outputs)]
 		}
 		return Turn{Text: finalText(v, outputs[0])}
 	}
 }
 
-// Where reads the directory and commit from WhereCommand's output.
+// Where reads the work tree and the commit checked out there from the
+// output of WhereTurn (or of a shell's `pwd; git log -1 --format=%H`).
 func Where(output string) (dir, head string) {
+	var v struct {
+		WorkTree string `json:"work_tree"`
+		TreeHead string `json:"tree_head"`
+	}
+	if json.Unmarshal([]byte(output), &v) == nil {
+		return v.WorkTree, v.TreeHead
+	}
 	dir, head, _ = strings.Cut(strings.TrimSpace(output), "\n")
 	return dir, strings.TrimSpace(head)
 }
@@ -74,16 +96,19 @@ func Where(output string) (dir, head string) {
 // Approve is the plain happy reviewer.
 func Approve(string) Verdict { return Verdict{Event: "APPROVED"} }
 
-// verdictWords are the pool-review verdicts for the forge's review events.
+// verdictWords are the verdict tool's words for the forge's review events.
 var verdictWords = map[string]string{"APPROVED": "approve", "REQUEST_CHANGES": "request-changes", "COMMENT": "comment"}
 
-// reviewCommand files a review with pool-review, which signs it.
-func reviewCommand(repo, pr, head, event string) string {
-	return fmt.Sprintf("pool-review review %s#%s --commit %s --verdict %s --body 'Scripted review: %s.'",
-		repo, pr, head, verdictWords[event], strings.ToLower(event))
+// VerdictTurn files a review of commit with the verdict tool, which signs
+// and marks it; body "" says which verdict it is.
+func VerdictTurn(commit, event, body string) Turn {
+	if body == "" {
+		body = "Scripted review: " + strings.ToLower(event) + "."
+	}
+	return Turn{Tool: ToolVerdict, Args: map[string]any{"verdict": verdictWords[event], "commit": commit, "body": body}}
 }
 
-// finalText reports where the reviewer ran (from WhereCommand's output)
+// finalText reports where the reviewer ran (from WhereTurn's output)
 // and its result.
 func finalText(v Verdict, where string) string {
 	decision := map[string]string{"APPROVED": "approved", "REQUEST_CHANGES": "changes_requested"}[v.Event]
@@ -97,6 +122,9 @@ func finalText(v Verdict, where string) string {
 	}
 	return fmt.Sprintf("%s\nReview done.\nREVIEW-RESULT: {\"decision\": %q, \"merge_status\": \"none\"}", ran, decision)
 }
+
+// whereCommand is where a shell runs and what is checked out there.
+const whereCommand = "pwd; git log -1 --format=%H"
 
 // FixerCue is the sentence of a fixer prompt the scripted fixer looks for.
 const FixerCue = "checks fail on its head commit"
@@ -117,7 +145,7 @@ func Fixer(review Script) Script {
 			return Turn{Text: "I cannot tell which PR to fix."}
 		}
 		turns := []Turn{
-			{Bash: WhereCommand},
+			{Bash: whereCommand},
 			{Tool: "write", Args: map[string]any{"filePath": FixedFile, "content": "fixed\n"}},
 			{Bash: fmt.Sprintf("git add %s && git commit -qm 'Fix the failing check' && git log -1 --format=%%H", FixedFile)},
 		}

@@ -1,23 +1,25 @@
 package sandbox
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
 
-// TestReviewerTurns: the commands a scripted reviewer runs, in order (where
-// it is first), and the result line it ends with.
+// TestReviewerTurns: the calls a scripted reviewer makes, in order (its PR
+// and where it is first, then the diff), and the result line it ends with.
 func TestReviewerTurns(t *testing.T) {
 	prompt := "Review PR #3. Repo: owner/demo.\nHead SHA: 0123abcd\n"
 	tests := []struct {
 		name    string
 		verdict Verdict
-		want    []string // a substring of each command, then of the final text
+		want    []string // each call's tool and arguments, then a substring of the final text
 	}{
-		{"approve", Verdict{Event: "APPROVED"}, []string{"pwd", "pool-review review owner/demo#3 --commit 0123abcd --verdict approve ", `"decision": "approved"`}},
+		{"approve", Verdict{Event: "APPROVED"}, []string{ToolPR + " {}", ToolDiff + " {}",
+			ToolVerdict + ` {"body":"Scripted review: approved.","commit":"0123abcd","verdict":"approve"}`, `"decision": "approved"`}},
 		{"remark, then approve", Verdict{Remark: true, Event: "APPROVED"},
-			[]string{"pwd", "--verdict comment ", "--verdict approve ", `"decision": "approved"`}},
-		{"no review", Verdict{}, []string{"pwd", `"decision": "commented"`}},
+			[]string{ToolPR + " {}", ToolDiff + " {}", `"verdict":"comment"`, `"verdict":"approve"`, `"decision": "approved"`}},
+		{"no review", Verdict{}, []string{ToolPR, ToolDiff, `Worked in /tmp/tree at 0123abcd.`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -30,7 +32,8 @@ func TestReviewerTurns(t *testing.T) {
 			var outputs []string
 			for i, want := range tt.want {
 				turn := script(prompt, outputs)
-				got := turn.Bash
+				args, _ := json.Marshal(turn.Args)
+				got := turn.Tool + " " + string(args)
 				if i == len(tt.want)-1 {
 					got = turn.Text
 				}
@@ -38,7 +41,7 @@ func TestReviewerTurns(t *testing.T) {
 					t.Errorf("turn %d: %q lacks %q", i, got, want)
 				}
 				if i == 0 {
-					outputs = append(outputs, "/tmp/tree\n0123abcd")
+					outputs = append(outputs, `{"work_tree": "/tmp/tree", "tree_head": "0123abcd"}`)
 				} else {
 					outputs = append(outputs, `{"posted": "review"}`)
 				}

@@ -162,7 +162,7 @@ func startServers(ctx context.Context, dir, agentName string, log io.Writer, sep
 		}
 	}
 	s.Agent, err = StartAgentServer(ctx, filepath.Join(dir, "agent"), AgentOptions{
-		ModelURL: s.Model.URL, AgentName: agentName, Log: log, Shipped: true, Env: s.Reviewer.WithFixerShell(), RunAs: s.AgentUser,
+		ModelURL: s.Model.URL, AgentName: agentName, Log: log, Shipped: true, Env: s.Reviewer.WithFixerShell(), MCP: s.Reviewer.MCP, RunAs: s.AgentUser,
 	})
 	if err != nil {
 		return nil, err

@@ -26,7 +26,7 @@ func (sb *Sandbox) startSeparateAgent(ctx context.Context, s *Servers, opts Opti
 		return err
 	}
 	agent, err := StartAgentServer(ctx, filepath.Join(sb.Dir, "agent"), AgentOptions{
-		ModelURL: s.Model.URL, AgentName: s.Agent.opts.AgentName, Log: log, Shipped: !opts.AllowEverything, Env: rev.WithFixerShell(), RunAs: u,
+		ModelURL: s.Model.URL, AgentName: s.Agent.opts.AgentName, Log: log, Shipped: !opts.AllowEverything, Env: rev.WithFixerShell(), MCP: rev.MCP, RunAs: u,
 	})
 	if err != nil {
 		return err

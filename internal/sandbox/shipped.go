@@ -30,9 +30,11 @@ const (
 var ReviewerScopes = []string{"write:repository", "write:issue"}
 
 // shippedConfig is the shipped opencode.json (deploy/opencode) with the
-// scripted model of scripted, the stand-in config, as its only model, and
-// no title generation (its requests would reach the scripted model).
-func shippedConfig(scripted map[string]any) (map[string]any, error) {
+// scripted model of scripted, the stand-in config, as its only model, no
+// title generation (its requests would reach the scripted model), and the
+// tool server run as mcp (the shipped command names the paths of an
+// installation; nil: no tool server).
+func shippedConfig(scripted map[string]any, mcp []string) (map[string]any, error) {
 	b, err := fs.ReadFile(deploy.OpenCode, "opencode/opencode.json")
 	if err != nil {
 		return nil, fmt.Errorf("shipped opencode.json: %w", err)
@@ -45,6 +47,14 @@ func shippedConfig(scripted map[string]any) (map[string]any, error) {
 		cfg[k] = scripted[k]
 	}
 	cfg["agent"] = map[string]any{"title": map[string]any{"disable": true}}
+	servers, _ := cfg["mcp"].(map[string]any)
+	if _, ok := servers[MCPServer]; !ok {
+		return nil, fmt.Errorf("shipped opencode.json: no tool server %q under mcp", MCPServer)
+	}
+	delete(cfg, "mcp")
+	if len(mcp) > 0 {
+		cfg["mcp"] = map[string]any{MCPServer: mcpEntry(mcp)}
+	}
 	return cfg, nil
 }
 
@@ -79,11 +89,15 @@ type ReviewerSetup struct {
 	Bin       string // the pool-review binary
 	TokenFile string // the reviewer's token, mode 0600
 	Env       map[string]string
+	// MCP is the command vector the agent server runs the tool server with
+	// (pool-review mcp), as an installation's opencode.json has it.
+	MCP []string
 }
 
 // SetUpReviewer builds cmd/pool-review into dir/bin, links it as git in
 // dir/guard (the git guard), writes the reviewer's token to
-// dir/reviewer-token, and returns the agent server's environment: PATH with
+// dir/reviewer-token, and returns the tool server's command vector and the
+// agent server's environment: PATH with
 // the guard and the tool first, the forge's URL and the token file's path for
 // the tool, and a git identity for a fixer's commits. The token itself is in
 // no variable.
@@ -113,6 +127,11 @@ func SetUpReviewer(ctx context.Context, dir, forgeURL, reviewerToken string) (Re
 	if err := os.WriteFile(s.TokenFile, []byte(reviewerToken+"\n"), 0o600); err != nil {
 		return s, fmt.Errorf("sandbox: reviewer token file: %w", err)
 	}
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return s, fmt.Errorf("sandbox: reviewer tool: %w", err)
+	}
+	s.MCP = []string{s.Bin, "mcp", "--forge", forgeURL, "--token-file", s.TokenFile, "--git", git}
 	s.Env = map[string]string{
 		"PATH":             strings.Join([]string{guard, bin, os.Getenv("PATH")}, string(os.PathListSeparator)),
 		EnvReviewForgeURL:  forgeURL,
