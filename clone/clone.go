@@ -65,6 +65,10 @@ type Options struct {
 	// user is in: work trees are shared with it, and the clone's objects
 	// readable by it (share.go). Empty: everything is the pool's alone.
 	TreeGroup string
+	// Reaper is the unix socket of the helper that ends, as the agent
+	// server's user, the processes a session left in a work tree
+	// (leftover.go). Empty: the pool ends those it may see itself.
+	Reaper string
 }
 
 // Clone is the pool's clone. Its methods are safe for concurrent use.
@@ -82,6 +86,7 @@ type Clone struct {
 	config []byte // the clone's config as configure wrote it
 	log    *slog.Logger
 	group  int       // TreeGroup's id; -1: not shared
+	reaper string    // Options.Reaper
 	ident  [2]string // GitName and GitEmail, for the work trees' config
 
 	// guarded by mu (warm.go)
@@ -96,7 +101,7 @@ type Clone struct {
 // removed and the repository cloned afresh. On error nothing is left behind.
 func Open(ctx context.Context, opt Options) (*Clone, error) {
 	c := &Clone{Dir: opt.Dir, url: opt.URL, branch: opt.Branch, auth: &githttp.BasicAuth{Username: "pool", Password: opt.Token}, log: opt.Log,
-		ident: [2]string{opt.GitName, opt.GitEmail}}
+		ident: [2]string{opt.GitName, opt.GitEmail}, reaper: opt.Reaper}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}

@@ -12,21 +12,36 @@ import (
 // end on SIGTERM before it gets SIGKILL.
 const leftoverGrace = 2 * time.Second
 
+// reaperTimeout bounds a request to the reaper helper.
+const reaperTimeout = time.Minute
+
 // endLeftovers ends the processes a session left running in work tree dir
 // (package reap: those no live process outside the tree started, such as
 // a `nohup cmd &` whose shell is gone), and logs them. Where the agent
-// server's user is another, the pool can look into its processes only as
-// root: it says so once. Callers hold mu.
+// server runs as a user of its own, the pool may neither see nor signal its
+// processes unless it runs as root: the helper at Options.Reaper, running
+// as that user, does it; without one the pool says once that it cannot.
+// A helper that does not answer is logged and does not stop the tree's
+// reset. Callers hold mu.
 func (c *Clone) endLeftovers(ctx context.Context, dir string) error {
+	if c.reaper != "" {
+		lines, err := reap.Ask(ctx, c.reaper, dir, reaperTimeout)
+		if len(lines) > 0 {
+			c.log.Warn("the reaper ended processes a session left in its work tree", "dir", dir, "ended", fmt.Sprint(lines))
+		}
+		if err != nil {
+			c.log.Warn("asking the reaper to end the processes left in a work tree failed", "dir", dir, "err", err)
+		}
+	}
 	res, err := reap.Tree(ctx, dir, leftoverGrace, c.group)
 	if len(res.Ended) > 0 {
 		c.log.Warn("ended processes a session left in its work tree", "dir", dir,
 			"ended", fmt.Sprint(res.Ended), "killed_after_grace", fmt.Sprint(res.Killed))
 	}
-	if res.Hidden > 0 && !c.blind {
+	if res.Hidden > 0 && c.reaper == "" && !c.blind {
 		c.blind = true
-		c.log.Warn("the pool cannot look into the processes of the work trees' group (another user's): "+
-			"processes a session leaves in its work tree are not ended (README, Work trees)", "hidden", res.Hidden)
+		c.log.Warn("the pool cannot look into the processes of the work trees' group (another user's), and has no reaper "+
+			"(agent.reaper_socket): processes a session leaves in its work tree are not ended (README, Work trees)", "hidden", res.Hidden)
 	}
 	return err
 }

@@ -1,9 +1,14 @@
 package clone
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -91,5 +96,56 @@ func TestLeftProcessesEndBeforeTheTreeIsReused(t *testing.T) {
 	}
 	if alive(late) {
 		t.Errorf("process %d left in a removed tree still runs", late)
+	}
+}
+
+// TestTheReaperIsAskedBeforeAReset: with a reaper (Options.Reaper), the
+// clone asks it, naming the tree, when the tree is given back and before
+// it is reset for the next session.
+func TestTheReaperIsAskedBeforeAReset(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	head1, head2 := twoPRForge(t, src)
+	sock := filepath.Join(t.TempDir(), "reaper.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := make(chan string, 10)
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				close(asked)
+				return
+			}
+			line, _ := bufio.NewReader(conn).ReadString('\n')
+			asked <- strings.TrimSpace(line)
+			fmt.Fprintln(conn, "ok")
+			conn.Close()
+		}
+	}()
+	c, err := Open(context.Background(), Options{Dir: filepath.Join(t.TempDir(), "clone"), URL: src, Token: "tok", Branch: "main", Reaper: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Remove() })
+	ctx := context.Background()
+	dir, err := c.TakeTree(ctx, 1, head1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GiveTree(ctx, dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := c.TakeTree(ctx, 2, head2); err != nil || again != dir {
+		t.Fatalf("TakeTree = %q, %v; want the warm tree %s", again, err, dir)
+	}
+	l.Close()
+	var got []string
+	for a := range asked {
+		got = append(got, a)
+	}
+	if want := []string{dir, dir}; !slices.Equal(got, want) {
+		t.Errorf("the reaper was asked for %q, want %q (given back, then reset)", got, want)
 	}
 }

@@ -53,6 +53,11 @@ type Config struct {
 	// (agent.servers); empty: the one at AgentURL, with AgentPassword and
 	// Workers (Servers). With them, Workers is the sum of their workers.
 	AgentServers []AgentServer
+	// AgentReaper is the socket of the helper that ends, as the agent
+	// server's user, the processes a session left in its work tree
+	// (clone.Options.Reaper); empty: the pool does it itself, for the
+	// processes it may see.
+	AgentReaper string
 
 	Workers         int
 	InstanceID      string
@@ -276,6 +281,7 @@ var settings = []setting{
 	{"agent.allow_no_password", "agent-allow-no-password", []string{"POOL_AGENT_ALLOW_NO_PASSWORD"}, "false", "use an agent server off loopback that answers without a password (a `bool`; anyone who reaches it runs commands as its user)"},
 	{"agent.servers", "", nil, "", ""},
 	{"agent.tree_group", "agent-tree-group", []string{"POOL_AGENT_TREE_GROUP"}, "", "OS `group` of the agent server's user, when it runs as a user of its own: the work trees are shared with it, nothing else (empty: the pool's alone)"},
+	{"agent.reaper_socket", "agent-reaper-socket", []string{"POOL_AGENT_REAPER_SOCKET"}, "", "unix `socket` of the helper (pool reap) that ends, as the agent server's user, the processes a session left in its work tree (empty: the pool ends those it may see)"},
 	{"workers", "workers", []string{"POOL_WORKERS", "CA_MAX_PARALLEL_WORKERS"}, "4", "`N` concurrent reviewer sessions"},
 	{"instance_id", "instance-id", []string{"POOL_INSTANCE_ID"}, "", "`identity` of this pool (default: kept in the state dir)"},
 	{"poll_interval", "poll-interval", []string{"POOL_POLL_INTERVAL"}, "30s", "time between discovery cycles (a `duration`)"},
@@ -383,6 +389,7 @@ func decode(v *viper.Viper) (Config, error) {
 
 		AgentAllowNoPassword: d.boolean("agent.allow_no_password"),
 		AgentTreeGroup:       d.str("agent.tree_group"),
+		AgentReaper:          d.str("agent.reaper_socket"),
 		Workers:              d.integer("workers"),
 		InstanceID:           d.str("instance_id"),
 		PollInterval:         d.duration("poll_interval"),

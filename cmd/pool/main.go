@@ -6,6 +6,7 @@
 //	pool tick OWNER/REPO#N      one PR's actionable items, as JSON
 //	pool hook install           register the pool's webhook on the repository
 //	pool status --ops-url URL   a running pool's slots and PRs, as a table
+//	pool reap --under DIR       as the agent server's user: end what a session left in a work tree
 //	pool version                the version, commit and Go version
 //
 // Exit codes: 0 idle exit or signal; 1 fatal at run time, a panic included;
@@ -31,6 +32,7 @@ import (
 
 	"pool/configs"
 	"pool/internal/guard"
+	"pool/internal/reap"
 	"pool/ops"
 	"pool/report"
 	"pool/serve"
@@ -89,6 +91,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		return hook(ctx, args, stdout, stderr)
 	case "status":
 		return status(ctx, args, stdout, stderr)
+	case "reap":
+		return reapTree(ctx, args, os.Stdin, stdout, stderr)
 	case "help":
 		fmt.Fprintf(stdout, "%s\n\nFlags of pool run (each also a config key and a POOL_ variable):\n%s", usage, configs.RunUsage())
 		return 0
@@ -103,6 +107,9 @@ const usage = `usage:
   pool tick OWNER/REPO#N        the actionable items on one PR, as JSON
   pool hook install [flags]     register the pool's webhook (--hook-url, webhook secret) on the repository
   pool status --ops-url URL     a running pool's slots, PRs and warnings, read from its ops listener
+  pool reap --under DIR         as the agent server's user, started by systemd for each connection on the
+                                pool's reaper socket: end the processes a session left in the work tree
+                                named on standard input (README, Work trees)
   pool version                  the version, commit and Go version of this binary (also --version)
   pool help                     this text (also --help)`
 
@@ -274,4 +281,30 @@ func logLevel() slog.Level {
 		return slog.LevelInfo
 	}
 	return l
+}
+
+// reapGrace is how long a process the helper ends has to go on SIGTERM.
+const reapGrace = 2 * time.Second
+
+// reapTree is the helper the pool asks, where the agent server runs as a
+// user of its own, to end what a session left in a work tree (package
+// reap): one request on stdin, the answer on stdout.
+func reapTree(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("reap", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	root := fs.String("under", "", "the `directory` the work trees are under (the pool's state directory)")
+	if err := fs.Parse(args); err != nil {
+		return configFailure(err, stderr)
+	}
+	if *root == "" || !filepath.IsAbs(*root) || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "pool: usage: pool reap --under DIR (an absolute path)")
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := reap.Serve(ctx, stdin, stdout, *root, reapGrace); err != nil {
+		fmt.Fprintf(stderr, "pool: reap: %v\n", err)
+		return 1
+	}
+	return 0
 }

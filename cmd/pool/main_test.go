@@ -225,3 +225,38 @@ func TestSignalDuringStartIsExit0(t *testing.T) {
 		t.Errorf("exit %d after a signal during start, want 0; stderr:\n%s", code, stderr.String())
 	}
 }
+
+// TestReapAnswersOneRequest: `pool reap` (the helper systemd starts for
+// each connection on the reaper socket) needs its root, refuses a tree
+// outside it with an error line and exit 1, and answers "ok" for a tree
+// under it with nothing left there.
+func TestReapAnswersOneRequest(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := filepath.Join(root, "clone", "trees", "tree-1")
+	if err := os.MkdirAll(tree, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		args     []string
+		stdin    string
+		wantCode int
+		wantOut  string
+	}{
+		{"no root", nil, tree + "\n", 2, ""},
+		{"outside its root", []string{"--under", root}, "/etc\n", 1, "error: "},
+		{"a tree under its root", []string{"--under", root}, tree + "\n", 0, "ok\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := reapTree(context.Background(), tt.args, strings.NewReader(tt.stdin), &stdout, &stderr)
+			if code != tt.wantCode || !strings.HasPrefix(stdout.String(), tt.wantOut) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and stdout starting %q", code, stdout.String(), stderr.String(), tt.wantCode, tt.wantOut)
+			}
+		})
+	}
+}
