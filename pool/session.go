@@ -84,10 +84,18 @@ func (p *Pool) claim(ctx context.Context, pr forgejo.PR, first <-chan viewResult
 	if err != nil {
 		return false, err
 	}
-	switch verdict, _ := claims.Judge(v, p.instance); verdict {
+	switch verdict, held := claims.Judge(v, p.instance); verdict {
 	case claims.Taken:
 		return false, nil
 	case claims.Ours:
+		// A claim an earlier session of this head left: renewed now, so
+		// that it lives a whole claim's life from this session's start
+		// (follow renews it next after half of it). Unrenewed, another pool
+		// took the head over while the session ran
+		// (TestARetriedSessionRenewsItsClaim).
+		if err := p.renewClaim(ctx, pr.Number, held); err != nil {
+			return false, err
+		}
 		return true, p.deleteLosers(ctx, v)
 	}
 	cl := claims.Claim{Instance: p.instance, SHA: pr.HeadSHA, At: p.now().UTC(), Takeover: p.takenOver(v)}
@@ -242,8 +250,14 @@ func (p *Pool) keepClaim(ctx context.Context, n int, head string) error {
 		_, err = p.comment(ctx, n, claims.Body(cl))
 		return err
 	}
+	return p.renewClaim(ctx, n, cl)
+}
+
+// renewClaim edits this pool's claim, which moves the comment's update
+// time: its life starts over.
+func (p *Pool) renewClaim(ctx context.Context, n int, cl claims.Claim) error {
 	cl.Refreshed = p.now().UTC()
-	_, err = p.forge.EditComment(ctx, p.cfg.Owner, p.cfg.Name, cl.CommentID, texts.Sign(claims.Body(cl)))
+	_, err := p.forge.EditComment(ctx, p.cfg.Owner, p.cfg.Name, cl.CommentID, texts.Sign(claims.Body(cl)))
 	return err
 }
 

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -76,6 +77,52 @@ func TestPoolsOfOneRepositoryNoteOnce(t *testing.T) {
 		}
 		if notes != 1 {
 			t.Errorf("%d hold notes on the WIP PR, want 1: %v", notes, f.effects)
+		}
+	})
+}
+
+// TestARetriedSessionRenewsItsClaim: a pool whose sessions on a head left
+// no review starts the next one under the claim it posted for the first;
+// the claim lives a whole claim's life from then, so no other pool takes
+// the head over while the session runs (the simulation: a third session
+// began 22 minutes into the claim's 30 and another pool started a fourth
+// 8 minutes later).
+func TestARetriedSessionRenewsItsClaim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeForge(1)
+		f.now = time.Now
+		var mu sync.Mutex
+		sessions := map[string]int{}
+		lengths := []time.Duration{14 * time.Minute, 7 * time.Minute, 44 * time.Minute}
+		behave := func(id string) func(int) (time.Duration, func(), string) {
+			return func(pr int) (time.Duration, func(), string) {
+				mu.Lock()
+				defer mu.Unlock()
+				sessions[id]++
+				if id == "pool-1" && sessions[id] < len(lengths) {
+					return lengths[sessions[id]-1], nil, "I could not finish."
+				}
+				return lengths[len(lengths)-1], func() { f.review(pr, "reviewer", forgejo.ReviewApproved) }, approvedReply
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		for i := 1; i <= 2; i++ {
+			cfg := testConfig(1)
+			cfg.PollInterval, cfg.StatusInterval, cfg.IdleExit, cfg.ShutdownTimeout, cfg.SessionTimeout = 30*time.Second, 10*time.Second, 0, 30*time.Second, time.Hour
+			cfg.InstanceID = fmt.Sprintf("pool-%d", i)
+			p, err := New(ctx, cfg, Deps{Forge: f, Agent: newFakeAgent(behave(cfg.InstanceID)), Store: store.NewMemory()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			go p.Run(ctx)
+			time.Sleep(7 * time.Second) // pool-1 claims first
+		}
+		time.Sleep(90 * time.Minute)
+		cancel()
+		mu.Lock()
+		defer mu.Unlock()
+		if sessions["pool-1"] != 3 || sessions["pool-2"] != 0 {
+			t.Errorf("sessions on the head: pool-1 %d, pool-2 %d; want 3 and 0: %v", sessions["pool-1"], sessions["pool-2"], f.Effects())
 		}
 	})
 }
