@@ -416,7 +416,7 @@ func TestRealServerEvents(t *testing.T) {
 	if testing.Short() {
 		t.Skip("agent: the real opencode server is skipped in -short mode")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
 	srv := startEventsServer(ctx, t)
 	t.Cleanup(func() { stopEventsServer(t, srv) }) // the server running by then

@@ -21,7 +21,7 @@ func startServer(t *testing.T, script sandbox.Script, permission any) (*agent.Cl
 	if testing.Short() {
 		t.Skip("agent: the real opencode server is skipped in -short mode")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a first npm install is slow
+	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
 	m, err := sandbox.StartModel(script)
 	if err != nil {
@@ -78,7 +78,7 @@ func gitRepo(t *testing.T) (dir, head string) {
 // steady pace.
 func TestRealServerSession(t *testing.T) {
 	c, model := startServer(t, helloScript, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
 	if open, err := c.OpenToAnyone(ctx); err != nil || open {
 		t.Errorf("OpenToAnyone = %v, %v on a server with a password; want false", open, err)
@@ -210,7 +210,7 @@ func listed(ctx context.Context, t *testing.T, c *agent.Client, want agent.Sessi
 func TestRealServerPermissionAndAbort(t *testing.T) {
 	askFirst := map[string]any{"bash": map[string]string{"*": "allow", "ask-me*": "ask"}}
 	c, _ := startServer(t, func(string, []string) sandbox.Turn { return sandbox.Turn{Bash: "ask-me now"} }, askFirst)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
 	dir, _ := gitRepo(t)
 	s, err := c.CreateSession(ctx, "review PR 2", dir)

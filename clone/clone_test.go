@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"pool/internal/sandbox"
 )
@@ -198,7 +197,7 @@ func TestCloneFailureLeavesNothing(t *testing.T) {
 // real PR's head, and finds the token in no file of the clone or the tree.
 func TestWorkTreeOfAPrivateRepositoryKeepsTheTokenOut(t *testing.T) {
 	forge := sandbox.ForgeForTest(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
 	ch, err := forge.OpenChange(ctx, "alice", "secret-repo", "feature", "f.txt")
 	if err != nil {

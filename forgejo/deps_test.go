@@ -17,7 +17,7 @@ import (
 // dependencies; the merge then goes through.
 func TestOpenDependenciesOnTheRealForge(t *testing.T) {
 	forge := sandbox.SharedForge(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
 	const user, repo = "dep-alice", "dep-demo"
 	ch, err := forge.OpenChange(ctx, user, repo, "f1", "a.txt")

@@ -13,7 +13,7 @@ import (
 // on Gitea 1.26.
 func TestAgainstTheRealForge(t *testing.T) {
 	forge := sandbox.SharedForge(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
 	before := time.Now().Add(-2 * time.Second)
 	ch, err := forge.OpenChange(ctx, "rt-alice", "rt-demo", "f1", "a.txt")
@@ -85,7 +85,7 @@ func mergeWhenReady(t *testing.T, ctx context.Context, c *Client, n int, head st
 
 func TestRejectedTokenIsPermanent(t *testing.T) {
 	forge := sandbox.SharedForge(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
 	c, err := New(ctx, forge.URL, "not-a-token", Options{})
 	if err != nil {
@@ -103,7 +103,7 @@ func TestRejectedTokenIsPermanent(t *testing.T) {
 // official flag on reviews by a collaborator and by an outsider.
 func TestProtectionAndOfficialReviews(t *testing.T) {
 	forge := sandbox.SharedForge(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
 	tokens := map[string]string{}
 	for _, u := range []string{"po-alice", "po-bob", "po-mallory"} {

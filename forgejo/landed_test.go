@@ -3,7 +3,6 @@ package forgejo
 import (
 	"context"
 	"testing"
-	"time"
 
 	"pool/internal/sandbox"
 )
@@ -15,7 +14,7 @@ import (
 // merges it.
 func TestAPRWhoseHeadIsOnTheBase(t *testing.T) {
 	forge := sandbox.SharedForge(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
 	ch, err := forge.OpenChange(ctx, "ob-alice", "ob-demo", "f1", "a.txt")
 	if err != nil {

@@ -3,7 +3,6 @@ package forgejo
 import (
 	"context"
 	"testing"
-	"time"
 
 	"pool/internal/faultproxy"
 	"pool/internal/sandbox"
@@ -15,7 +14,7 @@ import (
 // there as on Gitea.
 func TestMarkMergedOnForgejo(t *testing.T) {
 	forge := sandbox.SharedForge(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
 	const user, repo = "mm-alice", "mm-demo"
 	ch, err := forge.OpenChange(ctx, user, repo, "f1", "a.txt")

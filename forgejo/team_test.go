@@ -3,7 +3,6 @@ package forgejo
 import (
 	"context"
 	"testing"
-	"time"
 
 	"pool/internal/sandbox"
 )
@@ -14,7 +13,7 @@ import (
 // approval that follows.
 func TestTeamReviewRequestIsRead(t *testing.T) {
 	forge := sandbox.SharedForge(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
 	const owner, reviewer, org, repo, team = "trq-owner", "trq-reviewer", "trq-org", "trq-repo", "trq-team"
 	ownerToken, err := forge.CreateUser(ctx, owner)

@@ -173,7 +173,7 @@ func wantLines(t *testing.T, out string, lines ...string) {
 
 func TestAgainstForge(t *testing.T) {
 	f := sandbox.ForgeForTest(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
 	fx := newForgeFixture(t, ctx, f, "demo")
 

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"pool/internal/sandbox"
 	"pool/sessionmark"
@@ -207,7 +206,7 @@ type forgeFixture struct {
 func newForgeFixture(t *testing.T) forgeFixture {
 	t.Helper()
 	f := sandbox.ForgeForTest(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
 	id := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 	if len(id) > 30 {
@@ -266,7 +265,7 @@ func (fx forgeFixture) reviews(t *testing.T) []forgeReview {
 // comment, each signed and by the reviewer's account; `pr` reads the PR.
 func TestReviewLineAndCommentOnTheRealForge(t *testing.T) {
 	fx := newForgeFixture(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
 
 	rec := fx.enter(t, "")
@@ -345,7 +344,7 @@ func TestReviewLineAndCommentOnTheRealForge(t *testing.T) {
 // error.
 func TestReviewRefusesAnotherCommit(t *testing.T) {
 	fx := newForgeFixture(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
 	newHead, err := fx.forge.PushFile(ctx, fx.authorToken, fx.author, fx.repo, "feature", "more.txt", "more\n", "more")
 	if err != nil {

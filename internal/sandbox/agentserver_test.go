@@ -26,7 +26,7 @@ func TestAgentServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sandbox: starting a real opencode server is skipped in -short mode")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a first npm install is slow
+	ctx, cancel := context.WithTimeout(context.Background(), EndToEndLimit)
 	defer cancel()
 	m, err := StartModel(greetScript)
 	if err != nil {
@@ -103,7 +103,7 @@ func agentCall(ctx context.Context, t *testing.T, a *AgentServer, password, meth
 // finishes with "stop", and returns its text.
 func waitForAnswer(ctx context.Context, t *testing.T, a *AgentServer, id string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, EndToEndLimit)
 	defer cancel()
 	for {
 		var msgs []struct {

@@ -46,7 +46,7 @@ func TestCacheDir(t *testing.T) {
 
 func TestForge(t *testing.T) {
 	f := ForgeForTest(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), EndToEndLimit)
 	defer cancel()
 
 	var version struct{ Version string }
