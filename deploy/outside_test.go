@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,10 +43,10 @@ func linkPR(t *testing.T, target string) (src, head string) {
 }
 
 // TestShippedReviewerReadsALinkAsItsText: a PR links a file of its own to
-// the reviewer's token file. The agent server's read tool follows links
-// (on a plain checkout it shows the token), so in a work tree the pool made
-// the link is a plain file: reading it shows the link's text, never the
-// token.
+// the reviewer's token file. The agent server's read tool follows links,
+// and the shipped reviewer has none; the review tools read the head's
+// objects, where the link is its text: reading it shows the link's text,
+// never the token.
 func TestShippedReviewerReadsALinkAsItsText(t *testing.T) {
 	const token = "0123456789abcdef-reviewer-token-for-the-link-test"
 	ctx, setup := offlineReviewer(t, token)
@@ -59,27 +60,42 @@ func TestShippedReviewerReadsALinkAsItsText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	read := []sandbox.Turn{{Tool: "read", Args: map[string]any{"filePath": filepath.Join(dir, "notes.md")}}}
-	outputs := runScripted(ctx, t, setup, deploy.Reviewer, dir, "Review PR #1. Repo: owner/demo.", read)
-	t.Logf("read notes.md -> %s", strings.TrimSpace(outputs[0]))
-	if strings.Contains(outputs[0], token) {
-		t.Errorf("reading the PR's link shows the token: %q", outputs[0])
+	recordSession(t, dir, "owner/demo", 1, head)
+	turns := []sandbox.Turn{
+		{Tool: "read", Args: map[string]any{"filePath": filepath.Join(dir, "notes.md")}},
+		{Tool: sandbox.ToolRead, Args: map[string]any{"path": "notes.md"}},
+		{Tool: sandbox.ToolSearch, Args: map[string]any{"pattern": "reviewer"}},
 	}
-	if !strings.Contains(outputs[0], setup.TokenFile) {
-		t.Errorf("reading the PR's link shows %q, want the link's text %s", outputs[0], setup.TokenFile)
+	outputs := runScripted(ctx, t, setup, deploy.Reviewer, dir, "Review PR #1. Repo: owner/demo.", turns)
+	for i, out := range outputs {
+		t.Logf("%s %v -> %s", turns[i].Tool, turns[i].Args, strings.TrimSpace(out))
+		if strings.Contains(out, token) {
+			t.Errorf("%s shows the token: %q", turns[i].Tool, out)
+		}
+	}
+	if !refusal(outputs[0]) {
+		t.Errorf("the agent server's read tool was not refused: %q", outputs[0])
+	}
+	if !strings.Contains(outputs[1], setup.TokenFile) {
+		t.Errorf("reading the PR's link shows %q, want the link's text %s", outputs[1], setup.TokenFile)
 	}
 }
 
 // TestShippedReviewerGitStaysInItsTree: git diffs any two paths when one is
-// outside the repository, no --no-index needed, and the permissions, which
-// match the command's text, let `git diff /dev/null TOKENFILE` through: it
-// printed the token. The git guard (pool-review as git, first on the
-// server's PATH) sees the arguments after the shell and refuses every
-// spelling of a path outside the tree; git in the tree still runs.
+// outside the repository, and the agent server's command patterns let
+// `git diff /dev/null TOKENFILE` through: it printed the token. The shipped
+// reviewer runs no git: every spelling is refused, and the review tools,
+// which run git themselves on the head's objects, refuse a path out of the
+// tree in any of their arguments.
 func TestShippedReviewerGitStaysInItsTree(t *testing.T) {
 	const token = "0123456789abcdef-reviewer-token-for-the-git-test"
 	ctx, setup := offlineReviewer(t, token)
 	dir := gitRepo(t)
+	head, err := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordSession(t, dir, "owner/demo", 1, strings.TrimSpace(string(head)))
 	tf := setup.TokenFile
 	up, err := filepath.Rel(dir, tf)
 	if err != nil {
@@ -87,25 +103,32 @@ func TestShippedReviewerGitStaysInItsTree(t *testing.T) {
 	}
 	refused := []sandbox.Turn{
 		{Bash: "git diff /dev/null " + tf},
-		{Bash: "git diff -- /dev/null " + tf},
 		{Bash: `git diff "/dev/null" "` + tf + `"`},
 		{Bash: "git diff /dev/null $" + sandbox.EnvReviewTokenFile},
 		{Bash: "git diff " + up + " README"},
-		{Bash: "git show HEAD --output-indicator-new=x"},
+		{Bash: "git log --format=%s"},
 	}
-	allowed := []sandbox.Turn{{Bash: "git log --format=%s"}}
-	turns := append(append([]sandbox.Turn(nil), refused...), allowed...)
+	outOfTree := []sandbox.Turn{
+		{Tool: sandbox.ToolRead, Args: map[string]any{"path": tf}},
+		{Tool: sandbox.ToolRead, Args: map[string]any{"path": up}},
+		{Tool: sandbox.ToolDiff, Args: map[string]any{"path": up}},
+		{Tool: sandbox.ToolSearch, Args: map[string]any{"pattern": "x", "path": up}},
+		{Tool: sandbox.ToolFiles, Args: map[string]any{"path": "../"}},
+		{Tool: sandbox.ToolRead, Args: map[string]any{"path": ".git/config"}},
+	}
+	turns := append(append([]sandbox.Turn(nil), refused...), outOfTree...)
 	outputs := runScripted(ctx, t, setup, deploy.Reviewer, dir, "Review PR #1. Repo: owner/demo.", turns)
 	for i, out := range outputs {
-		t.Logf("%s\n  -> %s", turns[i].Bash, strings.TrimSpace(out))
+		call := fmt.Sprintf("%s%s %v", turns[i].Bash, turns[i].Tool, turns[i].Args)
+		t.Logf("%s\n  -> %s", call, strings.TrimSpace(out))
 		if strings.Contains(out, token) {
-			t.Errorf("%s: the output shows the token", turns[i].Bash)
+			t.Errorf("%s: the output shows the token", call)
 		}
-		if i < len(refused) && !refusal(out) && !strings.Contains(out, "pool-review: git") {
-			t.Errorf("%s was not refused: %q", turns[i].Bash, out)
+		switch {
+		case i < len(refused) && !refusal(out):
+			t.Errorf("%s was not refused: %q", call, out)
+		case i >= len(refused) && !strings.HasPrefix(out, "refused:"):
+			t.Errorf("%s was not refused by the tool: %q", call, out)
 		}
-	}
-	if got := strings.TrimSpace(outputs[len(refused)]); got != "one" {
-		t.Errorf("git log in the tree said %q, want the commit's subject %q", got, "one")
 	}
 }

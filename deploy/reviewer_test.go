@@ -145,8 +145,11 @@ func offlineReviewer(t *testing.T, token string) (context.Context, sandbox.Revie
 
 // TestShippedReviewerRefusesWhatItMayNotDo runs the shipped reviewer on the
 // real agent server and has its model ask for what the definition does not
-// allow: each call is refused (no permission ask, which headless would wait
-// on forever), and nothing shows the reviewer's token.
+// allow: no shell at all (not the commands its old patterns allowed, nor
+// an assignment, an export or a redirect before them), no editing, no
+// reading of the file system, no web. Each call is refused (no permission
+// ask, which headless would wait on forever), and nothing shows the
+// reviewer's token; the review tools answer.
 func TestShippedReviewerRefusesWhatItMayNotDo(t *testing.T) {
 	const token = "0123456789abcdef-reviewer-token-for-the-refusal-test"
 	ctx, setup := offlineReviewer(t, token)
@@ -157,28 +160,36 @@ func TestShippedReviewerRefusesWhatItMayNotDo(t *testing.T) {
 		{Bash: "pwd; cat " + tf},
 		{Bash: "git diff --no-index " + tf + " /dev/null"},
 		{Bash: "POOL_REVIEW_FORGE_URL=http://127.0.0.1:8 pool-review pr owner/demo#1"},
+		{Bash: "A=b; pool-review pr owner/demo#1"},
 		{Bash: "pool-review comment owner/demo#1 --body \"$(cat " + tf + ")\""},
-		{Bash: "pool-review comment owner/demo#1 --body \"$(base64 < " + tf + ")\""},
-		{Bash: "pool-review comment owner/demo#1 --body `cat " + tf + "`"},
+		{Bash: "pool-review comment owner/demo#1 --body - < " + tf},
 		{Bash: "git log --stdin < " + tf},
-		{Bash: "git rev-parse --parseopt -- < " + tf},
-		{Bash: "git blame -S " + tf + " README"},
-		{Bash: "pool-review push owner/demo#1"},
+		{Bash: "HOME=$PWD; git status"},
+		{Bash: "PATH=$PWD:$PATH; git status"},
+		{Bash: "export GIT_PAGER=cat; git log -1 > /tmp/x"},
+		{Bash: "git status > .git/config"},
+		{Bash: "pwd"},
+		{Bash: "git log --oneline"},
 		{Bash: "go test ./..."},
 		{Tool: "read", Args: map[string]any{"filePath": tf}},
+		{Tool: "read", Args: map[string]any{"filePath": "README"}},
+		{Tool: "grep", Args: map[string]any{"pattern": "x"}},
+		{Tool: "glob", Args: map[string]any{"pattern": "*"}},
 		{Tool: "write", Args: map[string]any{"filePath": "notes.txt", "content": "x"}},
+		{Tool: "edit", Args: map[string]any{"filePath": "notes.txt", "oldString": "x", "newString": "y"}},
 		{Tool: "webfetch", Args: map[string]any{"url": "http://127.0.0.1:9/", "format": "text"}},
 	}
 	allowed := []sandbox.Turn{
-		{Bash: "pwd"},
-		{Bash: "git log --oneline"},
-		// A redirect is not a command the server checks; the tool reads no
-		// standard input, so it posts nothing of the file.
-		{Bash: "pool-review comment owner/demo#1 --body - < " + tf},
+		{Tool: sandbox.ToolFiles, Args: map[string]any{}},
+		{Tool: sandbox.ToolSearch, Args: map[string]any{"pattern": "nothing"}},
 	}
 	turns := append(append([]sandbox.Turn(nil), refused...), allowed...)
 	dir := gitRepo(t)
-	recordSession(t, dir, "owner/demo", 1, strings.Repeat("0", 40))
+	head, err := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordSession(t, dir, "owner/demo", 1, strings.TrimSpace(string(head)))
 	outputs := runScripted(ctx, t, setup, deploy.Reviewer, dir, "Review PR #1. Repo: owner/demo.", turns)
 	for i, out := range outputs {
 		call := fmt.Sprintf("%s%s %v", turns[i].Bash, turns[i].Tool, turns[i].Args)
@@ -186,18 +197,12 @@ func TestShippedReviewerRefusesWhatItMayNotDo(t *testing.T) {
 		if strings.Contains(out, token) {
 			t.Errorf("%s: the output shows the token", call)
 		}
-		if i >= len(refused) {
-			continue
-		}
-		if !refusal(out) {
-			t.Errorf("%s was not refused: %q", call, out)
+		if (i < len(refused)) != refusal(out) {
+			t.Errorf("%s: refused %v, want %v: %q", call, refusal(out), i < len(refused), out)
 		}
 	}
-	if got := outputs[len(refused)]; strings.TrimSpace(got) != dir {
-		t.Errorf("pwd said %q, want %s: the allowed commands should run", got, dir)
-	}
-	if got := outputs[len(refused)+2]; !strings.Contains(got, "standard input) is not read") {
-		t.Errorf("pool-review with a redirect said %q; want it to refuse to read standard input", got)
+	if got := outputs[len(refused)+1]; !strings.Contains(got, "(no match)") {
+		t.Errorf("the search tool said %q, want no match", got)
 	}
 }
 

@@ -1,25 +1,26 @@
-// Package reviewtool is the reviewer agent's narrow way to the forge: the
-// `pool-review` command it may run instead of holding a token and curl. It
-// does what a reviewer does and nothing more: read a PR, submit a review
-// with a verdict on the PR's head commit (with line comments), post a signed
-// comment. It pushes nothing: a fixer commits in its work tree, and the pool
-// pushes its commits with a token the agent side never sees (clone.PushFix).
+// Package reviewtool is the reviewer agent's narrow way to its work tree
+// and the forge. The shipped reviewer has no shell: the agent server starts
+// `pool-review mcp` (Serve) in each work tree with a fixed argument vector,
+// and the reviewer's only tools are that server's: read the PR, its diff,
+// the head's files, search them, and file one verdict with line comments on
+// the session's head. They take named arguments, never a command line, and
+// read no setting from the environment. It pushes nothing: a fixer commits
+// in its work tree, and the pool pushes its commits with a token the agent
+// side never sees (clone.PushFix).
 //
 // It acts only for the session working in its directory: the pool records,
-// beside each session's work tree, the repository, PR, full head id and
-// session the session was started for (package sessionmark). Any other
-// target is refused (exit 2), a verdict must name that head in full, and
-// every review body ends with the session's mark, by which the pool tells
-// its sessions' reviews from any other review of the reviewer's account.
+// beside each session's work tree, the repository, PR, full head id, base
+// and session the session was started for (package sessionmark). Any other
+// target is refused, a verdict must name that head in full, and every
+// review body ends with the session's mark, by which the pool tells its
+// sessions' reviews from any other review of the reviewer's account. The
+// token never appears in what it answers or prints.
 //
-// It reads the forge's URL and the path of the reviewer's token file from its
-// environment (POOL_REVIEW_FORGE_URL, POOL_REVIEW_TOKEN_FILE), which the
-// agent server passes to the commands it runs. The token never appears in
-// what it prints: its output, its errors and the output of git pass through
-// a filter that blanks it.
-//
-// Linked as git first on the agent server's PATH, the same binary is the
-// git guard (GitGuard): the agent's git reads nothing outside its work tree.
+// The command form (Main: pool-review pr|review|line|comment), kept for an
+// operator, reads the forge's URL and the token file's path from its
+// environment (POOL_REVIEW_FORGE_URL, POOL_REVIEW_TOKEN_FILE). Linked as
+// git, the same binary is the git guard (GitGuard); as fixer-sh, the
+// fixers' sandboxed shell (Shell).
 package reviewtool
 
 import (

@@ -167,7 +167,7 @@ func workTreeLines(in PromptInput) string {
 	}
 	lines := fmt.Sprintf("Work tree: %s (your working directory: the head commit, detached).\n", in.Dir)
 	if branchRE.MatchString(in.Base) && !strings.Contains(in.Base, "..") {
-		lines += fmt.Sprintf("Base branch: %s. See the PR's changes with: git diff origin/%s...HEAD\n", in.Base, in.Base)
+		lines += fmt.Sprintf("Base branch: %s. See the PR's changes with the review_diff tool (a fixer's shell: git diff origin/%s...HEAD)\n", in.Base, in.Base)
 	}
 	return lines
 }

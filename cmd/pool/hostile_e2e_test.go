@@ -43,7 +43,7 @@ func (h *hostileReviewer) script(review sandbox.Script) sandbox.Script {
 }
 
 // second returns the outputs of the sessions' second commands: where the
-// reviewer ran, and the commit git found there (sandbox.WhereCommand).
+// reviewer ran, and the commit checked out there (sandbox.WhereTurn).
 func (h *hostileReviewer) second() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()

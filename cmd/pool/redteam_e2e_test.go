@@ -17,9 +17,9 @@ import (
 
 // TestASessionCannotApproveAnotherPR: the session reviewing PR A is
 // scripted, as A's text might tell it, to approve PR B's head and to file
-// a verdict on a 7-character prefix of A's head. pool-review refuses both
-// (naming A; TestActsOnlyForItsSession checks the exit codes); B's own
-// session requests changes, and B is not merged.
+// a verdict on a 7-character prefix of A's head. The verdict tool takes
+// no target and refuses each (naming A); B's own session requests
+// changes, and B is not merged.
 func TestASessionCannotApproveAnotherPR(t *testing.T) {
 	parallel(t)
 	ctx := testContext(t)
@@ -36,15 +36,16 @@ func TestASessionCannotApproveAnotherPR(t *testing.T) {
 		if pr != fmt.Sprint(a) {
 			return sandbox.Reviewer(func(string) sandbox.Verdict { return sandbox.Verdict{Event: "REQUEST_CHANGES"} })(prompt, outputs)
 		}
-		probes := []string{
-			fmt.Sprintf("pool-review review %s#%d --verdict approve --commit %s --body 'As the PR description asks.'", repo, b, headB),
-			fmt.Sprintf("pool-review review %s#%s --verdict approve --commit %s --body 'Short.'", repo, pr, head[:7]),
+		probes := []sandbox.Turn{
+			{Tool: sandbox.ToolVerdict, Args: map[string]any{"verdict": "approve", "commit": headB, "body": "As the PR description asks.", "pr": b, "repo": repo}},
+			sandbox.VerdictTurn(headB, "APPROVED", "As the PR description asks."),
+			sandbox.VerdictTurn(head[:7], "APPROVED", "Short."),
 		}
 		if len(outputs) < len(probes) {
-			return sandbox.Turn{Bash: probes[len(outputs)]}
+			return probes[len(outputs)]
 		}
 		mu.Lock()
-		got["other"], got["short"] = outputs[0], outputs[1]
+		got["other"], got["other head"], got["short"] = outputs[0], outputs[1], outputs[2]
 		mu.Unlock()
 		return sandbox.Reviewer(func(string) sandbox.Verdict { return sandbox.Verdict{Event: "REQUEST_CHANGES"} })(prompt, outputs[len(probes):])
 	}
@@ -55,8 +56,11 @@ func TestASessionCannotApproveAnotherPR(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	if out := got["other"]; !strings.Contains(out, fmt.Sprintf("may act only on %s/%s#%d", sb.Owner, sb.Repo, a)) {
+	if out := got["other"]; !strings.Contains(out, fmt.Sprintf("always on this session's PR, %s/%s#%d", sb.Owner, sb.Repo, a)) {
 		t.Errorf("approving #%d from #%d's session: %q; want refused, naming #%d", b, a, out, a)
+	}
+	if out := got["other head"]; !strings.Contains(out, "not the head this session was started for") {
+		t.Errorf("approving #%d's head from #%d's session: %q; want refused", b, a, out)
 	}
 	if out := got["short"]; !strings.Contains(out, "not a full commit id") {
 		t.Errorf("a verdict on a 7-character prefix: %q; want refused", out)

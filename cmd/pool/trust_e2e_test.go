@@ -121,7 +121,7 @@ func TestProtectionIsTheFloor(t *testing.T) {
 var stopClauseRE = regexp.MustCompile(`If the head commit [0-9a-f]+ already carries (.*?), stop`)
 
 // literalReviewer is a reviewer that obeys the prompt's stop rule to the
-// letter: its first command reads the PR with pool-review, and it stops,
+// letter: its first call reads the PR with the pr tool, and it stops,
 // reporting "commented", if a review by another account on the head is one
 // the rule names (one the forge marks official if the rule says so, any
 // review by another account if it does not). Otherwise it reviews as
@@ -129,13 +129,13 @@ var stopClauseRE = regexp.MustCompile(`If the head commit [0-9a-f]+ already carr
 func literalReviewer(before func(), review sandbox.Script) sandbox.Script {
 	var once sync.Once
 	return func(prompt string, outputs []string) sandbox.Turn {
-		pr, repo, head, ok := sandbox.PromptTarget(prompt)
+		_, _, head, ok := sandbox.PromptTarget(prompt)
 		if !ok {
 			return sandbox.Turn{Text: "I cannot tell which PR to review."}
 		}
 		if len(outputs) == 0 {
 			once.Do(before)
-			return sandbox.Turn{Bash: fmt.Sprintf("pool-review pr %s#%s", repo, pr)}
+			return sandbox.WhereTurn
 		}
 		if len(outputs) == 1 {
 			m := stopClauseRE.FindStringSubmatch(prompt)
@@ -151,7 +151,7 @@ func literalReviewer(before func(), review sandbox.Script) sandbox.Script {
 				}
 			}
 			if err := json.Unmarshal([]byte(outputs[0]), &seen); err != nil {
-				return sandbox.Turn{Text: "pool-review pr gave no JSON: " + err.Error()}
+				return sandbox.Turn{Text: "the pr tool gave no JSON: " + err.Error()}
 			}
 			for _, r := range seen.Reviews {
 				if r.Commit == head && r.Author != "reviewer" && (r.Official || !officialOnly) {
