@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -234,5 +235,52 @@ func TestVerdictToolActsOnlyForItsSession(t *testing.T) {
 	}
 	if text, failed := c.call("verdict", verdict(nil)); !failed || !strings.Contains(text, "work tree's HEAD is") {
 		t.Errorf("a tree whose HEAD moved: %q (failed %v)", text, failed)
+	}
+}
+
+// TestToolServerRunsNothingOfTheTree: the tree's .git/config (which a
+// session of another kind may have written) names an external diff, a
+// text conversion for the PR's files and a pager, each a command that
+// leaves a file; the tools' diff, read and search run none of them.
+func TestToolServerRunsNothingOfTheTree(t *testing.T) {
+	dir, head := treeRepo(t)
+	marks := t.TempDir()
+	config := fmt.Sprintf("[diff]\n\texternal = touch %[1]s/external\n[diff \"conv\"]\n\ttextconv = touch %[1]s/textconv\n"+
+		"[core]\n\tpager = touch %[1]s/pager\n\tattributesFile = %[2]s/attributes\n", marks, dir)
+	f, err := os.OpenFile(filepath.Join(dir, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(config); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.WriteFile(filepath.Join(dir, "attributes"), []byte("* diff=conv\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := sessionmark.Record{Repo: "o/r", PR: 1, Head: head, Base: "main", Session: "ses_test",
+		Mark: sessionmark.NewKey("k").Mark("o/r", 1, head, "ses_test")}
+	if err := sessionmark.Write(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	c := startMCP(t, dir, "--forge", "http://127.0.0.1:9", "--token-file", tokenFile(t, "tok-0123456789abcdef"))
+	for _, call := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"diff", nil}, {"diff", map[string]any{"stat": true}}, {"read", map[string]any{"path": "src/feature.go"}},
+		{"search", map[string]any{"pattern": "Feature"}}, {"files", nil},
+	} {
+		text, failed := c.call(call.tool, call.args)
+		if failed {
+			t.Errorf("%s: %q", call.tool, text)
+		}
+	}
+	entries, err := os.ReadDir(marks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		t.Errorf("the tree's config ran a command: %s", e.Name())
 	}
 }
