@@ -165,6 +165,9 @@ func (f *Fleet) Place(ctx context.Context, fixer bool, title, dir string) (agent
 	}
 	f.mu.Unlock()
 	created, err := s.Agent.CreateSession(ctx, title, dir)
+	if err != nil && agent.IsRetryable(err) && ctx.Err() == nil {
+		f.failed(s, err) // counts as a failed check: a dead server is left out sooner
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s.placing--

@@ -290,3 +290,24 @@ func TestEventsOfEveryServer(t *testing.T) {
 	for range events {
 	}
 }
+
+// TestAFailedCreateCountsAsAFailedCheck: a server that refuses to create a
+// session is left out after DownAfter failures, checks and creates alike.
+func TestAFailedCreateCountsAsAFailedCheck(t *testing.T) {
+	ctx := context.Background()
+	a, b := newFakeServer("a"), newFakeServer("b")
+	f := fleetOf(&clock{}, Server{Name: "a", Agent: a, Workers: 5, Review: true}, Server{Name: "b", Agent: b, Workers: 5, Review: true})
+	a.setDead(true)
+	for range DownAfter - 1 {
+		f.Check(ctx)
+	}
+	if _, err := f.Place(ctx, false, "t", "/trees/1"); err == nil {
+		t.Fatal("placed on a dead server")
+	}
+	if st := f.Status(); st[0].Up {
+		t.Fatalf("a up after %d failed checks and a failed create", DownAfter-1)
+	}
+	if s, err := f.Place(ctx, false, "t", "/trees/2"); err != nil || !slices.Equal(b.held(), []string{s.ID}) {
+		t.Errorf("the next session: %v, on b: %v", err, b.held())
+	}
+}
