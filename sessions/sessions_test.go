@@ -23,6 +23,7 @@ type fakeAgent struct {
 	asks        []agent.Permission
 	failDeletes bool
 	failPrompt  bool
+	failDirs    map[string]bool // Statuses fails for these directories
 	deleted     []string
 	aborted     []string
 	disposed    []string
@@ -51,9 +52,12 @@ func (a *fakeAgent) PromptAsync(_ context.Context, id, _, text string) error {
 	return nil
 }
 
-func (a *fakeAgent) Statuses(context.Context, string) (map[string]agent.Status, error) {
+func (a *fakeAgent) Statuses(_ context.Context, dir string) (map[string]agent.Status, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.failDirs[dir] {
+		return nil, errors.New("connection refused")
+	}
 	out := map[string]agent.Status{}
 	for id := range a.busy {
 		out[id] = agent.Status{Type: "busy"}
@@ -250,5 +254,41 @@ func TestUnpromptedSessionIsDeleted(t *testing.T) {
 	if len(a.deleted) != 1 || !slices.Equal(trees.given, []string{"/trees/1"}) || s.Of(7) != nil {
 		t.Errorf("deleted %v, given %v, followed %v; want the session deleted, its tree given back, nothing followed",
 			a.deleted, trees.given, s.Of(7))
+	}
+}
+
+// TestADirectoryThatFailsHoldsUpNoOther: the statuses of some directories
+// cannot be read (their agent server does not answer); the session whose
+// directory answered and whose reply is finished is judged all the same,
+// and those of the others still run.
+func TestADirectoryThatFailsHoldsUpNoOther(t *testing.T) {
+	a := newFakeAgent()
+	now := time.Now()
+	set := newSet(a, nil, &now)
+	a.failDirs = map[string]bool{}
+	for pr := 1; pr <= 5; pr++ {
+		dir := "/trees/dead-" + string(rune('0'+pr))
+		a.failDirs[dir] = true
+		set.Register("ses_dead"+string(rune('0'+pr)), pr, lifecycle.Review, dir)
+	}
+	a.msgs["ses_done"] = []agent.Message{{Role: "user"}, {Role: "assistant", Text: "done", Finish: "stop", Completed: now}}
+	done := set.Register("ses_done", 6, lifecycle.Review, "/trees/live")
+	if err := set.check(context.Background()); err == nil {
+		t.Error("check answered no error with five directories unread")
+	}
+	select {
+	case <-done.Done():
+		if done.Outcome() != "idle" {
+			t.Errorf("outcome %q, want idle", done.Outcome())
+		}
+	default:
+		t.Fatal("the session whose directory answered was not judged")
+	}
+	for pr := 1; pr <= 5; pr++ {
+		select {
+		case <-set.Of(pr).Done():
+			t.Errorf("PR %d's session, in a directory not read, was judged %q", pr, set.Of(pr).Outcome())
+		default:
+		}
 	}
 }

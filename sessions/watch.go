@@ -110,7 +110,9 @@ func (s *Set) running() []*Session {
 
 // check judges every running session. The agent server answers statuses
 // and permission asks per directory: it asks once for each directory a
-// running session works in.
+// running session works in. The sessions of a directory whose statuses
+// could not be read are judged at the next check; the others now (with
+// several agent servers, one that does not answer holds up no other's).
 func (s *Set) check(ctx context.Context) error {
 	live := s.running()
 	if len(live) == 0 {
@@ -118,20 +120,27 @@ func (s *Set) check(ctx context.Context) error {
 	}
 	statuses := map[string]agent.Status{}
 	asking := map[string]string{}
+	unread := map[string]bool{}
+	var errs []error
 	for _, dir := range dirs(live) {
 		st, err := s.agent.Statuses(ctx, dir)
 		if err != nil {
-			return err
+			unread[dir] = true
+			errs = append(errs, err)
+			continue
 		}
 		maps.Copy(statuses, st)
 		s.permissionAsks(ctx, dir, asking)
 	}
 	for _, ss := range live {
+		if unread[ss.Dir] {
+			continue
+		}
 		if outcome := s.judge(ctx, ss, statuses, asking); outcome != "" {
 			s.finish(ss, outcome)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func dirs(sessions []*Session) []string {
