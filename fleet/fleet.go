@@ -28,14 +28,15 @@ import (
 // CheckTimeout; DownAfter failed checks in a row mark it down, and its
 // sessions count lost LostAfter later. A session whose server stops
 // answering is so counted lost at most DownAfter×(CheckEvery+CheckTimeout)
-// + LostAfter (90 s) after the server's last answer (60 s when its
-// connection is refused at once); its pool removes its
+// + LostAfter (150 s) after the server's last answer (60 s when its
+// connection is refused at once, as a dead server's is); a slow server on
+// a loaded machine took over 10 s to answer a check; its pool removes its
 // work tree before the PR is started again, so a session still running on
 // a server cut off from the pool finds no tree and no session record to
 // file a review with.
 const (
 	CheckEvery   = 5 * time.Second
-	CheckTimeout = 10 * time.Second
+	CheckTimeout = 30 * time.Second
 	DownAfter    = 3
 	LostAfter    = 45 * time.Second
 )
@@ -81,6 +82,9 @@ type Fleet struct {
 	where map[string]*server              // session id → the server holding it
 	dirs  map[string]*server              // work tree → the server of its latest session
 	used  map[string]map[*server]struct{} // work tree → the servers that had a session in it
+	// reserved are the servers kept for sessions about to start, by
+	// session title (Reserve).
+	reserved map[string]*server
 }
 
 // server is a Server and its state, under Fleet.mu.
@@ -106,7 +110,7 @@ func New(servers []Server, opt Options) *Fleet {
 		opt.Now = time.Now
 	}
 	f := &Fleet{log: opt.Log, now: opt.Now, where: map[string]*server{}, dirs: map[string]*server{},
-		used: map[string]map[*server]struct{}{}}
+		used: map[string]map[*server]struct{}{}, reserved: map[string]*server{}}
 	for _, s := range servers {
 		f.servers = append(f.servers, &server{Server: s, held: map[string]bool{}, lostIDs: map[string]bool{}})
 	}
@@ -146,16 +150,54 @@ func (f *Fleet) pick(fixer bool, dir string) *server {
 
 func (s *server) busy() int { return len(s.held) + s.placing }
 
-// Place creates a session on a server of the role a fixer (fixer) or a
-// reviewer needs, with a free slot.
-func (f *Fleet) Place(ctx context.Context, fixer bool, title, dir string) (agent.Session, error) {
+// Reserve keeps a slot of a server of the role a fixer (fixer) or a
+// reviewer needs for the session titled title, which Place then takes;
+// false when none is free. A reservation Place did not take is given up
+// with Unreserve. A pool reserves before it claims a PR, so that two slots
+// never count on one free server slot.
+func (f *Fleet) Reserve(fixer bool, title string) bool {
 	f.mu.Lock()
-	s := f.pick(fixer, dir)
+	defer f.mu.Unlock()
+	if f.reserved[title] != nil {
+		return true
+	}
+	s := f.pick(fixer, "")
 	if s == nil {
-		f.mu.Unlock()
-		return agent.Session{}, ErrNoSlot
+		return false
 	}
 	s.placing++
+	f.reserved[title] = s
+	return true
+}
+
+// Unreserve gives up the reservation for title, if Place did not take it.
+func (f *Fleet) Unreserve(title string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s := f.reserved[title]; s != nil {
+		s.placing--
+		delete(f.reserved, title)
+	}
+}
+
+// Place creates a session on a server of the role a fixer (fixer) or a
+// reviewer needs, with a free slot: the one reserved for title if it is
+// still up.
+func (f *Fleet) Place(ctx context.Context, fixer bool, title, dir string) (agent.Session, error) {
+	f.mu.Lock()
+	s := f.reserved[title]
+	delete(f.reserved, title)
+	if s != nil && s.down {
+		s.placing--
+		s = nil
+	}
+	if s == nil {
+		if s = f.pick(fixer, dir); s == nil {
+			f.mu.Unlock()
+			return agent.Session{}, ErrNoSlot
+		}
+		s.placing++
+	}
 	if dir != "" { // the servers' own directories are not one
 		f.dirs[dir] = s
 		if f.used[dir] == nil {

@@ -311,3 +311,30 @@ func TestAFailedCreateCountsAsAFailedCheck(t *testing.T) {
 		t.Errorf("the next session: %v, on b: %v", err, b.held())
 	}
 }
+
+// TestAReservationKeepsTheSlot: a slot reserved for a session is not
+// offered to another; Place takes the reserved server, and a reservation
+// given up frees the slot.
+func TestAReservationKeepsTheSlot(t *testing.T) {
+	ctx := context.Background()
+	a, b := newFakeServer("a"), newFakeServer("b")
+	f := fleetOf(&clock{}, Server{Name: "a", Agent: a, Workers: 1, Review: true}, Server{Name: "b", Agent: b, Workers: 1, Review: true})
+	if !f.Reserve(false, "pr-1") || !f.Reserve(false, "pr-2") {
+		t.Fatal("two reservations refused with two free slots")
+	}
+	if f.Reserve(false, "pr-3") || f.Free(false) {
+		t.Fatal("a third reservation, or a free slot, with both slots reserved")
+	}
+	if _, err := f.Place(ctx, false, "pr-3", "/trees/3"); !errors.Is(err, ErrNoSlot) {
+		t.Fatalf("a session without a reservation took a reserved slot: %v", err)
+	}
+	s, err := f.Place(ctx, false, "pr-2", "/trees/2")
+	if err != nil || !slices.Equal(b.held(), []string{s.ID}) {
+		t.Fatalf("pr-2's session: %v, on b %v; want it on b, reserved second", err, b.held())
+	}
+	f.Unreserve("pr-1")
+	f.Unreserve("pr-2") // taken already: nothing to give up
+	if !f.Free(false) || !f.Reserve(false, "pr-3") || f.Reserve(false, "pr-4") {
+		t.Error("pr-1's slot not free once given up, or b's taken slot offered again")
+	}
+}

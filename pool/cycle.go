@@ -186,8 +186,8 @@ func numbers(todo []candidate) []int {
 
 // dispatchAll hands candidates to free slots in turn (byTurn), and returns
 // those left waiting and those it started. The slots learn how many are
-// left. A candidate no agent server of its role has a slot for waits, and
-// the next in turn may take the slot.
+// left. A candidate no agent server of its role has a slot for waits
+// (reserve), and the next in turn may take the slot.
 func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) (left, started []candidate) {
 	byTurn(todo)
 	p.slots.Want(p.cfg.Repo(), len(todo))
@@ -196,11 +196,12 @@ func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) (left, s
 		if ctx.Err() != nil {
 			return append(left, todo[i:]...), started
 		}
-		if !p.canPlace(c.kind) {
+		if !p.reserve(c) {
 			left = append(left, c)
 			continue
 		}
 		if !p.takeSlot(c.pr.Number) {
+			p.unreserve(c.pr.Number)
 			return append(left, todo[i:]...), started
 		}
 		// The session's end is observed by the loop: once the slot is
@@ -210,6 +211,7 @@ func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) (left, s
 		guard.Go(ctx, p.log, "slot", func() {
 			defer p.workers.Done()
 			defer p.releaseSlot(c.pr.Number)
+			defer p.unreserve(c.pr.Number)
 			p.runSlot(ctx, work, c)
 		})
 		started = append(started, c)

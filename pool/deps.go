@@ -10,6 +10,7 @@ import (
 	"pool/report"
 	"pool/sessionmark"
 	"pool/sessions"
+	"pool/texts"
 )
 
 // Forge is what the pool asks of the forge.
@@ -48,18 +49,28 @@ type Agent interface {
 }
 
 // placement is an agent of several servers (package fleet): a session
-// goes to an up server of the role its kind needs with a free slot, and an
-// adopted session counts in its server's slots.
+// goes to an up server of the role its kind needs with a free slot, kept
+// for it from before its PR is claimed until it starts, and an adopted
+// session counts in its server's slots.
 type placement interface {
-	Free(fixer bool) bool
+	Reserve(fixer bool, title string) bool
+	Unreserve(title string)
 	Hold(id string)
 }
 
-// canPlace reports whether a session of kind could start now: always with
-// one agent server, which the slots count alone.
-func (p *Pool) canPlace(kind lifecycle.Kind) bool {
+// reserve keeps a server slot of c's role for c's session; false when none
+// is free. Always true with one agent server, which the slots count alone.
+func (p *Pool) reserve(c candidate) bool {
 	f, ok := p.agent.(placement)
-	return !ok || f.Free(kind == lifecycle.Fix)
+	return !ok || f.Reserve(c.kind == lifecycle.Fix, texts.SessionTitle(p.cfg.Repo(), c.pr.Number))
+}
+
+// unreserve gives up what reserve kept for PR n, unless its session took
+// it.
+func (p *Pool) unreserve(n int) {
+	if f, ok := p.agent.(placement); ok {
+		f.Unreserve(texts.SessionTitle(p.cfg.Repo(), n))
+	}
 }
 
 // Digester reads a PR's actionable items, as `pool tick` does.
