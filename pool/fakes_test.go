@@ -506,7 +506,10 @@ type fakeAgent struct {
 	next     int
 	// behave decides, per PR, how long the session runs, what it does to
 	// the forge when it ends, and what it replies.
-	behave       func(pr int) (time.Duration, func(), string)
+	behave func(pr int) (time.Duration, func(), string)
+	// behaveOn, when set, decides instead of behave, from the prompt too
+	// (the simulation's reviewer reviews the head it was given).
+	behaveOn     func(pr int, prompt string) (time.Duration, func(), string)
 	active, peak int
 	prompts      []string
 	events       chan agent.Event // nil until Events is called, and after it closed
@@ -588,7 +591,14 @@ func (a *fakeAgent) PromptAsync(_ context.Context, id, _, text string) error {
 	}
 	s := a.sessions[id]
 	_, pr, _ := texts.ParseTitle(s.title)
-	d, effect, reply := a.behave(pr)
+	var d time.Duration
+	var effect func()
+	var reply string
+	if a.behaveOn != nil {
+		d, effect, reply = a.behaveOn(pr, text)
+	} else {
+		d, effect, reply = a.behave(pr)
+	}
 	s.busy, s.prompted = true, true
 	a.prompts = append(a.prompts, text)
 	a.active++

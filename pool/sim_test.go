@@ -1,0 +1,605 @@
+package pool
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"pool/configs"
+	"pool/forgejo"
+	"pool/store"
+)
+
+// The simulation: the real pool (loop, merge queue, sessions, claims, a
+// store kept across restarts) against the fake forge and agent servers,
+// under testing/synctest's clock, which moves only when every goroutine of
+// the test waits: a month of a busy repository costs seconds. A seeded
+// schedule opens, pushes, force-pushes back, closes and reopens, labels,
+// marks WIP and merges PRs by hand; CI passes, fails, flakes and stays
+// pending; humans and outsiders review; the forge fails requests, loses
+// answers and refuses merges; pools are killed and restarted. After every
+// step the invariants are checked; the first one broken fails the run with
+// the seed and the trace. The seed fixes the schedule; the goroutines'
+// interleaving is the runtime's, so a seed replays the same world, not
+// always the same run.
+//
+//	go test ./pool -run TestSim -count=1 -v        # seeds 1-3, 10 days, 70 PRs, 3 pools each
+//	go test ./pool -run TestSim -count=1 -v -timeout 0 -sim.seeds=1000 -sim.days=30 -sim.prs=200
+var (
+	simSeeds = flag.Int("sim.seeds", 0, "run the simulation on seeds 1..N instead of the fixed ones")
+	simDays  = flag.Int("sim.days", 10, "simulated days per seed (-short: 2)")
+	simPRs   = flag.Int("sim.prs", 70, "PRs opened per seed (-short: 15)")
+	simPools = flag.Int("sim.pools", 3, "pools on the one forge")
+)
+
+const (
+	simReviewer = "reviewer" // the account the sessions review as
+	simHuman    = "alice"    // a human whose reviews count
+	simOutsider = "mallory"  // no collaborator: no sessions, reviews that do not count
+	simCheck    = "ci"       // the required status context
+	simSkip     = "needs feedback"
+
+	// The bounds the invariants hold the pools to.
+	simSilence       = time.Hour // longest wait with no note saying why
+	simRequestsPerHr = 500       // forge requests of one pool naming one PR in one hour (measured: at most 367)
+	checkEvery       = 10 * time.Minute
+	simClaimTTL      = 30 * time.Minute // configs.Default's claim_ttl
+)
+
+// simFigures are one run's measures.
+type simFigures struct {
+	merges, humanMerges   int
+	heads, prHours        int
+	sessions, claims      int
+	maxSessionsPerHead    int
+	maxClaimsPerHead      int
+	notes, maxNotesOnHead int
+	diagnostics           int
+	requests, maxPerPRHr  int // requests naming a PR
+	repoRequests          int // listings and other requests of the repository
+	poolHours             int
+	longestSilence        time.Duration
+}
+
+func (f simFigures) String() string {
+	return fmt.Sprintf("merges %d (+%d by humans), heads %d, sessions %d (%.2f a head, max %d), claims %d (max %d a head), "+
+		"notes %d (max %d on one head, %d diagnostics), requests %.1f per open PR-hour of a pool (max %d for one PR in an hour) and %.0f of the repository per pool-hour, longest silent wait %s",
+		f.merges, f.humanMerges, f.heads, f.sessions, float64(f.sessions)/float64(max(f.heads, 1)), f.maxSessionsPerHead,
+		f.claims, f.maxClaimsPerHead, f.notes, f.maxNotesOnHead, f.diagnostics,
+		float64(f.requests)/float64(max(f.prHours, 1)), f.maxPerPRHr, float64(f.repoRequests)/float64(max(f.poolHours, 1)), f.longestSilence.Round(time.Minute))
+}
+
+func TestSim(t *testing.T) {
+	seeds := []uint64{1, 2, 3}
+	days, prs := *simDays, *simPRs
+	if testing.Short() {
+		seeds, days, prs = seeds[:1], 2, 15
+	}
+	if *simSeeds > 0 {
+		seeds = nil
+		for s := 1; s <= *simSeeds; s++ {
+			seeds = append(seeds, uint64(s))
+		}
+	}
+	var sum simFigures
+	for _, seed := range seeds {
+		var fig simFigures
+		var broken string
+		var trace []string
+		synctest.Test(t, func(t *testing.T) {
+			w := newSimWorld(seed, days, prs, *simPools)
+			fig, broken = w.run()
+			trace = w.sf.trace
+		})
+		if broken != "" {
+			t.Fatalf("seed %d: %s\ntrace (last %d steps):\n%s", seed, broken, len(trace), strings.Join(trace, "\n"))
+		}
+		t.Logf("seed %d: %s", seed, fig)
+		sum = sum.add(fig)
+	}
+	if len(seeds) > 1 {
+		t.Logf("all %d seeds: %s", len(seeds), sum)
+	}
+}
+
+func (f simFigures) add(g simFigures) simFigures {
+	f.merges += g.merges
+	f.humanMerges += g.humanMerges
+	f.heads += g.heads
+	f.prHours += g.prHours
+	f.sessions += g.sessions
+	f.claims += g.claims
+	f.maxSessionsPerHead = max(f.maxSessionsPerHead, g.maxSessionsPerHead)
+	f.maxClaimsPerHead = max(f.maxClaimsPerHead, g.maxClaimsPerHead)
+	f.notes += g.notes
+	f.maxNotesOnHead = max(f.maxNotesOnHead, g.maxNotesOnHead)
+	f.diagnostics += g.diagnostics
+	f.requests += g.requests
+	f.repoRequests += g.repoRequests
+	f.poolHours += g.poolHours
+	f.maxPerPRHr = max(f.maxPerPRHr, g.maxPerPRHr)
+	f.longestSilence = max(f.longestSilence, g.longestSilence)
+	return f
+}
+
+// simWorld is the repository, its people and its pools.
+type simWorld struct {
+	rng    *rand.Rand // the schedule's; the driver's goroutine alone draws from it
+	f      *fakeForge
+	sf     *simForge
+	days   int
+	prs    int // to open
+	opened int
+	pools  []*simPool
+	start  time.Time
+
+	mu       sync.Mutex // guards the fields below, which the agents' goroutines write
+	agentRng *rand.Rand
+	sessions map[simHead]int
+	noReview map[simHead]bool  // a session on the head left no counted review
+	heads    map[int][]string  // each PR's heads, oldest first
+	since    map[int]time.Time // when each PR's wait for the pool's word began; zero: none
+	silence  time.Duration     // the longest wait for it so far
+	late     string            // the first wait answered later than simSilence
+	// hardChange is when each PR last changed in a way that asks for the
+	// pool's word whatever it said before.
+	hardChange map[int]time.Time
+	// openHours sums the hours each PR was open, per pool (requests per
+	// PR-hour divide by it).
+	openHours float64
+}
+
+type simHead struct {
+	n    int
+	head string
+}
+
+// simPool is one pool process: its store outlives the process, as a state
+// directory does.
+type simPool struct {
+	id    string
+	agent *fakeAgent
+	state *store.Memory
+	stop  context.CancelFunc
+	done  chan struct{}
+	up    bool
+}
+
+func newSimWorld(seed uint64, days, prs, pools int) *simWorld {
+	f := newFakeForge()
+	f.now = time.Now
+	f.recheck = 2 * time.Minute // the forge tests the open PRs again after a merge, at its own pace
+	f.ciDelay = 10 * time.Minute
+	f.outsiders = map[string]bool{simOutsider: true}
+	f.protection = forgejo.Protection{Protected: true, UserCanMerge: true, StatusCheck: true, StatusContexts: []string{simCheck}}
+	w := &simWorld{rng: rand.New(rand.NewPCG(seed, 1)), f: f, sf: newSimForge(f, seed, 0.02), days: days, prs: prs,
+		start: time.Now(), agentRng: rand.New(rand.NewPCG(seed, 2)), sessions: map[simHead]int{}, noReview: map[simHead]bool{},
+		heads: map[int][]string{}, since: map[int]time.Time{}, hardChange: map[int]time.Time{}}
+	for i := 1; i <= pools; i++ {
+		a := newFakeAgent(nil)
+		a.behaveOn = w.review
+		w.pools = append(w.pools, &simPool{id: fmt.Sprintf("sim-%d", i), agent: a, state: store.NewMemory()})
+	}
+	return w
+}
+
+func (w *simWorld) config(id string) configs.Config {
+	cfg := configs.Default()
+	cfg.ForgejoURL, cfg.Token, cfg.Owner, cfg.Name = "http://forge.test", "t", "o", "r"
+	cfg.AgentURL, cfg.Workers, cfg.InstanceID = "http://agent.test", 2, id
+	cfg.IdleExit = 0
+	cfg.Fixers.Enabled = false // the simulated agent reviews; it fixes nothing
+	cfg.HumanReviewers = []string{simReviewer, simHuman}
+	return cfg
+}
+
+var headRE = regexp.MustCompile(`Head SHA: ([0-9a-f]+)`)
+
+// review is the reviewer of every agent server: a session on the head it
+// was given runs 5 to 45 minutes and approves it, requests changes, or
+// files nothing (a review that does not count).
+func (w *simWorld) review(n int, prompt string) (time.Duration, func(), string) {
+	head := ""
+	if m := headRE.FindStringSubmatch(prompt); m != nil {
+		head = m[1]
+	}
+	w.mu.Lock()
+	w.sessions[simHead{n, head}]++
+	d := time.Duration(5+w.agentRng.IntN(40)) * time.Minute
+	r := w.agentRng.Float64()
+	if r >= 0.9 {
+		w.noReview[simHead{n, head}] = true
+	}
+	w.mu.Unlock()
+	w.logf("#%d session on %s for %s", n, short(head), d)
+	switch {
+	case r < 0.75:
+		return d, func() { w.fileReview(n, head, forgejo.ReviewApproved) }, approvedReply
+	case r < 0.9:
+		return d, func() { w.fileReview(n, head, forgejo.ReviewRequestChanges) },
+			"Needs work\nREVIEW-RESULT: {\"decision\": \"changes_requested\", \"merge_status\": \"none\"}"
+	}
+	return d, func() { w.logf("#%d session on %s filed no review", n, short(head)) }, "I could not finish."
+}
+
+func (w *simWorld) fileReview(n int, head, state string) {
+	w.f.mu.Lock()
+	defer w.f.mu.Unlock()
+	w.f.nextID++
+	w.f.reviews[n] = append(w.f.reviews[n], forgejo.Review{ID: w.f.nextID, Author: simReviewer, State: state,
+		CommitID: head, Official: true, Submitted: time.Now()})
+	w.f.touch(n)
+	w.f.mu.Unlock()
+	w.sf.mu.Lock()
+	w.sf.acted[n] = time.Now()
+	w.sf.mu.Unlock()
+	w.logf("#%d reviewer: %s on %s", n, state, short(head))
+	w.f.mu.Lock()
+}
+
+// run plays the schedule and returns the figures, or the first invariant
+// broken.
+func (w *simWorld) run() (simFigures, string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, p := range w.pools {
+		w.startPool(ctx, p)
+	}
+	end := w.start.Add(time.Duration(w.days) * 24 * time.Hour)
+	mean := time.Duration(w.days) * 24 * time.Hour / time.Duration(max(w.prs, 1)*8)
+	broken := ""
+	for time.Now().Before(end) && broken == "" {
+		pause := time.Duration(w.rng.ExpFloat64() * float64(mean))
+		w.openHours += pause.Hours() * float64(len(w.openPRs())*len(w.pools))
+		// The invariants are checked at least every checkEvery between steps.
+		for ; pause > checkEvery && broken == ""; pause -= checkEvery {
+			time.Sleep(checkEvery)
+			synctest.Wait()
+			broken = w.check()
+		}
+		if broken != "" {
+			break
+		}
+		time.Sleep(pause)
+		w.step(ctx)
+		synctest.Wait()
+		broken = w.check()
+	}
+	cancel() // synctest.Test waits for every pool to end
+	return w.figures(), broken
+}
+
+func (w *simWorld) startPool(ctx context.Context, p *simPool) {
+	pctx, stop := context.WithCancel(context.WithValue(ctx, simPoolKey{}, p.id))
+	done := make(chan struct{})
+	w.mu.Lock()
+	p.stop, p.done, p.up = stop, done, true
+	w.mu.Unlock()
+	go func() {
+		defer close(done)
+		pl, err := New(pctx, w.config(p.id), Deps{Forge: w.sf, Agent: p.agent, Store: p.state})
+		if err != nil {
+			return
+		}
+		_, _ = pl.Run(pctx)
+	}()
+}
+
+func (w *simWorld) logf(format string, args ...any) {
+	w.sf.mu.Lock()
+	defer w.sf.mu.Unlock()
+	w.sf.logLocked(format, args...)
+}
+
+// step makes one thing happen.
+func (w *simWorld) step(ctx context.Context) {
+	open := w.openPRs()
+	r := w.rng.Float64()
+	switch {
+	case w.opened < w.prs && (r < 0.15 || len(open) == 0):
+		w.open()
+	case len(open) == 0:
+	case r < 0.30:
+		w.push(w.pick(open), false)
+	case r < 0.34:
+		w.push(w.pick(open), true)
+	case r < 0.43:
+		w.close(w.pick(open))
+	case r < 0.46:
+		w.reopen()
+	case r < 0.52:
+		w.label(w.pick(open))
+	case r < 0.56:
+		w.wip(w.pick(open))
+	case r < 0.58:
+		w.humanMerge(w.pick(open))
+	case r < 0.66:
+		w.humanReview(w.pick(open))
+	case r < 0.70:
+		w.refuse(w.pick(open))
+	case r < 0.72:
+		w.restart(ctx)
+	}
+}
+
+func (w *simWorld) pick(ns []int) int { return ns[w.rng.IntN(len(ns))] }
+
+func (w *simWorld) openPRs() []int {
+	w.f.mu.Lock()
+	defer w.f.mu.Unlock()
+	var out []int
+	for n, pr := range w.f.prs {
+		if pr.State == "open" {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// softChange starts the clock of a wait unless the pool spoke since the
+// PR last changed in a way that asks for its word: its note (checks
+// pending, a refusal) still holds.
+func (w *simWorld) softChange(n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.sf.mu.Lock()
+	defer w.sf.mu.Unlock()
+	if !w.sf.acted[n].After(w.hardChange[n]) {
+		w.since[n] = time.Now()
+	}
+}
+
+// changed starts the clock of a wait that needs the pool's word.
+func (w *simWorld) changed(n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.since[n], w.hardChange[n] = time.Now(), time.Now()
+}
+
+// newWait starts a new wait to merge: the PR was reopened or pushed.
+func (w *simWorld) newWait(n int) {
+	w.sf.mu.Lock()
+	defer w.sf.mu.Unlock()
+	w.sf.waits[n]++
+}
+
+func (w *simWorld) open() {
+	w.opened++
+	n := w.opened
+	author := "dev"
+	if w.rng.Float64() < 0.1 {
+		author = simOutsider
+	}
+	head := fakeSHA(fmt.Sprintf("pr-%d-1", n))
+	w.f.mu.Lock()
+	w.f.prs[n] = &forgejo.PR{Number: n, Title: fmt.Sprintf("change %d", n), State: "open", Mergeable: true, HeadSHA: head,
+		BaseRef: "main", Author: author, HeadRepo: "o/r", HeadRef: fmt.Sprintf("feature-%d", n), MergeBase: w.f.base}
+	w.f.touch(n)
+	w.f.mu.Unlock()
+	w.newHead(n, head)
+	w.logf("#%d opened by %s at %s", n, author, short(head))
+}
+
+// newHead starts CI on a head the PR now has, and the wait for the pool.
+func (w *simWorld) newHead(n int, head string) {
+	w.mu.Lock()
+	w.heads[n] = append(w.heads[n], head)
+	w.mu.Unlock()
+	w.changed(n)
+	w.f.mu.Lock()
+	known := len(w.f.statuses[head]) > 0
+	if !known {
+		w.f.nextID++
+		w.f.statuses[head] = []forgejo.Status{{ID: w.f.nextID, Context: simCheck, State: "pending", Created: time.Now()}}
+	}
+	w.f.mu.Unlock()
+	if !known {
+		w.runCI(n, head)
+	}
+}
+
+// runCI has the CI run on a new head: 5 to 60 minutes later it passes,
+// fails, flakes (fails, and a re-run an hour later passes) or never ends.
+func (w *simWorld) runCI(n int, head string) {
+	took := time.Duration(5+w.rng.IntN(55)) * time.Minute
+	var states []string
+	switch r := w.rng.Float64(); {
+	case r < 0.7:
+		states = []string{"success"}
+	case r < 0.85:
+		states = []string{"failure"}
+	case r < 0.95:
+		states = []string{"failure", "success"}
+	}
+	for i, state := range states {
+		time.AfterFunc(took+time.Duration(i)*time.Hour, func() { w.ciDone(n, head, state) })
+	}
+}
+
+// ciDone reports a run's end on head.
+func (w *simWorld) ciDone(n int, head, state string) {
+	w.f.mu.Lock()
+	w.f.nextID++
+	w.f.statuses[head] = append(w.f.statuses[head], forgejo.Status{ID: w.f.nextID, Context: simCheck, State: state, Created: time.Now()})
+	current := w.f.prs[n].HeadSHA == head
+	if current {
+		w.f.touch(n)
+	}
+	w.f.mu.Unlock()
+	if current {
+		w.changed(n)
+	}
+	w.logf("#%d ci %s at %s", n, state, short(head))
+}
+
+func (w *simWorld) push(n int, back bool) {
+	w.mu.Lock()
+	old := w.heads[n]
+	w.mu.Unlock()
+	head := fakeSHA(fmt.Sprintf("pr-%d-%d", n, len(old)+1))
+	w.f.mu.Lock()
+	pr := w.f.prs[n]
+	var earlier []string
+	for _, h := range old {
+		if h != pr.HeadSHA && !slices.Contains(earlier, h) {
+			earlier = append(earlier, h)
+		}
+	}
+	if back = back && len(earlier) > 0; back {
+		head = earlier[w.rng.IntN(len(earlier))]
+	}
+	pr.HeadSHA = head
+	if !back {
+		pr.MergeBase = w.f.base
+	}
+	w.f.touch(n)
+	w.f.mu.Unlock()
+	w.newHead(n, head)
+	w.newWait(n)
+	w.logf("#%d pushed %s (back to an old head: %v)", n, short(head), back)
+}
+
+func (w *simWorld) close(n int) {
+	w.f.mu.Lock()
+	w.f.prs[n].State = "closed"
+	w.f.touch(n)
+	w.f.mu.Unlock()
+	w.logf("#%d closed", n)
+}
+
+func (w *simWorld) reopen() {
+	w.f.mu.Lock()
+	var closed []int
+	for n, pr := range w.f.prs {
+		if pr.State == "closed" && !pr.Merged {
+			closed = append(closed, n)
+		}
+	}
+	slices.Sort(closed)
+	if len(closed) == 0 {
+		w.f.mu.Unlock()
+		return
+	}
+	n := w.pick(closed)
+	w.f.prs[n].State = "open"
+	w.f.touch(n)
+	w.f.mu.Unlock()
+
+	w.changed(n)
+	w.newWait(n)
+	w.logf("#%d reopened", n)
+}
+
+func (w *simWorld) label(n int) {
+	w.f.mu.Lock()
+	pr := w.f.prs[n]
+	on := !pr.HasLabel(simSkip)
+	if on {
+		pr.Labels = append(pr.Labels, simSkip)
+	} else {
+		pr.Labels = slices.DeleteFunc(pr.Labels, func(l string) bool { return l == simSkip })
+	}
+	w.f.touch(n)
+	w.f.mu.Unlock()
+	if !on {
+		w.changed(n)
+	}
+	w.logf("#%d label %q %v", n, simSkip, on)
+}
+
+func (w *simWorld) wip(n int) {
+	w.f.mu.Lock()
+	pr := w.f.prs[n]
+	pr.Draft = !pr.Draft
+	pr.Title = strings.TrimPrefix(pr.Title, "WIP: ")
+	if pr.Draft {
+		pr.Title = "WIP: " + pr.Title
+	}
+	on := pr.Draft
+	w.f.touch(n)
+	w.f.mu.Unlock()
+	if on {
+		w.softChange(n)
+	} else {
+		w.changed(n)
+	}
+	w.logf("#%d WIP %v", n, on)
+}
+
+func (w *simWorld) humanMerge(n int) {
+	w.f.mu.Lock()
+	pr := w.f.prs[n]
+	pr.MergedBy = simHuman
+	w.f.setMerged(n)
+	w.f.base = fakeSHA(fmt.Sprintf("base-%d", len(w.f.merged)))
+	w.f.checkedAt = time.Now().Add(w.f.recheck)
+	w.f.mu.Unlock()
+	w.logf("#%d merged by a human", n)
+}
+
+func (w *simWorld) humanReview(n int) {
+	author, official := simHuman, true
+	if w.rng.Float64() < 0.4 {
+		author, official = simOutsider, false
+	}
+	state := forgejo.ReviewApproved
+	if w.rng.Float64() < 0.3 {
+		state = forgejo.ReviewRequestChanges
+	}
+	w.f.addReview(n, author, state, official && author == simHuman)
+	if author == simHuman {
+		w.softChange(n)
+	}
+	w.logf("#%d review %s by %s", n, state, author)
+}
+
+// refuse has the forge refuse the PR's merges (a hook's 409, a rule's
+// 405) from now until a later draw takes it back.
+func (w *simWorld) refuse(n int) {
+	w.sf.mu.Lock()
+	defer w.sf.mu.Unlock()
+	if _, ok := w.sf.refuse[n]; ok {
+		delete(w.sf.refuse, n)
+		w.sf.logLocked("#%d merges accepted again", n)
+		return
+	}
+	res := forgejo.MergeResult{Status: 409, Message: "PushRejected: pre-receive hook declined"}
+	if w.rng.Float64() < 0.5 {
+		res = forgejo.MergeResult{Status: 405, Message: "Not allowed to merge: not enough approvals"}
+	}
+	res.Outcome, res.Rule = forgejo.ClassifyMerge(res.Status, res.Message), forgejo.RefusalRule(res.Status, res.Message)
+	w.sf.refuse[n] = res
+	w.sf.logLocked("#%d merges refused %d", n, res.Status)
+}
+
+// restart kills a pool (its sessions left running, its store kept) and
+// starts it again 1 to 30 minutes later.
+func (w *simWorld) restart(ctx context.Context) {
+	p := w.pools[w.rng.IntN(len(w.pools))]
+	down := time.Duration(1+w.rng.IntN(30)) * time.Minute
+	w.mu.Lock()
+	up, stop, done := p.up, p.stop, p.done
+	p.up = false
+	w.mu.Unlock()
+	if !up {
+		return
+	}
+	w.logf("pool %s killed for %s", p.id, down)
+	stop()
+	go func() {
+		<-done
+		time.Sleep(down)
+		if ctx.Err() == nil {
+			w.startPool(ctx, p)
+		}
+	}()
+}

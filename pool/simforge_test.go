@@ -1,0 +1,448 @@
+package pool
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"pool/claims"
+	"pool/forge"
+	"pool/forgejo"
+)
+
+// simForge is the simulation's forge as the pools see it: the fake forge's
+// state behind faults drawn at random (an answer refused with a 5xx before
+// the call, or lost after a write was made), with every request counted per
+// PR and hour and every effect that an invariant judges recorded as it
+// happens.
+type simForge struct {
+	f *fakeForge
+
+	mu     sync.Mutex // guards the fields below
+	rng    *rand.Rand
+	faults float64 // the share of requests answered 502, half of writes after they were made
+	// refuse answers the merges of these PRs so (a hook's 409, a 405 rule)
+	// until the world takes it back.
+	refuse   map[int]forgejo.MergeResult
+	requests map[prHour]int
+	ops      map[prHour]map[string]int // the requests by kind
+	notes    []simNote
+	updated  map[string]string     // a head a pool's update made: the head it updated
+	acted    map[int]time.Time     // when a pool last posted, updated or merged on each PR
+	waits    map[int]int           // how many times each PR was reopened or pushed: a new wait each
+	holds    map[simHead]bool      // the heads a pool's note says wait (blocked, withheld, conflict, no review)
+	claimed  map[simHead]time.Time // when a claim on each head was last posted or renewed
+	broken   []string              // invariants broken inside a call
+	trace    []string              // the last steps and effects
+	start    time.Time
+}
+
+// simPoolKey carries the id of the pool a call comes from.
+type simPoolKey struct{}
+
+func simPoolOf(ctx context.Context) string {
+	id, _ := ctx.Value(simPoolKey{}).(string)
+	return id
+}
+
+// short is a fake commit id's readable name.
+func short(sha string) string {
+	b, err := hex.DecodeString(sha)
+	if err != nil {
+		return sha
+	}
+	return string(b)
+}
+
+// logLocked adds a line to the trace, which keeps the last 400. Callers
+// hold s.mu.
+func (s *simForge) logLocked(format string, args ...any) {
+	s.trace = append(s.trace, fmt.Sprintf("%8s ", time.Since(s.start).Round(time.Second))+fmt.Sprintf(format, args...))
+	if len(s.trace) > 400 {
+		s.trace = s.trace[len(s.trace)-400:]
+	}
+}
+
+type prHour struct {
+	pool string
+	n    int // 0: a request of the repository, no PR's
+	hour int64
+}
+
+// simNote is a comment a pool posted, with the PR's head when it did.
+type simNote struct {
+	id    int64
+	epoch int    // the PR's waits before (simForge.waits)
+	by    string // the pool's id
+	n     int
+	head  string
+	at    time.Time
+	body  string
+}
+
+func newSimForge(f *fakeForge, seed uint64, faults float64) *simForge {
+	return &simForge{f: f, rng: rand.New(rand.NewPCG(seed, 0x5eed)), faults: faults,
+		refuse: map[int]forgejo.MergeResult{}, start: time.Now(), requests: map[prHour]int{}, ops: map[prHour]map[string]int{}, updated: map[string]string{},
+		acted: map[int]time.Time{}, waits: map[int]int{}, holds: map[simHead]bool{}, claimed: map[simHead]time.Time{}}
+}
+
+// call counts a request for PR n (0: the repository's) and draws a fault
+// that refuses it before it is made.
+func (s *simForge) call(ctx context.Context, op string, n int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := prHour{simPoolOf(ctx), n, time.Now().Unix() / 3600}
+	s.requests[k]++
+	if s.ops[k] == nil {
+		s.ops[k] = map[string]int{}
+	}
+	s.ops[k][op]++
+	if s.rng.Float64() < s.faults {
+		return &forgejo.Error{Op: op, Status: 502, Retryable: true, Err: errors.New("simulated bad gateway")}
+	}
+	return nil
+}
+
+// lost draws whether the answer of a write that was made is lost.
+func (s *simForge) lost(op string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rng.Float64() < s.faults/2 {
+		return &forgejo.Error{Op: op, Status: 502, Retryable: true, Err: errors.New("simulated lost answer")}
+	}
+	return nil
+}
+
+func (s *simForge) Me(ctx context.Context) (string, error) {
+	if err := s.call(ctx, "me", 0); err != nil {
+		return "", err
+	}
+	return s.f.Me(ctx)
+}
+
+func (s *simForge) DefaultBranch(ctx context.Context, o, r string) (string, error) {
+	if err := s.call(ctx, "repo", 0); err != nil {
+		return "", err
+	}
+	return s.f.DefaultBranch(ctx, o, r)
+}
+
+func (s *simForge) OpenPRs(ctx context.Context, o, r string) ([]forgejo.PR, error) {
+	if err := s.call(ctx, "list", 0); err != nil {
+		return nil, err
+	}
+	prs, err := s.f.OpenPRs(ctx, o, r)
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	for i := range prs { // as the forge's list shows them, and its reads (fakeForge.PR)
+		prs[i].Mergeable = prs[i].Mergeable && !s.f.checking()
+		prs[i].BaseSHA = s.f.base
+	}
+	return prs, err
+}
+
+func (s *simForge) ChangedPRs(ctx context.Context, o, r string, since time.Time) ([]forgejo.PRChange, time.Time, error) {
+	if err := s.call(ctx, "changed", 0); err != nil {
+		return nil, time.Time{}, err
+	}
+	return s.f.ChangedPRs(ctx, o, r, since)
+}
+
+func (s *simForge) PR(ctx context.Context, o, r string, n int) (forgejo.PR, error) {
+	if err := s.call(ctx, "pr", n); err != nil {
+		return forgejo.PR{}, err
+	}
+	return s.f.PR(ctx, o, r, n)
+}
+
+func (s *simForge) Comments(ctx context.Context, o, r string, n int) ([]forgejo.Comment, error) {
+	if err := s.call(ctx, "comments", n); err != nil {
+		return nil, err
+	}
+	return s.f.Comments(ctx, o, r, n)
+}
+
+func (s *simForge) PostComment(ctx context.Context, o, r string, n int, body string) (forgejo.Comment, error) {
+	if err := s.call(ctx, "comment", n); err != nil {
+		return forgejo.Comment{}, err
+	}
+	c, err := s.f.PostComment(ctx, o, r, n, body)
+	if err != nil {
+		return c, err
+	}
+	s.f.mu.Lock()
+	head := ""
+	if pr, ok := s.f.prs[n]; ok {
+		head = pr.HeadSHA
+	}
+	s.f.mu.Unlock()
+	s.mu.Lock()
+	s.notes = append(s.notes, simNote{id: c.ID, epoch: s.waits[n], by: simPoolOf(ctx), n: n, head: head, at: time.Now(), body: body})
+	s.logLocked("#%d %s noted %q at %s", n, simPoolOf(ctx), noteKind(body), short(head))
+	s.acted[n] = time.Now()
+	s.noteClaim(n, body)
+	switch kind, _, _ := strings.Cut(noteKind(body), ":"); kind {
+	case forge.MarkBlocked, forge.MarkWithheld, forge.MarkConflict, forge.MarkNoReview:
+		s.holds[simHead{n, head}] = true
+	}
+	s.mu.Unlock()
+	return c, s.lost("comment")
+}
+
+func (s *simForge) EditComment(ctx context.Context, o, r string, id int64, body string) (forgejo.Comment, error) {
+	if err := s.call(ctx, "edit comment", 0); err != nil {
+		return forgejo.Comment{}, err
+	}
+	c, err := s.f.EditComment(ctx, o, r, id, body)
+	if err != nil {
+		return c, err
+	}
+	s.mu.Lock()
+	for _, nt := range s.notes {
+		if nt.id == id {
+			s.noteClaim(nt.n, body)
+		}
+	}
+	s.mu.Unlock()
+	return c, s.lost("edit comment")
+}
+
+func (s *simForge) DeleteComment(ctx context.Context, o, r string, id int64) error {
+	if err := s.call(ctx, "delete comment", 0); err != nil {
+		return err
+	}
+	if err := s.f.DeleteComment(ctx, o, r, id); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, nt := range s.notes {
+		if nt.id == id {
+			s.logLocked("#%d %s took back %q", nt.n, simPoolOf(ctx), noteKind(nt.body))
+			s.notes = slices.Delete(s.notes, i, i+1)
+			break
+		}
+	}
+	return nil
+}
+
+func (s *simForge) Reviews(ctx context.Context, o, r string, n int) ([]forgejo.Review, error) {
+	if err := s.call(ctx, "reviews", n); err != nil {
+		return nil, err
+	}
+	return s.f.Reviews(ctx, o, r, n)
+}
+
+func (s *simForge) StatusHistory(ctx context.Context, o, r, sha string) ([]forgejo.Status, error) {
+	if err := s.call(ctx, "statuses", s.prOf(sha)); err != nil {
+		return nil, err
+	}
+	return s.f.StatusHistory(ctx, o, r, sha)
+}
+
+// prOf is the open PR whose head is sha, for the request count; 0 if none.
+func (s *simForge) prOf(sha string) int {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	for n, pr := range s.f.prs {
+		if pr.HeadSHA == sha {
+			return n
+		}
+	}
+	return 0
+}
+
+func (s *simForge) OpenDependencies(ctx context.Context, o, r string, n int) ([]string, error) {
+	if err := s.call(ctx, "dependencies", n); err != nil {
+		return nil, err
+	}
+	return s.f.OpenDependencies(ctx, o, r, n)
+}
+
+func (s *simForge) Protection(ctx context.Context, o, r, b string) (forgejo.Protection, error) {
+	if err := s.call(ctx, "protection", 0); err != nil {
+		return forgejo.Protection{}, err
+	}
+	return s.f.Protection(ctx, o, r, b)
+}
+
+func (s *simForge) Permission(ctx context.Context, o, r, account string) (string, error) {
+	if err := s.call(ctx, "permission", 0); err != nil {
+		return "", err
+	}
+	return s.f.Permission(ctx, o, r, account)
+}
+
+func (s *simForge) IsCollaborator(ctx context.Context, o, r, account string) (bool, error) {
+	if err := s.call(ctx, "is collaborator", 0); err != nil {
+		return false, err
+	}
+	return s.f.IsCollaborator(ctx, o, r, account)
+}
+
+// Merge judges the merge as the forge makes it: the head it merges must
+// carry a counted approval (its own, or one of the head a pool's update
+// made it from) and green required checks.
+func (s *simForge) Merge(ctx context.Context, o, r string, n int, opt forgejo.MergeOptions) (forgejo.MergeResult, error) {
+	if err := s.call(ctx, "merge", n); err != nil {
+		return forgejo.MergeResult{}, err
+	}
+	s.mu.Lock()
+	refusal, refused := s.refuse[n]
+	s.mu.Unlock()
+	if refused {
+		s.f.mu.Lock()
+		s.f.calls["merge"]++
+		s.f.record("#%d: merge refused %d", n, refusal.Status)
+		s.f.mu.Unlock()
+		s.mu.Lock()
+		s.logLocked("#%d merge by %s refused %d", n, simPoolOf(ctx), refusal.Status)
+		s.mu.Unlock()
+		return refusal, serverError("merge", refusal.Status)
+	}
+	s.mu.Lock()
+	s.f.mu.Lock()
+	approved, green := s.approvedLocked(n, opt.HeadSHA), s.greenLocked(opt.HeadSHA)
+	s.f.mu.Unlock()
+	s.mu.Unlock()
+	res, err := s.f.Merge(ctx, o, r, n, opt)
+	if err == nil && (res.Outcome == forgejo.MergeDone || s.f.isMerged(n)) {
+		s.mu.Lock()
+		s.acted[n] = time.Now()
+		s.logLocked("#%d merged by %s at %s", n, simPoolOf(ctx), short(opt.HeadSHA))
+		if !approved || !green {
+			s.broken = append(s.broken, fmt.Sprintf("#%d merged at %s: counted approval %v, required checks green %v", n, short(opt.HeadSHA), approved, green))
+		}
+		s.mu.Unlock()
+		if err := s.lost("merge"); err != nil {
+			return forgejo.MergeResult{}, err
+		}
+	}
+	return res, err
+}
+
+// approvedLocked: the last counted review of head, or of a head a pool's
+// update made it from, approves. Callers hold s.mu and s.f.mu.
+func (s *simForge) approvedLocked(n int, head string) bool {
+	chain := map[string]bool{}
+	for h := head; h != "" && !chain[h]; h = s.updated[h] {
+		chain[h] = true
+	}
+	return simVerdict(s.f.reviews[n], chain) == forgejo.ReviewApproved
+}
+
+// simVerdict is what the counted reviews of the heads in chain say: each
+// account's last one counts; a request for changes outweighs approvals.
+func simVerdict(reviews []forgejo.Review, chain map[string]bool) string {
+	last := map[string]string{}
+	for _, rv := range reviews {
+		if chain[rv.CommitID] && simCounts(rv) && (rv.State == forgejo.ReviewApproved || rv.State == forgejo.ReviewRequestChanges) {
+			last[rv.Author] = rv.State
+		}
+	}
+	verdict := ""
+	for _, state := range last {
+		if verdict != forgejo.ReviewRequestChanges {
+			verdict = state
+		}
+	}
+	return verdict
+}
+
+// simCounts: the reviews whose approval counts (reviewers.humans).
+func simCounts(rv forgejo.Review) bool {
+	return rv.Official && (rv.Author == simReviewer || rv.Author == simHuman)
+}
+
+// greenLocked: the required context's last status on head is success and
+// its run is over. Callers hold s.f.mu.
+func (s *simForge) greenLocked(head string) bool {
+	state := ""
+	for _, st := range s.f.statuses[head] {
+		if st.Context == simCheck {
+			state = st.State
+		}
+	}
+	return state == "success" && !s.f.now().Before(s.f.ciAt[head])
+}
+
+func (s *simForge) MarkMerged(ctx context.Context, o, r string, n int, commit string) (forgejo.MergeResult, error) {
+	if err := s.call(ctx, "mark merged", n); err != nil {
+		return forgejo.MergeResult{}, err
+	}
+	return s.f.MarkMerged(ctx, o, r, n, commit)
+}
+
+func (s *simForge) CancelAutoMerge(ctx context.Context, o, r string, n int) error {
+	if err := s.call(ctx, "cancel auto-merge", n); err != nil {
+		return err
+	}
+	return s.f.CancelAutoMerge(ctx, o, r, n)
+}
+
+// Update records which head the update made from which.
+func (s *simForge) Update(ctx context.Context, o, r string, n int, style string) (forgejo.UpdateResult, error) {
+	if err := s.call(ctx, "update", n); err != nil {
+		return forgejo.UpdateResult{}, err
+	}
+	s.f.mu.Lock()
+	old := s.f.prs[n].HeadSHA
+	s.f.mu.Unlock()
+	res, err := s.f.Update(ctx, o, r, n, style)
+	if err != nil || res.Outcome != forgejo.UpdateDone {
+		return res, err
+	}
+	s.f.mu.Lock()
+	made := s.f.prs[n].HeadSHA
+	s.f.mu.Unlock()
+	s.mu.Lock()
+	s.updated[made] = old
+	s.acted[n] = time.Now()
+	s.logLocked("#%d updated by %s from %s to %s", n, simPoolOf(ctx), short(old), short(made))
+	s.mu.Unlock()
+	return res, s.lost("update")
+}
+
+func (s *simForge) CommitParents(ctx context.Context, o, r, sha string) ([]string, error) {
+	if err := s.call(ctx, "parents", s.prOf(sha)); err != nil {
+		return nil, err
+	}
+	return s.f.CommitParents(ctx, o, r, sha)
+}
+
+func (s *simForge) DiffHash(ctx context.Context, o, r string, n int) (string, error) {
+	if err := s.call(ctx, "diff", n); err != nil {
+		return "", err
+	}
+	return s.f.DiffHash(ctx, o, r, n)
+}
+
+// noteKind names what a pool's note is about: its marker's kind, or its
+// first line.
+func noteKind(body string) string {
+	for _, k := range []string{forge.MarkClaim, forge.MarkRetry, forge.MarkBlocked, forge.MarkNoReview, forge.MarkConflict, forge.MarkWithheld} {
+		if forge.ParseMarker(body, k, &struct{}{}) {
+			if k == forge.MarkBlocked || k == forge.MarkWithheld {
+				var v struct{ Reason string }
+				forge.ParseMarker(body, k, &v)
+				return k + ": " + v.Reason
+			}
+			return k
+		}
+	}
+	return firstLine(body)
+}
+
+// noteClaim records when a claim on a head was posted or renewed. Callers
+// hold s.mu.
+func (s *simForge) noteClaim(n int, body string) {
+	if cl, ok := claims.Parse(forgejo.Comment{Body: body}); ok {
+		s.claimed[simHead{n, cl.SHA}] = time.Now()
+	}
+}

@@ -1,0 +1,218 @@
+package pool
+
+import (
+	"fmt"
+	"time"
+
+	"pool/claims"
+	"pool/forge"
+	"pool/forgejo"
+)
+
+// check returns the first invariant broken, or "".
+func (w *simWorld) check() string {
+	w.sf.mu.Lock()
+	defer w.sf.mu.Unlock()
+	if len(w.sf.broken) > 0 {
+		return w.sf.broken[0]
+	}
+	for _, c := range []func() string{w.checkNotes, w.checkDiagnostics, w.checkSessions, w.checkRequests, w.checkSilence} {
+		if broken := c(); broken != "" {
+			return broken
+		}
+	}
+	return ""
+}
+
+// checkNotes: at most one pool note per PR, head and reason (claims and
+// diagnostics have their own bounds).
+func (w *simWorld) checkNotes() string {
+	seen := map[string]int{}
+	for _, nt := range w.sf.notes {
+		kind := noteKind(nt.body)
+		if kind == forge.MarkClaim || kind == forge.MarkRetry {
+			continue
+		}
+		key := fmt.Sprintf("#%d at %s: %q", nt.n, short(nt.head), kind)
+		if seen[key]++; seen[key] > 1 {
+			return "two notes on " + key
+		}
+	}
+	return ""
+}
+
+// checkDiagnostics: the k-th pause between diagnostics on one head is at
+// least half of diagnostic_every poll intervals doubled k-1 times, up to
+// 8 hours. A wait begins again when the PR is reopened or pushed.
+func (w *simWorld) checkDiagnostics() string {
+	type wait struct {
+		simHead
+		epoch int
+	}
+	last := map[wait]time.Time{}
+	count := map[wait]int{}
+	first := 10 * 30 * time.Second
+	for _, nt := range w.sf.notes {
+		if noteKind(nt.body) != forge.MarkRetry {
+			continue
+		}
+		h := wait{simHead{nt.n, nt.head}, nt.epoch}
+		if count[h] > 0 {
+			want := min(first<<(count[h]-1), 8*time.Hour) / 2
+			if gap := nt.at.Sub(last[h]); gap < want {
+				return fmt.Sprintf("#%d at %s: diagnostic %d after %s, want at least %s", h.n, short(h.head), count[h]+1, gap, want)
+			}
+		}
+		count[h]++
+		last[h] = nt.at
+	}
+	return ""
+}
+
+// checkSessions: one claim and one session per head across the pools,
+// three where a session left no counted review.
+func (w *simWorld) checkSessions() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	claimed := map[simHead]int{}
+	for _, nt := range w.sf.notes {
+		if cl, ok := claims.Parse(forgejo.Comment{Body: nt.body}); ok {
+			claimed[simHead{nt.n, cl.SHA}]++
+		}
+	}
+	for what, counts := range map[string]map[simHead]int{"claims": claimed, "sessions": w.sessions} {
+		for h, c := range counts {
+			if c > 1 && !(w.noReview[h] && c <= 3) {
+				return fmt.Sprintf("#%d at %s: %d %s (a session left no review: %v)", h.n, short(h.head), c, what, w.noReview[h])
+			}
+		}
+	}
+	return ""
+}
+
+func (w *simWorld) checkRequests() string {
+	for k, c := range w.sf.requests {
+		if k.n > 0 && c > simRequestsPerHr {
+			return fmt.Sprintf("#%d: %d forge requests from %s in hour %d, want at most %d: %v", k.n, c, k.pool, k.hour-w.start.Unix()/3600, simRequestsPerHr, w.sf.ops[k])
+		}
+	}
+	return ""
+}
+
+// checkSilence: no open PR waits longer than simSilence after a change
+// that asks for the pool's word without one: a note, a review, an update
+// or a merge, or a hold note or a live claim (a session reviews it) on
+// its head. Left out: a PR labelled for
+// humans, an unapproved draft, a head whose counted reviewer asked for
+// changes (the author's turn).
+func (w *simWorld) checkSilence() (broken string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.f.mu.Lock()
+	defer w.f.mu.Unlock()
+	now := time.Now()
+	defer func() {
+		if w.late != "" && broken == "" {
+			broken = w.late
+		}
+	}()
+	for n, since := range w.since {
+		pr := w.f.prs[n]
+		h := simHead{n, pr.HeadSHA}
+		if since.IsZero() || pr.State != "open" || w.sf.acted[n].After(since) || w.sf.holds[h] || now.Sub(w.sf.claimed[h]) < simClaimTTL {
+			w.settle(n, since, now)
+			continue
+		}
+		if pr.HasLabel(simSkip) || w.authorsTurn(n, pr.HeadSHA) || (pr.Draft && !w.sf.approvedLocked(n, pr.HeadSHA)) {
+			w.settle(n, since, now)
+			continue
+		}
+		if w.late != "" {
+			return w.late
+		}
+		if wait := now.Sub(since); wait > simSilence {
+			return fmt.Sprintf("#%d silent for %s since its last change (head %s)", n, wait.Round(time.Minute), short(pr.HeadSHA))
+		}
+	}
+	return ""
+}
+
+// settle ends a wait. One the pool answered counts toward the longest
+// silence; one the PR's state explains (a label, the author's turn) does
+// not. Callers hold w.mu.
+func (w *simWorld) settle(n int, since, now time.Time) {
+	if since.IsZero() {
+		return
+	}
+	if at := w.sf.acted[n]; at.After(since) && !at.After(now) {
+		w.silence = max(w.silence, at.Sub(since))
+		if at.Sub(since) > simSilence && w.late == "" {
+			w.late = fmt.Sprintf("#%d answered %s after its last change", n, at.Sub(since).Round(time.Minute))
+		}
+	}
+	w.since[n] = time.Time{}
+}
+
+// authorsTurn: a counted review of head asks for changes. Callers hold
+// w.f.mu.
+func (w *simWorld) authorsTurn(n int, head string) bool {
+	return simVerdict(w.f.reviews[n], map[string]bool{head: true}) == forgejo.ReviewRequestChanges
+}
+
+func (w *simWorld) figures() simFigures {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.sf.mu.Lock()
+	defer w.sf.mu.Unlock()
+	w.f.mu.Lock()
+	defer w.f.mu.Unlock()
+	var fig simFigures
+	for _, pr := range w.f.prs {
+		if pr.Merged && pr.MergedBy == w.f.me {
+			fig.merges++
+		} else if pr.Merged {
+			fig.humanMerges++
+		}
+	}
+	for _, hs := range w.heads {
+		fig.heads += len(hs)
+	}
+	for _, c := range w.sessions {
+		fig.sessions += c
+		fig.maxSessionsPerHead = max(fig.maxSessionsPerHead, c)
+	}
+	perHead, notesOn := map[simHead]int{}, map[simHead]int{}
+	for _, nt := range w.sf.notes {
+		h := simHead{nt.n, nt.head}
+		switch noteKind(nt.body) {
+		case forge.MarkClaim:
+			if cl, ok := claims.Parse(forgejo.Comment{Body: nt.body}); ok {
+				fig.claims++
+				perHead[simHead{nt.n, cl.SHA}]++
+			}
+			continue
+		case forge.MarkRetry:
+			fig.diagnostics++
+		}
+		fig.notes++
+		notesOn[h]++
+	}
+	for _, c := range perHead {
+		fig.maxClaimsPerHead = max(fig.maxClaimsPerHead, c)
+	}
+	for _, c := range notesOn {
+		fig.maxNotesOnHead = max(fig.maxNotesOnHead, c)
+	}
+	for k, c := range w.sf.requests {
+		if k.n > 0 {
+			fig.requests += c
+			fig.maxPerPRHr = max(fig.maxPerPRHr, c)
+		} else {
+			fig.repoRequests += c
+		}
+	}
+	fig.poolHours = w.days * 24 * len(w.pools)
+	fig.prHours = int(w.openHours)
+	fig.longestSilence = w.silence
+	return fig
+}
