@@ -361,11 +361,23 @@ func (p *Pool) adopt(ctx, work context.Context) error {
 			guard.Go(ctx, p.log, "adopted session", func() {
 				defer p.workers.Done()
 				defer p.releaseSlot(n)
-				p.follow(ctx, work, p.adopted(n, pr))
+				p.followAdopted(ctx, work, n, pr)
 			})
 		}
 	}
 	return nil
+}
+
+// followAdopted renews the claim of a session a restart took over, then
+// follows the session: follow's first renewal comes half a claim's life
+// later, when a claim posted before the restart may have gone stale and the
+// head be claimed a second time, or by another pool
+// (TestAnAdoptedSessionRenewsItsClaim: 2 claims on the head).
+func (p *Pool) followAdopted(ctx, work context.Context, n int, pr forgejo.PR) {
+	if err := p.keepClaim(ctx, n, pr.HeadSHA); err != nil {
+		p.log.Warn("renewing an adopted session's claim failed; the follower tries again", "pr", n, "err", err)
+	}
+	p.follow(ctx, work, p.adopted(n, pr))
 }
 
 // adopted is the session a restart took over for pr, to follow: a fixer's
@@ -449,7 +461,7 @@ func (p *Pool) adoptLater(ctx, work context.Context, s agent.Session, n int) {
 			continue
 		}
 		if mine && p.takeOver(ctx, s, n) {
-			p.follow(ctx, work, p.adopted(n, pr))
+			p.followAdopted(ctx, work, n, pr)
 		}
 		return
 	}

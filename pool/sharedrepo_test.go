@@ -126,3 +126,34 @@ func TestARetriedSessionRenewsItsClaim(t *testing.T) {
 		}
 	})
 }
+
+// TestAnAdoptedSessionRenewsItsClaim: a pool restarted 14 minutes after
+// it claimed a head and started a session adopts the session and renews
+// its claim at once: the first renewal of the follower came half a claim's
+// life after the adoption, when the claim had gone stale, and the pool
+// claimed the head a second time (the simulation: 2 claims on one head).
+func TestAnAdoptedSessionRenewsItsClaim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeForge(1)
+		f.now = time.Now
+		a := newFakeAgent(approver(f, 40*time.Minute))
+		state := store.NewMemory()
+		cfg := testConfig(1)
+		cfg.PollInterval, cfg.StatusInterval, cfg.IdleExit, cfg.ShutdownTimeout, cfg.SessionTimeout = 30*time.Second, 10*time.Second, 0, 30*time.Second, time.Hour
+		run := func(d time.Duration) {
+			ctx, cancel := context.WithTimeout(context.Background(), d)
+			defer cancel()
+			p, err := New(ctx, cfg, Deps{Forge: f, Agent: a, Store: state})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Run(ctx)
+		}
+		run(5 * time.Minute)
+		time.Sleep(14 * time.Minute)
+		run(40 * time.Minute)
+		if c := f.claimsOn(1); c != 1 || !f.isMerged(1) {
+			t.Errorf("%d claims on the head, merged %v; want 1 claim and merged: %v", c, f.isMerged(1), f.Effects())
+		}
+	})
+}
