@@ -352,6 +352,14 @@ func (a *AgentServer) stop() error {
 	return stopProcess(a.cmd.Process, a.exited, agentStopGrace, "agent server")
 }
 
+// Another starts one more agent server as a was started (its model, its
+// reviewer, its user), with its data in dir and a port of its own.
+func (a *AgentServer) Another(ctx context.Context, dir string) (*AgentServer, error) {
+	opts := a.opts
+	opts.Port = 0
+	return StartAgentServer(ctx, dir, opts)
+}
+
 // Restart stops the server and starts a new one on the same port and data
 // directory, as an operator restarting the agent server would. Sessions the
 // old one persisted survive; running work does not.
