@@ -511,7 +511,7 @@ func (w *simWorld) label(n int) {
 	w.f.touch(n)
 	w.f.mu.Unlock()
 	if !on {
-		w.changed(n)
+		w.softChange(n)
 	}
 	w.logf("#%d label %q %v", n, simSkip, on)
 }
@@ -527,11 +527,7 @@ func (w *simWorld) wip(n int) {
 	on := pr.Draft
 	w.f.touch(n)
 	w.f.mu.Unlock()
-	if on {
-		w.softChange(n)
-	} else {
-		w.changed(n)
-	}
+	w.softChange(n)
 	w.logf("#%d WIP %v", n, on)
 }
 
