@@ -9,12 +9,12 @@ import (
 )
 
 // TestInstallLinesLetThePoolReadItsConfig: the install lines of
-// pool.service and the README leave /etc/pool/pool.yaml readable by the
+// pool.service and docs/operations.md leave /etc/pool/pool.yaml readable by the
 // pool's user (pool), and by no other user (the agent's is in pool's
 // group): the directory passable, the file the pool's, mode 0600.
 func TestInstallLinesLetThePoolReadItsConfig(t *testing.T) {
 	mode := regexp.MustCompile(`-m (0[0-7]{3})`)
-	for _, file := range []string{"pool.service", "../README.md"} {
+	for _, file := range []string{"pool.service", "../docs/operations.md"} {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)

@@ -109,7 +109,7 @@ const usage = `usage:
   pool status --ops-url URL     a running pool's slots, PRs and warnings, read from its ops listener
   pool reap --under DIR         as the agent server's user, started by systemd for each connection on the
                                 pool's reaper socket: end the processes a session left in the work tree
-                                named on standard input (README, Work trees)
+                                named on standard input (docs/design.md, Work trees)
   pool version                  the version, commit and Go version of this binary (also --version)
   pool help                     this text (also --help)`
 
