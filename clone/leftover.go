@@ -41,7 +41,7 @@ func (c *Clone) endLeftovers(ctx context.Context, dir string) error {
 	if res.Hidden > 0 && c.reaper == "" && !c.blind {
 		c.blind = true
 		c.log.Warn("the pool cannot look into the processes of the work trees' group (another user's), and has no reaper "+
-			"(agent.reaper_socket): processes a session leaves in its work tree are not ended (README, Work trees)", "hidden", res.Hidden)
+			"(agent.reaper_socket): processes a session leaves in its work tree are not ended (docs/design.md, Work trees)", "hidden", res.Hidden)
 	}
 	return err
 }

@@ -9,7 +9,7 @@ package deploy
 import "embed"
 
 // OpenCode is the agent server's global config dir as shipped: copy
-// opencode/ to ~/.config/opencode of the server's user (see the README,
+// opencode/ to ~/.config/opencode of the server's user (see docs/reviewer.md,
 // "Setting up the reviewer").
 //
 //go:embed opencode

@@ -1,7 +1,7 @@
 // Command pool-review is the reviewer agent's narrow way to the forge and
 // its work tree. As the reviewer's tool server, which the agent server
 // starts in each work tree with a fixed argument vector (deploy/opencode,
-// README "Setting up the reviewer"):
+// docs/reviewer.md "Setting up the reviewer"):
 //
 //	pool-review mcp --forge URL --token-file PATH [--git PATH]
 //

@@ -145,7 +145,7 @@ func agentEnv(dir string, opts AgentOptions) []string {
 	}
 	if opts.RunAs != nil {
 		// The work trees are the pool's files, shared by group: git would
-		// refuse them as another user's (README, "Deploying the agent
+		// refuse them as another user's (docs/operations.md, "Deploying the agent
 		// server as a user of its own").
 		env = append(env, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*")
 	}
