@@ -138,14 +138,14 @@ func printSlowest(out io.Writer, timings []timing, n int) {
 	if n == 0 {
 		return
 	}
-	fmt.Fprintf(out, "\nThe %d slowest tests of %d (time running; a parallel test's wait for a slot apart):\n", n, len(timings))
+	fmt.Fprintf(out, "\nThe %d slowest tests of %d (a parallel test's pause at t.Parallel apart; a wait inside the test, such as cmd/pool's admission, counts):\n", n, len(timings))
 	for _, t := range timings[:n] {
 		mark := ""
 		if t.failed {
 			mark = "  (failed)"
 		}
 		if t.waited > 0 {
-			mark += fmt.Sprintf("  (and %.0fs waiting for a slot)", t.waited)
+			mark += fmt.Sprintf("  (and %.0fs paused at t.Parallel)", t.waited)
 		}
 		fmt.Fprintf(out, "%8.1fs  %s%s\n", t.seconds, t.name, mark)
 	}

@@ -39,8 +39,8 @@ func TestSummarize(t *testing.T) {
 	printSlowest(&out, timings, 10)
 	got := out.String()
 	for _, want := range []string{"sub log line\nslow failed here\n", "\nok  \tq\t1.0s\n", "# a build error line\n", "FAIL\tp\t42.0s\n",
-		"The 3 slowest tests of 3 (time running; a parallel test's wait for a slot apart):\n" +
-			"    41.0s  p.TestSlow  (failed)\n    20.5s  p.TestParallel  (and 300s waiting for a slot)\n     0.5s  p.TestFast\n"} {
+		"The 3 slowest tests of 3 (a parallel test's pause at t.Parallel apart; a wait inside the test, such as cmd/pool's admission, counts):\n" +
+			"    41.0s  p.TestSlow  (failed)\n    20.5s  p.TestParallel  (and 300s paused at t.Parallel)\n     0.5s  p.TestFast\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
 		}
