@@ -319,9 +319,11 @@ func (p *Pool) workQueue(ctx context.Context) time.Duration {
 			p.leaveQueue(ctx, pr)
 			continue
 		case !pr.Mergeable && paced:
+			p.log.Debug("merge queue: the forge has not tested the next PR against the base yet; reading it again soon", "pr", e.n)
 			p.queue.paced(e.n, p.now())
 			return 0
 		case !pr.Mergeable:
+			p.log.Debug("merge queue: the forge reads the PR not mergeable; waiting", "pr", e.n)
 			p.queue.notReady(e.n, p.now())
 			continue
 		}

@@ -204,6 +204,11 @@ func poolEnv(t *testing.T, sb *sandbox.Sandbox, tmp string, extra ...string) []s
 		// a head with no statuses (a push in a test) waits this long for a CI
 		"POOL_CHECKS_GRACE=3s",
 	}
+	// POOL_TEST_LOG_LEVEL=debug shows the pools' debug lines in a failing
+	// test's log (the merge queue's reads of PRs not mergeable, for one).
+	if level := os.Getenv("POOL_TEST_LOG_LEVEL"); level != "" {
+		env = append(env, "POOL_LOG_LEVEL="+level)
+	}
 	if group := shareWithAgent(t, sb, filepath.Join(tmp, "state")); group != "" {
 		env = append(env, "POOL_AGENT_TREE_GROUP="+group)
 	}
