@@ -35,11 +35,16 @@ func newTestFleet(clock *fleetClock, servers ...fleet.Server) *fleet.Fleet {
 }
 
 func (a *fakeAgent) promptsStarting(prefix string) int {
+	return a.promptsWhere(func(p string) bool { return strings.HasPrefix(p, prefix) })
+}
+
+// promptsWhere counts the prompts the agent received that match.
+func (a *fakeAgent) promptsWhere(match func(string) bool) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	n := 0
 	for _, p := range a.prompts {
-		if strings.HasPrefix(p, prefix) {
+		if match(p) {
 			n++
 		}
 	}
@@ -102,15 +107,7 @@ func TestTheFixerRunsOnTheFixServerOnly(t *testing.T) {
 	}
 	const fixer = "This PR is approved, but checks fail"
 	fixesThere := func(a *fakeAgent) int {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		n := 0
-		for _, p := range a.prompts {
-			if strings.Contains(p, fixer) {
-				n++
-			}
-		}
-		return n
+		return a.promptsWhere(func(p string) bool { return strings.Contains(p, fixer) })
 	}
 	_, onRev, _ := rev.count()
 	_, onFix, _ := fix.count()

@@ -24,17 +24,7 @@ func TestPoolsOfOneRepositoryShareTheDiagnosticPause(t *testing.T) {
 		f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{ID: 1, Context: "ci", State: "pending"}}
 		f.review(1, "reviewer", forgejo.ReviewApproved)
 		ctx, cancel := context.WithCancel(context.Background())
-		for i := 1; i <= 2; i++ {
-			cfg := testConfig(1)
-			cfg.PollInterval, cfg.StatusInterval, cfg.IdleExit, cfg.ShutdownTimeout, cfg.SessionTimeout = 30*time.Second, 10*time.Second, 0, 30*time.Second, time.Hour
-			cfg.InstanceID = fmt.Sprintf("pool-%d", i)
-			p, err := New(ctx, cfg, Deps{Forge: f, Agent: newFakeAgent(approver(f, time.Minute)), Store: store.NewMemory()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			go p.Run(ctx)
-			time.Sleep(7 * time.Second) // the pools' cycles are not in step
-		}
+		startTwoPools(t, ctx, f, 7*time.Second, func(string) *fakeAgent { return newFakeAgent(approver(f, time.Minute)) }) // cycles not in step
 		time.Sleep(2 * time.Hour)
 		cancel()
 		// One pool waits 5, 10, 20 and 40 minutes: 4 diagnostics in two hours.
@@ -55,16 +45,7 @@ func TestPoolsOfOneRepositoryNoteOnce(t *testing.T) {
 		f.commentDelay = time.Second // a real forge takes its time: both pools read before either posts
 		f.review(1, "reviewer", forgejo.ReviewApproved)
 		ctx, cancel := context.WithCancel(context.Background())
-		for i := 1; i <= 2; i++ {
-			cfg := testConfig(1)
-			cfg.PollInterval, cfg.StatusInterval, cfg.IdleExit, cfg.ShutdownTimeout, cfg.SessionTimeout = 30*time.Second, 10*time.Second, 0, 30*time.Second, time.Hour
-			cfg.InstanceID = fmt.Sprintf("pool-%d", i)
-			p, err := New(ctx, cfg, Deps{Forge: f, Agent: newFakeAgent(approver(f, time.Minute)), Store: store.NewMemory()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			go p.Run(ctx)
-		}
+		startTwoPools(t, ctx, f, 0, func(string) *fakeAgent { return newFakeAgent(approver(f, time.Minute)) })
 		time.Sleep(10 * time.Minute)
 		cancel()
 		f.mu.Lock()
@@ -106,17 +87,7 @@ func TestARetriedSessionRenewsItsClaim(t *testing.T) {
 			}
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		for i := 1; i <= 2; i++ {
-			cfg := testConfig(1)
-			cfg.PollInterval, cfg.StatusInterval, cfg.IdleExit, cfg.ShutdownTimeout, cfg.SessionTimeout = 30*time.Second, 10*time.Second, 0, 30*time.Second, time.Hour
-			cfg.InstanceID = fmt.Sprintf("pool-%d", i)
-			p, err := New(ctx, cfg, Deps{Forge: f, Agent: newFakeAgent(behave(cfg.InstanceID)), Store: store.NewMemory()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			go p.Run(ctx)
-			time.Sleep(7 * time.Second) // pool-1 claims first
-		}
+		startTwoPools(t, ctx, f, 7*time.Second, func(id string) *fakeAgent { return newFakeAgent(behave(id)) }) // pool-1 claims first
 		time.Sleep(90 * time.Minute)
 		cancel()
 		mu.Lock()
@@ -156,4 +127,22 @@ func TestAnAdoptedSessionRenewsItsClaim(t *testing.T) {
 			t.Errorf("%d claims on the head, merged %v; want 1 claim and merged: %v", c, f.isMerged(1), f.Effects())
 		}
 	})
+}
+
+// startTwoPools runs pools "pool-1" and "pool-2" of one repository on f
+// until ctx ends, each with a store of its own and the agent agentFor
+// gives its instance, the second starting after stagger.
+func startTwoPools(t *testing.T, ctx context.Context, f *fakeForge, stagger time.Duration, agentFor func(instance string) *fakeAgent) {
+	t.Helper()
+	for i := 1; i <= 2; i++ {
+		cfg := testConfig(1)
+		cfg.PollInterval, cfg.StatusInterval, cfg.IdleExit, cfg.ShutdownTimeout, cfg.SessionTimeout = 30*time.Second, 10*time.Second, 0, 30*time.Second, time.Hour
+		cfg.InstanceID = fmt.Sprintf("pool-%d", i)
+		p, err := New(ctx, cfg, Deps{Forge: f, Agent: agentFor(cfg.InstanceID), Store: store.NewMemory()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go p.Run(ctx)
+		time.Sleep(stagger)
+	}
 }
