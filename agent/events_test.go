@@ -505,10 +505,12 @@ func promptUntilIdle(ctx context.Context, t *testing.T, c *Client, events <-chan
 		idle.Sub(accepted).Round(time.Millisecond))
 }
 
-// waitEvent reads events until match says yes, for at most a minute.
+// waitEvent reads events until match says yes, for at most
+// sandbox.EndToEndLimit: a restarted server may take minutes to answer on
+// a loaded machine.
 func waitEvent(t *testing.T, events <-chan Event, match func(Event) bool) {
 	t.Helper()
-	timeout := time.After(time.Minute)
+	timeout := time.After(sandbox.EndToEndLimit)
 	for {
 		select {
 		case ev, ok := <-events:
