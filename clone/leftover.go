@@ -27,7 +27,8 @@ func (c *Clone) endLeftovers(ctx context.Context, dir string) error {
 	if c.reaper != "" {
 		lines, err := reap.Ask(ctx, c.reaper, dir, reaperTimeout)
 		if len(lines) > 0 {
-			c.log.Warn("the reaper ended processes a session left in its work tree", "dir", dir, "ended", fmt.Sprint(lines))
+			c.log.Warn("the reaper ended processes a session left in its work tree", "dir", dir,
+				"count", len(lines), "ended", fmt.Sprint(firstOf(lines)))
 		}
 		if err != nil {
 			c.log.Warn("asking the reaper to end the processes left in a work tree failed", "dir", dir, "err", err)
@@ -35,8 +36,8 @@ func (c *Clone) endLeftovers(ctx context.Context, dir string) error {
 	}
 	res, err := reap.Tree(ctx, dir, leftoverGrace, c.group)
 	if len(res.Ended) > 0 {
-		c.log.Warn("ended processes a session left in its work tree", "dir", dir,
-			"ended", fmt.Sprint(res.Ended), "killed_after_grace", fmt.Sprint(res.Killed))
+		c.log.Warn("ended processes a session left in its work tree", "dir", dir, "count", len(res.Ended),
+			"ended", fmt.Sprint(firstOf(res.Ended)), "killed_after_grace", fmt.Sprint(firstOf(res.Killed)))
 	}
 	if res.Hidden > 0 && c.reaper == "" && !c.blind {
 		c.blind = true
@@ -45,3 +46,9 @@ func (c *Clone) endLeftovers(ctx context.Context, dir string) error {
 	}
 	return err
 }
+
+// leftoversLogged bounds how many of the processes a session left are named
+// in the log: the tree's code decides how many there are (a fork loop).
+const leftoversLogged = 20
+
+func firstOf[T any](all []T) []T { return all[:min(len(all), leftoversLogged)] }
