@@ -2,11 +2,12 @@ package configs
 
 import "pool/lifecycle"
 
-// Policy is the decision policy these settings give: the supervisor decides
-// by it, and `pool report` and `pool tick` judge by it too, so that the
-// three agree (the skip label is SkipLabel, which lifecycle.Observe reads).
+// Policy is the decision policy these settings give, skip label and update
+// setting included: the supervisor decides by it, and `pool report`, `pool
+// tick` and the digests of a session's open items judge by it too, so that
+// they agree. It is built here and nowhere else.
 func (c Config) Policy() lifecycle.Policy {
-	return lifecycle.Policy{DiagnosticEvery: c.DiagnosticEvery, ChecksGrace: c.ChecksGrace,
+	return lifecycle.Policy{DiagnosticEvery: c.DiagnosticEvery, SkipLabel: c.SkipLabel, ChecksGrace: c.ChecksGrace,
 		Rule: lifecycle.ReviewRule{Reviewers: c.Reviewers, AllowUnofficial: c.AllowUnofficial,
 			Sessions: true, Humans: c.HumanReviewers},
 		RetryBase: c.PollInterval, RetryMax: c.ClaimTTL,

@@ -23,6 +23,7 @@ func TestReportAgreesWithTheSupervisor(t *testing.T) {
 	for _, c := range lifecycle.DecisionTable {
 		t.Run(c.Name, func(t *testing.T) {
 			p, track, o := c.Inputs()
+			p.SkipLabel = skipLabel
 			if reflect.DeepEqual(track, lifecycle.Track{}) {
 				direct++
 			}
@@ -30,7 +31,7 @@ func TestReportAgreesWithTheSupervisor(t *testing.T) {
 			track = lifecycle.Track{}
 			_, act := lifecycle.Decide(p, track, o)
 			supervisor := act.Kind == lifecycle.Merge
-			rep, why, err := snap.MayMerge(p, skipLabel)
+			rep, why, err := snap.MayMerge(p)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -314,9 +314,12 @@ func (t Track) Holds(m Marks) bool {
 		(m.UnvouchedNoted == "" || t.NotedUnvouched == m.UnvouchedNoted)
 }
 
-// Policy is the configuration that shapes decisions.
+// Policy is the configuration that shapes decisions: configs.Config.Policy
+// builds it, for the supervisor and for `pool report` and `pool tick`.
 type Policy struct {
 	DiagnosticEvery int
+	// SkipLabel is the label that leaves a PR to humans ("" for none).
+	SkipLabel string
 	// Rule says whose reviews count.
 	Rule ReviewRule
 	// ChecksGrace is how long a head with no statuses, on a branch that

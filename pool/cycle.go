@@ -269,7 +269,7 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR) (decision, error
 // to humans; the head's statuses when the counted reviews approve it; and
 // the PR's open dependencies when the checks let it merge.
 func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observation, error) {
-	obs := lifecycle.Observe(pr, p.cfg.Repo(), p.cfg.SkipLabel, p.now())
+	obs := p.policy.Observe(pr, p.cfg.Repo(), p.now())
 	obs.Protection = p.currentProtection()
 	if !obs.Open || obs.Merged || obs.Skip {
 		return obs, nil // a PR left to humans is decided without its reviews

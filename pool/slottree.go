@@ -83,7 +83,7 @@ func (p *Pool) earlyComments(ctx context.Context, pr forgejo.PR) <-chan comments
 	p.mu.Lock()
 	first := p.stats.cycles == 0
 	p.mu.Unlock()
-	skip := p.cfg.SkipLabel != "" && pr.HasLabel(p.cfg.SkipLabel)
+	skip := p.policy.Skips(pr)
 	if first || skip || p.freeSlots() == 0 || p.track(pr.Number).HeadSHA == pr.HeadSHA {
 		out <- commentsResult{}
 		return out

@@ -73,7 +73,7 @@ func produceReport(ctx context.Context, f Forge, t Target, rule lifecycle.Review
 		if err != nil {
 			return Report{}, err
 		}
-		return Build(s, judgeBy(settings, rule), settings.SkipLabel), nil
+		return Build(s, judgeBy(settings, rule)), nil
 	}
 	if p == nil {
 		return observeOnce(ctx)
@@ -118,7 +118,7 @@ func MainTick(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if code >= 0 {
 		return code
 	}
-	opt := TickOptionsFor(settings, rule.rule(), *autoMerge)
+	opt := TickOptionsFor(judgeBy(settings, rule.rule()), settings.StatusContext, *autoMerge)
 	s, err := observe(ctx, c, t, opt.AutoMerge, opt.OwnContext)
 	if err != nil {
 		fmt.Fprintf(stderr, "pool tick: %s: %v\n", t, err)
@@ -129,13 +129,6 @@ func MainTick(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "pool tick: %s\n", e)
 	}
 	return writeDigest(stdout, stderr, d, *prompt)
-}
-
-// TickOptionsFor are a tick's options under the supervisor's settings (its
-// policy and skip label) and the review rule the command was given.
-func TickOptionsFor(settings configs.Config, rule lifecycle.ReviewRule, autoMerge bool) TickOptions {
-	return TickOptions{AutoMerge: autoMerge, Policy: judgeBy(settings, rule), SkipLabel: settings.SkipLabel,
-		OwnContext: settings.StatusContext}
 }
 
 // judgeBy is the supervisor's policy (configs.Config.Policy) with the

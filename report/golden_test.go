@@ -96,23 +96,23 @@ func TestReportGolden(t *testing.T) {
 		s := snapshotFixture()
 		s.Statuses, s.StatusesErr = nil, errStatuses500
 		return s
-	}(), lifecycle.Policy{Rule: rule("review-bot")}, "")
+	}(), lifecycle.Policy{Rule: rule("review-bot")})
 	timedOut := Build(func() Snapshot {
 		s := snapshotFixture()
 		s.Statuses = s.Statuses[2:] // only the success and the pending run
 		s.Reviews, s.Inline = nil, nil
 		return s
-	}(), lifecycle.Policy{Rule: rule("review-bot", "other-bot")}, "")
+	}(), lifecycle.Policy{Rule: rule("review-bot", "other-bot")})
 	timedOut.timeOut()
 	tests := []struct {
 		name string
 		r    Report
 	}{
 		{"report_green", withRecommendation(green)},
-		{"report_ci_failed", Build(snapshotFixture(), lifecycle.Policy{Rule: rule("review-bot", "other-bot")}, "")},
+		{"report_ci_failed", Build(snapshotFixture(), lifecycle.Policy{Rule: rule("review-bot", "other-bot")})},
 		{"report_statuses_unknown", unknownCI},
 		{"report_timeout", timedOut},
-		{"report_no_reviewers", Build(snapshotFixture(), lifecycle.Policy{Rule: rule()}, "")},
+		{"report_no_reviewers", Build(snapshotFixture(), lifecycle.Policy{Rule: rule()})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { golden(t, tt.name, tt.r.Render()) })
@@ -134,7 +134,7 @@ func TestReportJSONGolden(t *testing.T) {
 		}(),
 	} {
 		t.Run(name, func(t *testing.T) {
-			b, err := Build(s, lifecycle.Policy{Rule: rule("review-bot")}, "").JSON()
+			b, err := Build(s, lifecycle.Policy{Rule: rule("review-bot")}).JSON()
 			if err != nil {
 				t.Fatal(err)
 			}

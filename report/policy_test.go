@@ -80,7 +80,7 @@ func TestReportAndTickJudgeByTheSupervisorsSettings(t *testing.T) {
 			if held := r.MergeHold != ""; held == tt.merges {
 				t.Errorf("pool report: merge hold %q; want held %v", r.MergeHold, !tt.merges)
 			}
-			d, err := tick(context.Background(), f, s.Target, TickOptionsFor(tt.settings, rule, true))
+			d, err := tick(context.Background(), f, s.Target, TickOptionsFor(judgeBy(tt.settings, rule), tt.settings.StatusContext, true))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -83,9 +83,11 @@ type Report struct {
 }
 
 // Build turns a snapshot into the report under the supervisor's policy p
-// and skip label (configs.Config.Policy). The rule's reviewers are the
-// accounts the report lists; the rule says whose reviews count.
-func Build(s Snapshot, p lifecycle.Policy, skipLabel string) Report {
+// (configs.Config.Policy), as a read-only observer judges by it. The rule's
+// reviewers are the accounts the report lists; the rule says whose reviews
+// count.
+func Build(s Snapshot, p lifecycle.Policy) Report {
+	p = readOnly(p)
 	rule := p.Rule
 	reviewers := rule.Reviewers
 	r := Report{Number: s.Number, Branch: s.PR.HeadRef, HeadSHA: headSHA(s.PR.HeadSHA), State: prState(s.PR)}
@@ -93,7 +95,7 @@ func Build(s Snapshot, p lifecycle.Policy, skipLabel string) Report {
 	r.Mergeable = &mergeable
 	r.addChecks(s.Statuses, s.StatusesErr, lifecycle.RequiredContexts(s.Protection))
 	r.addReviewers(s, rule)
-	r.addMergeHold(s, p, skipLabel)
+	r.addMergeHold(s, p)
 	r.Threads = countOf(len(openThreads(s.Inline, s.voices(rule))), s.InlineErr)
 	r.BotComments = countOf(commentsBy(s.Comments, reviewers), s.CommentsErr)
 	for _, err := range s.Errors() {
@@ -141,8 +143,8 @@ func (r *Report) addChecks(history []forgejo.Status, err error, required []strin
 }
 
 // addMergeHold asks lifecycle whether the supervisor would merge the PR.
-func (r *Report) addMergeHold(s Snapshot, p lifecycle.Policy, skipLabel string) {
-	ok, reason, err := s.MayMerge(p, skipLabel)
+func (r *Report) addMergeHold(s Snapshot, p lifecycle.Policy) {
+	ok, reason, err := s.MayMerge(p)
 	switch {
 	case err != nil:
 		r.mergeUnread = true

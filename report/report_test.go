@@ -339,8 +339,8 @@ func TestPoller(t *testing.T) {
 		s := snapshotFixture()
 		s.Statuses, s.Reviews, s.Inline = s.Statuses[2:], nil, nil
 		return s
-	}(), lifecycle.Policy{Rule: lifecycle.ReviewRule{Reviewers: []string{"review-bot"}}}, "")
-	settled := Build(func() Snapshot { s := snapshotFixture(); s.Statuses = s.Statuses[:3]; return s }(), lifecycle.Policy{Rule: lifecycle.ReviewRule{Reviewers: []string{"review-bot"}}}, "")
+	}(), lifecycle.Policy{Rule: lifecycle.ReviewRule{Reviewers: []string{"review-bot"}}})
+	settled := Build(func() Snapshot { s := snapshotFixture(); s.Statuses = s.Statuses[:3]; return s }(), lifecycle.Policy{Rule: lifecycle.ReviewRule{Reviewers: []string{"review-bot"}}})
 	notFound := &forgejo.Error{Op: "get", Status: 404, Err: forgejo.ErrNotFound}
 	flaky := &forgejo.Error{Op: "get", Status: 502, Retryable: true, Err: errors.New("bad gateway")}
 	tests := []struct {
@@ -412,7 +412,7 @@ func TestReportAsksLifecycle(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := green()
 			tt.change(&s)
-			r := Build(s, lifecycle.Policy{Rule: lifecycle.ReviewRule{Reviewers: []string{"review-bot"}}}, "")
+			r := Build(s, lifecycle.Policy{Rule: lifecycle.ReviewRule{Reviewers: []string{"review-bot"}}})
 			if r.Recommendation != tt.wantRec || !reflect.DeepEqual(r.Pending, tt.wantPending) || r.Reviewers[0].Counted != tt.wantCounted {
 				t.Errorf("recommendation %q, pending %q, counted %v (hold %q); want %q, %q, %v",
 					r.Recommendation, r.Pending, r.Reviewers[0].Counted, r.MergeHold, tt.wantRec, tt.wantPending, tt.wantCounted)

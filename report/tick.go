@@ -87,12 +87,18 @@ type TickOptions struct {
 	// AutoMerge reports an approved, green PR into the default branch that
 	// has no auto-merge scheduled.
 	AutoMerge bool
-	// Policy is the supervisor's (configs.Config.Policy): its Rule says
-	// whose reviews count. SkipLabel is the label that leaves a PR to humans.
-	Policy    lifecycle.Policy
-	SkipLabel string
+	// Policy is the supervisor's (configs.Config.Policy), skip label
+	// included: its Rule says whose reviews count.
+	Policy lifecycle.Policy
 	// OwnContext is the pool's own commit status context, which is no check.
 	OwnContext string
+}
+
+// TickOptionsFor are a tick's options under the supervisor's policy p
+// (configs.Config.Policy), with ownContext the pool's own commit status
+// context.
+func TickOptionsFor(p lifecycle.Policy, ownContext string, autoMerge bool) TickOptions {
+	return TickOptions{AutoMerge: autoMerge, Policy: p, OwnContext: ownContext}
 }
 
 // Tick observes the PR once, read-only, and returns its digest. Only an
@@ -109,8 +115,10 @@ func tick(ctx context.Context, f Forge, t Target, opt TickOptions) (Digest, erro
 	return NewDigest(s, opt), nil
 }
 
-// NewDigest turns a snapshot into a digest.
+// NewDigest turns a snapshot into a digest, judged by the policy as a
+// read-only observer judges by it.
 func NewDigest(s Snapshot, opt TickOptions) Digest {
+	opt.Policy = readOnly(opt.Policy)
 	pr := s.PR
 	d := Digest{Repo: s.Owner + "/" + s.Repo, PR: s.Number, Title: pr.Title, URL: pr.URL,
 		State: prState(pr), Draft: pr.Draft, HeadRef: pr.HeadRef, HeadSHA: pr.HeadSHA,
@@ -307,7 +315,7 @@ func autoMergeDue(s Snapshot, opt TickOptions) bool {
 	if s.AutoMergeErr != nil || s.AutoMergeArmed || s.PR.BaseRef != s.DefaultBranch || !s.PR.Mergeable || s.PR.Draft {
 		return false
 	}
-	ok, _, err := s.MayMerge(opt.Policy, opt.SkipLabel)
+	ok, _, err := s.MayMerge(opt.Policy)
 	return err == nil && ok
 }
 

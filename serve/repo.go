@@ -11,7 +11,6 @@ import (
 	"pool/configs"
 	"pool/forgejo"
 	"pool/internal/guard"
-	"pool/lifecycle"
 	"pool/pool"
 	"pool/report"
 	"pool/store"
@@ -139,6 +138,6 @@ type tickDigester struct {
 }
 
 func (t tickDigester) Digest(ctx context.Context, n int) (report.Digest, error) {
-	rule := lifecycle.ReviewRule{Reviewers: t.cfg.Reviewers, AllowUnofficial: t.cfg.AllowUnofficial}
-	return report.Tick(ctx, t.c, t.cfg.Owner, t.cfg.Name, n, report.TickOptionsFor(t.cfg, rule, false))
+	opt := report.TickOptionsFor(t.cfg.Policy(), t.cfg.StatusContext, false)
+	return report.Tick(ctx, t.c, t.cfg.Owner, t.cfg.Name, n, opt)
 }
