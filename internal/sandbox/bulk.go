@@ -366,3 +366,39 @@ func (b *Bulk) PushFiles(ctx context.Context, branch string, files []File) (stri
 	}
 	return b.git.run(ctx, nil, "rev-parse", "refs/heads/"+branch)
 }
+
+// ForcePushEvilMerge replaces branch's head, a merge, with a commit of the
+// same parents whose tree is its second parent's (the base tip): the
+// branch's own change is dropped. Every file of it equals one parent's, so
+// the forge's check for a changed PR (a combined diff of the new head
+// against the old head and the merge base) finds nothing, and the reviews
+// on the branch stay counted, not stale. An author who drops part of a
+// reviewed change (a guard, a check) makes such a head. It returns the
+// commit's id.
+func (b *Bulk) ForcePushEvilMerge(ctx context.Context, branch string) (string, error) {
+	if err := b.fetchMain(ctx); err != nil {
+		return "", fmt.Errorf("sandbox: evil merge: %w", err)
+	}
+	ref := "refs/heads/" + branch
+	if _, err := b.git.run(ctx, nil, "fetch", "-q", b.remote, "+"+ref+":"+ref); err != nil {
+		return "", fmt.Errorf("sandbox: evil merge: %w", err)
+	}
+	parents, err := b.git.run(ctx, nil, "rev-list", "--parents", "-n1", ref)
+	if err != nil {
+		return "", fmt.Errorf("sandbox: evil merge: %w", err)
+	}
+	ids := strings.Fields(parents)[1:]
+	if len(ids) != 2 {
+		return "", fmt.Errorf("sandbox: evil merge: %s's head has parents %v, not two", branch, ids)
+	}
+	g := gitRunner{dir: b.git.dir, env: append(b.git.env, "GIT_AUTHOR_NAME=owner", "GIT_AUTHOR_EMAIL=owner@example.com",
+		"GIT_COMMITTER_NAME=owner", "GIT_COMMITTER_EMAIL=owner@example.com")}
+	commit, err := g.run(ctx, nil, "commit-tree", ids[1]+"^{tree}", "-p", ids[0], "-p", ids[1], "-m", "Merge branch 'main' into "+branch)
+	if err != nil {
+		return "", fmt.Errorf("sandbox: evil merge: %w", err)
+	}
+	if _, err := b.git.run(ctx, nil, "push", "-q", "-f", b.remote, commit+":"+ref); err != nil {
+		return "", fmt.Errorf("sandbox: evil merge: %w", err)
+	}
+	return commit, nil
+}
