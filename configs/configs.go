@@ -326,12 +326,14 @@ var settings = []setting{
 	{"allow_insecure_http", "allow-insecure-http", []string{"POOL_ALLOW_INSECURE_HTTP"}, "false", "allow http:// to a host other than loopback for the forge and agent URLs (a `bool`; credentials travel in clear)"},
 }
 
-// forgeKeys are the settings a read-only command needs: how to reach the
+// forgeKeys are the settings a read-only command takes as flags (it reads
+// every other from the pool's file and the environment): how to reach the
 // forge, the pool's own commit status context (not a check), and what of
-// the pool's policy a read-only judgement needs (Config.Policy): the skip
-// label and when a PR behind its base is updated first.
+// the pool's policy (Config.Policy) an operator may give by hand: the skip
+// label, when a PR behind its base is updated first, and whose reviews
+// count.
 var forgeKeys = []string{"forgejo.url", "forgejo.token", "forgejo.token_file", "limits.max_body", "allow_insecure_http",
-	"commit_status.context", "skip_label", "merge.update"}
+	"commit_status.context", "skip_label", "merge.update", "reviewers.accounts", "reviewers.allow_unofficial"}
 
 // Default returns the typed defaults from the settings table: the Config
 // that Load starts from before any file, environment variable or flag.

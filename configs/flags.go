@@ -70,33 +70,41 @@ func (s *stringValue) String() string     { return string(*s) }
 func (s *stringValue) Type() string       { return "string" }
 func (s *stringValue) Set(v string) error { *s = stringValue(v); return nil }
 
-// ForgeFlags adds the forge connection settings (--forgejo-url,
-// --forgejo-token-file, --max-body, --allow-insecure-http) and
-// --commit-status-context to fs, for the read-only commands (pool report,
-// pool tick). After fs is parsed, the
-// returned function resolves them with their POOL_* environment variables
-// and the defaults (no config file) and validates them: the other fields of
-// the Config it returns are the defaults.
+// ForgeFlags adds to fs, for the read-only commands (pool report, pool
+// tick), --config and the flags of the settings they name (forgeKeys): how
+// to reach the forge, the pool's own commit status context, and the
+// settings of its policy an operator may want to give by hand. After fs is
+// parsed, the returned function resolves every setting as Load does for
+// the supervisor, from the defaults, the config file (--config,
+// POOL_CONFIG, or ./pool.yaml when present), the POOL_* environment
+// variables and those flags, and validates what the commands use: given
+// the pool's file, they judge by the policy the supervisor decides by
+// (Config.Policy).
 func ForgeFlags(fs *pflag.FlagSet) func() (Config, error) {
 	v := viper.New()
+	file := stringValue(os.Getenv("POOL_CONFIG"))
+	fs.Var(&file, "config", "the pool's config `file` (default ./pool.yaml if present)")
+	list := make([]setting, 0, len(settings))
 	for _, s := range settings {
-		v.SetDefault(s.key, s.def)
-	}
-	var subset []setting
-	for _, s := range settings {
-		if slices.Contains(forgeKeys, s.key) {
-			subset = append(subset, s)
+		if !slices.Contains(forgeKeys, s.key) {
+			s.flag = "" // its environment variable, file and default only
 		}
+		list = append(list, s)
 	}
-	bindErr := bind(v, fs, subset)
+	bindErr := bind(v, fs, list)
 	return func() (Config, error) {
 		if bindErr != nil {
 			return Config{}, bindErr
+		}
+		name, err := readFile(v, string(file))
+		if err != nil {
+			return Config{}, err
 		}
 		cfg, err := decode(v)
 		if err != nil {
 			return Config{}, err
 		}
+		cfg.File = name
 		return cfg, cfg.validateForge()
 	}
 }

@@ -69,9 +69,10 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// validateForge checks only what a read-only command needs to reach the forge.
+// validateForge checks only what a read-only command needs: how to reach
+// the forge, and the settings of the policy it judges by.
 func (c Config) validateForge() error {
-	for _, check := range []func() *Error{c.checkForgeURL, c.checkToken, c.checkMaxBody, c.checkMergeStyle} {
+	for _, check := range []func() *Error{c.checkForgeURL, c.checkToken, c.checkMaxBody, c.checkMergeStyle, c.checkReviewers} {
 		if err := check(); err != nil {
 			return err
 		}

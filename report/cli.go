@@ -8,13 +8,11 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/pflag"
 
 	"pool/configs"
 	"pool/forgejo"
-	"pool/lifecycle"
 )
 
 // Exit codes of the commands.
@@ -25,8 +23,8 @@ const (
 )
 
 const (
-	reportUsage = "usage: pool report OWNER/REPO#N [--json] [--wait] [--interval 30s] [--cap 20m] [--reviewers a,b [--allow-unofficial]] [--skip-label L] [--merge-update MODE] [--forgejo-url URL] [--forgejo-token-file FILE]"
-	tickUsage   = "usage: pool tick OWNER/REPO#N [--prompt] [--auto-merge] [--reviewers a,b [--allow-unofficial]] [--skip-label L] [--merge-update MODE] [--forgejo-url URL] [--forgejo-token-file FILE]"
+	reportUsage = "usage: pool report OWNER/REPO#N [--json] [--wait] [--interval 30s] [--cap 20m] [--config pool.yaml] [--reviewers a,b [--allow-unofficial-reviewers]] [--skip-label L] [--merge-update MODE] [--forgejo-url URL] [--forgejo-token-file FILE]"
+	tickUsage   = "usage: pool tick OWNER/REPO#N [--prompt] [--auto-merge] [--config pool.yaml] [--reviewers a,b [--allow-unofficial-reviewers]] [--skip-label L] [--merge-update MODE] [--forgejo-url URL] [--forgejo-token-file FILE]"
 )
 
 // MainReport runs `pool report`; args follow the command name. It prints
@@ -38,7 +36,6 @@ func MainReport(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	wait := fs.Bool("wait", false, "poll until checks are terminal and every reviewer is done")
 	interval := fs.Duration("interval", DefaultInterval, "time between polls with --wait")
 	capAfter := fs.Duration("cap", DefaultCap, "stop polling after this long; what is still pending becomes timeout")
-	rule := addRuleFlags(fs, "reviewer accounts to list; only their reviews count")
 	t, code := parseArgs(fs, args, stderr, "report")
 	if code >= 0 {
 		return code
@@ -54,7 +51,7 @@ func MainReport(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *wait {
 		p = &poller{interval: *interval, cap: *capAfter, clock: realClock}
 	}
-	r, err := produceReport(ctx, c, t, rule.rule(), settings, p)
+	r, err := produceReport(ctx, c, t, settings, p)
 	if err != nil {
 		fmt.Fprintf(stderr, "pool report: %s: %v\n", t, err)
 		return exitNoPR
@@ -66,14 +63,15 @@ func MainReport(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 // produceReport observes once, or with a poller until the PR settles.
-// settings are the supervisor's, as the command resolved them.
-func produceReport(ctx context.Context, f Forge, t Target, rule lifecycle.ReviewRule, settings configs.Config, p *poller) (Report, error) {
+// settings are the supervisor's, as the command resolved them: the report
+// judges by their policy, and lists their reviewers.
+func produceReport(ctx context.Context, f Forge, t Target, settings configs.Config, p *poller) (Report, error) {
 	observeOnce := func(ctx context.Context) (Report, error) {
 		s, err := observe(ctx, f, t, false, settings.StatusContext)
 		if err != nil {
 			return Report{}, err
 		}
-		return Build(s, judgeBy(settings, rule)), nil
+		return Build(s, settings.Policy()), nil
 	}
 	if p == nil {
 		return observeOnce(ctx)
@@ -105,7 +103,6 @@ func MainTick(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	conn := addConnFlags(fs)
 	fs.Bool("json", true, "print the digest as JSON (the default)")
 	prompt := fs.Bool("prompt", false, "print the items as the prompt section a reviewer is given")
-	rule := addRuleFlags(fs, "only these accounts' reviews count")
 	autoMerge := fs.Bool("auto-merge", false, "the pool merges with auto-merge: report auto-merge-not-armed (env POOL_TICK_AUTO_MERGE)")
 	t, code := parseArgs(fs, args, stderr, "tick")
 	if code >= 0 {
@@ -118,7 +115,7 @@ func MainTick(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if code >= 0 {
 		return code
 	}
-	opt := TickOptionsFor(judgeBy(settings, rule.rule()), settings.StatusContext, *autoMerge)
+	opt := TickOptionsFor(settings.Policy(), settings.StatusContext, *autoMerge)
 	s, err := observe(ctx, c, t, opt.AutoMerge, opt.OwnContext)
 	if err != nil {
 		fmt.Fprintf(stderr, "pool tick: %s: %v\n", t, err)
@@ -129,16 +126,6 @@ func MainTick(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "pool tick: %s\n", e)
 	}
 	return writeDigest(stdout, stderr, d, *prompt)
-}
-
-// judgeBy is the supervisor's policy (configs.Config.Policy) with the
-// command's review rule: a read-only command holds no key to check the
-// marks of the pool's sessions, so the listed reviewers' reviews count as
-// if a session filed them.
-func judgeBy(settings configs.Config, rule lifecycle.ReviewRule) lifecycle.Policy {
-	p := settings.Policy()
-	p.Rule = rule
-	return p
 }
 
 func writeDigest(stdout, stderr io.Writer, d Digest, prompt bool) int {
@@ -204,42 +191,11 @@ func envBool(fs *pflag.FlagSet, flag, env string) error {
 	return fs.Set(flag, v)
 }
 
-// ruleFlags say whose reviews count, as the supervisor's reviewers and
-// reviewers.allow_unofficial settings do.
-type ruleFlags struct {
-	reviewers       *string
-	allowUnofficial *bool
-}
-
-func addRuleFlags(fs *pflag.FlagSet, what string) ruleFlags {
-	return ruleFlags{
-		reviewers: fs.String("reviewers", os.Getenv("POOL_REPORT_REVIEWERS"),
-			"comma-separated reviewer accounts: "+what+" (env POOL_REPORT_REVIEWERS; default: any account the forge marks official, but the author)"),
-		allowUnofficial: fs.Bool("allow-unofficial", false, "with --reviewers: their reviews count without write access"),
-	}
-}
-
-func (f ruleFlags) rule() lifecycle.ReviewRule {
-	return lifecycle.ReviewRule{Reviewers: splitAccounts(*f.reviewers), AllowUnofficial: *f.allowUnofficial}
-}
-
-func splitAccounts(s string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, a := range strings.Split(s, ",") {
-		a = strings.TrimSpace(a)
-		if a != "" && !seen[strings.ToLower(a)] {
-			seen[strings.ToLower(a)] = true
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-// connFlags say where the forge is and how to authenticate, as configs
-// reads them for the supervisor: the same keys, environment variables,
-// defaults and checks. The token comes from POOL_FORGEJO_TOKEN or a file; it
-// is never printed.
+// connFlags say where the forge is, how to authenticate and what the
+// supervisor's policy is, as configs reads them for the supervisor: the
+// same file, keys, environment variables, defaults and checks
+// (configs.ForgeFlags). The token comes from POOL_FORGEJO_TOKEN or a file;
+// it is never printed.
 type connFlags struct {
 	resolve func() (configs.Config, error)
 }

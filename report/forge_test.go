@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -183,6 +185,7 @@ func TestAgainstForge(t *testing.T) {
 	t.Run("statuses answer 500", func(t *testing.T) { fx.t = t; testStatuses500(fx) })
 	t.Run("to green", func(t *testing.T) { fx.t = t; testToGreen(fx) })
 	t.Run("an open dependency holds it", func(t *testing.T) { fx.t = t; testOpenDependency(fx) })
+	t.Run("the pool's skip label", func(t *testing.T) { fx.t = t; testPoolsSkipLabel(fx) })
 	t.Run("base moves", func(t *testing.T) { fx.t = t; testBaseMoves(fx) })
 }
 
@@ -196,6 +199,27 @@ func testOpenDependency(fx *forgeFixture) {
 	wantLines(fx.t, fx.report(fx.f.URL), "recommendation: "+RecommendHeld)
 	must(fx.t, fx.f.CloseIssue(fx.ctx, fx.alice, fx.owner, fx.repo, issue))
 	wantLines(fx.t, fx.report(fx.f.URL), "recommendation: "+RecommendGreen)
+}
+
+// poolFile gives the commands the supervisor's config file for the rest
+// of the subtest, as POOL_CONFIG.
+func (fx *forgeFixture) poolFile(yaml string) {
+	fx.t.Helper()
+	file := filepath.Join(fx.t.TempDir(), "pool.yaml")
+	must(fx.t, os.WriteFile(file, []byte(yaml), 0o600))
+	fx.t.Setenv("POOL_CONFIG", file)
+}
+
+// testPoolsSkipLabel: the green, approved PR carries the label the pool's
+// file leaves to humans; the supervisor would not merge it, and so the
+// report does not say it may merge. Without the file the label is no skip
+// label, and the PR may merge.
+func testPoolsSkipLabel(fx *forgeFixture) {
+	const label = "hold for humans"
+	must(fx.t, fx.f.AddLabel(fx.ctx, fx.alice, fx.owner, fx.repo, fx.n, label))
+	wantLines(fx.t, fx.report(fx.f.URL), "recommendation: "+RecommendGreen)
+	fx.poolFile("skip_label: " + label + "\n")
+	wantLines(fx.t, fx.report(fx.f.URL), "recommendation: "+RecommendHeld)
 }
 
 func testNoStatuses(fx *forgeFixture) {
@@ -430,10 +454,36 @@ func testBaseMoves(fx *forgeFixture) {
 			fx.t.Errorf("a change elsewhere reported as a conflict: %q", itemSummary(d))
 		}
 	}
+	// Behind its base, green and approved: the supervisor merges it as it
+	// is by default (once the forge has tested it against the moved base),
+	// and updates it first under merge.update always.
+	fx.reportUntil("recommendation: " + RecommendGreen)
+	fx.poolFile("merge:\n  update: always\n")
+	wantLines(fx.t, fx.report(fx.f.URL), "recommendation: "+RecommendHeld)
+	fx.t.Setenv("POOL_CONFIG", "")
 	_, err = fx.f.PushFile(fx.ctx, fx.alice, fx.owner, fx.repo, "main", "main.go", "package main\n\n// conflicting\n", "conflict")
 	must(fx.t, err)
 	fx.tickUntil(ReasonMergeConflict)
 	wantLines(fx.t, fx.report(fx.f.URL), "mergeable: false", "recommendation: "+RecommendConflict)
+}
+
+// reportUntil reports until the line shows up: the forge tests a PR
+// against its moved base in the background, and calls it not mergeable
+// meanwhile.
+func (fx *forgeFixture) reportUntil(line string) {
+	fx.t.Helper()
+	const patience = 2 * time.Minute
+	deadline := time.Now().Add(patience)
+	for {
+		out := fx.report(fx.f.URL)
+		if strings.Contains(out, line+"\n") {
+			return
+		}
+		if time.Now().After(deadline) {
+			fx.t.Fatalf("no %q after %s:\n%s", line, patience, out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 // tickUntil ticks until an item of the reason shows up: the forge checks a

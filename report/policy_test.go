@@ -67,20 +67,20 @@ func TestReportAndTickJudgeByTheSupervisorsSettings(t *testing.T) {
 		{"labelled for humans", func(s *Snapshot) { s.PR.Labels = []string{"Needs Feedback"} }, configs.Default(), false},
 		{"behind, update always", func(s *Snapshot) { s.PR.BaseSHA = "3333333333333333333333333333333333333333" }, always, false},
 	}
-	rule := lifecycle.ReviewRule{Reviewers: []string{"review-bot"}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			tt.settings.Reviewers = []string{"review-bot"}
 			s := green()
 			tt.edit(&s)
 			f := snapshotForge{s: s}
-			r, err := produceReport(context.Background(), f, s.Target, rule, tt.settings, nil)
+			r, err := produceReport(context.Background(), f, s.Target, tt.settings, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if held := r.MergeHold != ""; held == tt.merges {
 				t.Errorf("pool report: merge hold %q; want held %v", r.MergeHold, !tt.merges)
 			}
-			d, err := tick(context.Background(), f, s.Target, TickOptionsFor(judgeBy(tt.settings, rule), tt.settings.StatusContext, true))
+			d, err := tick(context.Background(), f, s.Target, TickOptionsFor(tt.settings.Policy(), tt.settings.StatusContext, true))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,7 +12,7 @@ const (
 	RecommendTimedOut    = "Polling timed out with items still pending; decide whether to poll again."
 	RecommendPending     = "Checks or reviews are still pending; keep polling."
 	RecommendThreads     = "All checks green; triage the unresolved review threads."
-	RecommendHeld        = "All checks green and no unresolved threads, but the pool would not merge it now: no review that counts approves it, the branch protection refuses it, the branch needs an update first, or it depends on an issue still open."
+	RecommendHeld        = "All checks green and no unresolved threads, but the pool would not merge it now: it is labelled for humans, no review that counts approves it, the branch protection refuses it, the branch needs an update first, or it depends on an issue still open."
 	RecommendGreen       = "All checks green and no unresolved threads; the PR may merge."
 )
 
