@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
+	"pool/configs"
 	"pool/forgejo"
 	"pool/internal/sandbox"
 	"pool/lifecycle"
@@ -137,19 +139,37 @@ func (fx *forgeFixture) review(token, event, body string, comments ...inline) {
 	must(fx.t, err)
 }
 
-// report runs `pool report` against url and returns its stdout.
+// report reports on the PR through forgeURL as `pool report` does, and
+// returns what it prints: its settings resolved by configs.ForgeFlags (the
+// pool's file too, by POOL_CONFIG), judged by their policy. extra are
+// --json, --wait, --interval and --cap.
 func (fx *forgeFixture) report(forgeURL string, extra ...string) string {
 	fx.t.Helper()
 	fx.t.Setenv("POOL_FORGEJO_TOKEN", fx.fixer)
-	args := append([]string{fx.target, "--forgejo-url", forgeURL, "--reviewers", fx.reviewerName}, extra...)
-	var stdout, stderr bytes.Buffer
-	code := MainReport(fx.ctx, args, &stdout, &stderr)
-	if code != 0 {
-		fx.t.Fatalf("pool report exit %d:\n%s", code, stderr.String())
+	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
+	resolve := configs.ForgeFlags(fs)
+	asJSON, wait := fs.Bool("json", false, ""), fs.Bool("wait", false, "")
+	interval, capAfter := fs.Duration("interval", DefaultInterval, ""), fs.Duration("cap", DefaultCap, "")
+	must(fx.t, fs.Parse(append([]string{"--forgejo-url", forgeURL, "--reviewers", fx.reviewerName}, extra...)))
+	settings, err := resolve()
+	must(fx.t, err)
+	c, err := forgejo.New(fx.ctx, settings.ForgejoURL, settings.Token, forgejo.Options{})
+	must(fx.t, err)
+	var w *Wait
+	if *wait {
+		w = &Wait{Interval: *interval, Cap: *capAfter}
 	}
-	fx.lastStderr = stderr.String()
-	fx.t.Logf("pool report %s:\n%s%s", strings.Join(extra, " "), stdout.String(), stderr.String())
-	return stdout.String()
+	r, err := Produce(fx.ctx, c, Target{Owner: fx.owner, Repo: fx.repo, Number: fx.n}, settings.Policy(), settings.StatusContext, w)
+	must(fx.t, err)
+	out := r.Render()
+	if *asJSON {
+		b, err := r.JSON()
+		must(fx.t, err)
+		out = string(b) + "\n"
+	}
+	fx.lastStderr = strings.Join(r.Errors, "\n")
+	fx.t.Logf("pool report %s:\n%s%s", strings.Join(extra, " "), out, fx.lastStderr)
+	return out
 }
 
 func (fx *forgeFixture) tick(opt TickOptions) Digest {

@@ -3,6 +3,10 @@
 // (the PR monitor). A value the forge did not give is unknown, never filled
 // in: every part of an observation carries the error that kept it unread.
 //
+// It is a library: the commands' flags and settings are cmd/pool's
+// (inspect.go), and the policy it judges by is the caller's
+// (configs.Config.Policy).
+//
 // It judges nothing by rules of its own: whose reviews count, what a check
 // means, the check summary and "may it merge?" are lifecycle's (Checks,
 // ReviewRule, MissingRequired, MayMerge), the same the supervisor decides by.

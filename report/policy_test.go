@@ -73,7 +73,7 @@ func TestReportAndTickJudgeByTheSupervisorsSettings(t *testing.T) {
 			s := green()
 			tt.edit(&s)
 			f := snapshotForge{s: s}
-			r, err := produceReport(context.Background(), f, s.Target, tt.settings, nil)
+			r, err := Produce(context.Background(), f, s.Target, tt.settings.Policy(), tt.settings.StatusContext, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 
 	"pool/forgejo"
 	"pool/internal/retry"
+	"pool/lifecycle"
 )
 
 // Polling defaults of --wait.
@@ -13,6 +14,30 @@ const (
 	DefaultInterval = 30 * time.Second
 	DefaultCap      = 20 * time.Minute
 )
+
+// Wait says how Produce polls: every Interval until the PR settles, for
+// at most Cap.
+type Wait struct {
+	Interval, Cap time.Duration
+}
+
+// Produce observes the PR once, or with w until it settles, and builds its
+// report under the supervisor's policy p (configs.Config.Policy): the
+// report judges by it and lists its rule's reviewers. ownContext is the
+// pool's own commit status context, which is no check.
+func Produce(ctx context.Context, f Forge, t Target, p lifecycle.Policy, ownContext string, w *Wait) (Report, error) {
+	observeOnce := func(ctx context.Context) (Report, error) {
+		s, err := observe(ctx, f, t, false, ownContext)
+		if err != nil {
+			return Report{}, err
+		}
+		return Build(s, p), nil
+	}
+	if w == nil {
+		return observeOnce(ctx)
+	}
+	return poller{interval: w.Interval, cap: w.Cap, clock: realClock}.run(ctx, observeOnce)
+}
 
 // clock is the time a poller sees; tests replace it.
 type clock struct {

@@ -34,7 +34,6 @@ import (
 	"pool/internal/guard"
 	"pool/internal/reap"
 	"pool/ops"
-	"pool/report"
 	"pool/serve"
 )
 
@@ -84,9 +83,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		fmt.Fprintln(stdout, version())
 		return 0
 	case "report":
-		return report.MainReport(ctx, args, stdout, stderr)
+		return reportCmd(ctx, args, stdout, stderr)
 	case "tick":
-		return report.MainTick(ctx, args, stdout, stderr)
+		return tickCmd(ctx, args, stdout, stderr)
 	case "hook":
 		return hook(ctx, args, stdout, stderr)
 	case "status":

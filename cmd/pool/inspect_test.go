@@ -1,4 +1,4 @@
-package report
+package main
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ func closedPort(t *testing.T) string {
 	return "http://" + addr
 }
 
-func TestExitCodes(t *testing.T) {
+func TestReportAndTickExitCodes(t *testing.T) {
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -93,9 +93,9 @@ func TestExitCodes(t *testing.T) {
 }
 
 func mainReport(ctx context.Context, args []string, stdout, stderr *bytes.Buffer) int {
-	return MainReport(ctx, args, stdout, stderr)
+	return run(ctx, append([]string{"report"}, args...), stdout, stderr)
 }
 
 func mainTick(ctx context.Context, args []string, stdout, stderr *bytes.Buffer) int {
-	return MainTick(ctx, args, stdout, stderr)
+	return run(ctx, append([]string{"tick"}, args...), stdout, stderr)
 }

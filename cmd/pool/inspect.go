@@ -1,4 +1,7 @@
-package report
+package main
+
+// The read-only commands, pool report and pool tick: their flags, settings
+// and output. What they observe and how they judge it is package report's.
 
 import (
 	"context"
@@ -13,6 +16,7 @@ import (
 
 	"pool/configs"
 	"pool/forgejo"
+	"pool/report"
 )
 
 // Exit codes of the commands.
@@ -27,15 +31,15 @@ const (
 	tickUsage   = "usage: pool tick OWNER/REPO#N [--prompt] [--auto-merge] [--config pool.yaml] [--reviewers a,b [--allow-unofficial-reviewers]] [--skip-label L] [--merge-update MODE] [--forgejo-url URL] [--forgejo-token-file FILE]"
 )
 
-// MainReport runs `pool report`; args follow the command name. It prints
+// reportCmd runs `pool report`; args follow the command name. It prints
 // the report block (or its JSON) on stdout and failed reads on stderr.
-func MainReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func reportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("report", reportUsage, stderr)
 	conn := addConnFlags(fs)
 	jsonOut := fs.Bool("json", false, "print the report as one JSON object")
 	wait := fs.Bool("wait", false, "poll until checks are terminal and every reviewer is done")
-	interval := fs.Duration("interval", DefaultInterval, "time between polls with --wait")
-	capAfter := fs.Duration("cap", DefaultCap, "stop polling after this long; what is still pending becomes timeout")
+	interval := fs.Duration("interval", report.DefaultInterval, "time between polls with --wait")
+	capAfter := fs.Duration("cap", report.DefaultCap, "stop polling after this long; what is still pending becomes timeout")
 	t, code := parseArgs(fs, args, stderr, "report")
 	if code >= 0 {
 		return code
@@ -47,11 +51,11 @@ func MainReport(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if code >= 0 {
 		return code
 	}
-	var p *poller
+	var w *report.Wait
 	if *wait {
-		p = &poller{interval: *interval, cap: *capAfter, clock: realClock}
+		w = &report.Wait{Interval: *interval, Cap: *capAfter}
 	}
-	r, err := produceReport(ctx, c, t, settings, p)
+	r, err := report.Produce(ctx, c, t, settings.Policy(), settings.StatusContext, w)
 	if err != nil {
 		fmt.Fprintf(stderr, "pool report: %s: %v\n", t, err)
 		return exitNoPR
@@ -62,24 +66,7 @@ func MainReport(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return writeReport(stdout, stderr, r, *jsonOut)
 }
 
-// produceReport observes once, or with a poller until the PR settles.
-// settings are the supervisor's, as the command resolved them: the report
-// judges by their policy, and lists their reviewers.
-func produceReport(ctx context.Context, f Forge, t Target, settings configs.Config, p *poller) (Report, error) {
-	observeOnce := func(ctx context.Context) (Report, error) {
-		s, err := observe(ctx, f, t, false, settings.StatusContext)
-		if err != nil {
-			return Report{}, err
-		}
-		return Build(s, settings.Policy()), nil
-	}
-	if p == nil {
-		return observeOnce(ctx)
-	}
-	return p.run(ctx, observeOnce)
-}
-
-func writeReport(stdout, stderr io.Writer, r Report, asJSON bool) int {
+func writeReport(stdout, stderr io.Writer, r report.Report, asJSON bool) int {
 	out := r.Render()
 	if asJSON {
 		b, err := r.JSON()
@@ -96,9 +83,9 @@ func writeReport(stdout, stderr io.Writer, r Report, asJSON bool) int {
 	return exitOK
 }
 
-// MainTick runs `pool tick`; args follow the command name. It prints the
+// tickCmd runs `pool tick`; args follow the command name. It prints the
 // digest as JSON (or as a prompt section) on stdout.
-func MainTick(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func tickCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("tick", tickUsage, stderr)
 	conn := addConnFlags(fs)
 	fs.Bool("json", true, "print the digest as JSON (the default)")
@@ -115,20 +102,19 @@ func MainTick(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if code >= 0 {
 		return code
 	}
-	opt := TickOptionsFor(settings.Policy(), settings.StatusContext, *autoMerge)
-	s, err := observe(ctx, c, t, opt.AutoMerge, opt.OwnContext)
+	opt := report.TickOptionsFor(settings.Policy(), settings.StatusContext, *autoMerge)
+	d, err := report.Tick(ctx, c, t.Owner, t.Repo, t.Number, opt)
 	if err != nil {
-		fmt.Fprintf(stderr, "pool tick: %s: %v\n", t, err)
+		fmt.Fprintf(stderr, "pool tick: %v\n", err)
 		return exitNoPR
 	}
-	d := NewDigest(s, opt)
 	for _, e := range d.Errors {
 		fmt.Fprintf(stderr, "pool tick: %s\n", e)
 	}
 	return writeDigest(stdout, stderr, d, *prompt)
 }
 
-func writeDigest(stdout, stderr io.Writer, d Digest, prompt bool) int {
+func writeDigest(stdout, stderr io.Writer, d report.Digest, prompt bool) int {
 	out := d.PromptSection()
 	if !prompt {
 		b, err := json.MarshalIndent(d, "", "  ")
@@ -157,19 +143,19 @@ func newFlagSet(cmd, usage string, stderr io.Writer) *pflag.FlagSet {
 
 // parseArgs parses flags and the one OWNER/REPO#N argument. A code >= 0
 // means stop with that exit code.
-func parseArgs(fs *pflag.FlagSet, args []string, stderr io.Writer, cmd string) (Target, int) {
+func parseArgs(fs *pflag.FlagSet, args []string, stderr io.Writer, cmd string) (report.Target, int) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			return Target{}, exitOK
+			return report.Target{}, exitOK
 		}
-		return Target{}, exitBadArgs // pflag has printed the error and usage
+		return report.Target{}, exitBadArgs // pflag has printed the error and usage
 	}
 	if fs.NArg() != 1 {
-		return Target{}, usageError(stderr, cmd, fmt.Errorf("want one OWNER/REPO#N, got %d arguments", fs.NArg()))
+		return report.Target{}, usageError(stderr, cmd, fmt.Errorf("want one OWNER/REPO#N, got %d arguments", fs.NArg()))
 	}
-	t, err := ParseTarget(fs.Arg(0))
+	t, err := report.ParseTarget(fs.Arg(0))
 	if err != nil {
-		return Target{}, usageError(stderr, cmd, err)
+		return report.Target{}, usageError(stderr, cmd, err)
 	}
 	return t, -1
 }
