@@ -27,9 +27,9 @@ var menu = []struct {
 	{RecommendFetchFailed, Report.incomplete},
 	{RecommendConflict, func(r Report) bool { return !*r.Mergeable }},
 	{RecommendCIFailed, func(r Report) bool { return len(r.Failed) > 0 }},
-	{RecommendChanges, func(r Report) bool {
-		return r.ChangesRequested || r.reviewersWaiting(reviewerChanges)
-	}},
+	// Only a request for changes that counts (lifecycle's verdict on the
+	// head) asks for a fixer: one that does not is shown, never obeyed.
+	{RecommendChanges, func(r Report) bool { return r.ChangesRequested }},
 	{RecommendTimedOut, func(r Report) bool {
 		return r.TimedOut && (len(r.Pending) > 0 || r.reviewersWaiting(reviewerTimeout))
 	}},

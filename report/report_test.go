@@ -87,7 +87,10 @@ func TestRecommendCases(t *testing.T) {
 		{"unknown reviewer", func(r *Report) { r.Reviewers[0] = Reviewer{"bot", unknown, Count{}, false} }, RecommendFetchFailed},
 		{"unknown threads", func(r *Report) { r.Threads = Count{} }, RecommendFetchFailed},
 		{"unknown head", func(r *Report) { r.HeadSHA = "" }, RecommendFetchFailed},
-		{"listed reviewer asks for changes", func(r *Report) { r.Reviewers[0].Status = reviewerChanges }, RecommendChanges},
+		{"listed reviewer asks for changes", func(r *Report) { r.Reviewers[0].Status, r.ChangesRequested = reviewerChanges, true }, RecommendChanges},
+		{"a request for changes that does not count", func(r *Report) {
+			r.Reviewers[0].Status, r.Reviewers[0].Counted = reviewerChanges, false
+		}, RecommendGreen},
 		{"reviewer pending", func(r *Report) { r.Reviewers[0].Status = reviewerPending }, RecommendPending},
 		{"timed out with nothing pending", func(r *Report) { r.TimedOut = true }, RecommendGreen},
 		{"no reviewers configured", func(r *Report) { r.Reviewers = nil }, RecommendGreen},
@@ -418,5 +421,30 @@ func TestReportAsksLifecycle(t *testing.T) {
 					r.Recommendation, r.Pending, r.Reviewers[0].Counted, r.MergeHold, tt.wantRec, tt.wantPending, tt.wantCounted)
 			}
 		})
+	}
+}
+
+// TestAnUncountedRequestForChangesIsNoVerdict: a listed reviewer without
+// write access asks for changes; its review does not count, and an
+// official approval does, so the supervisor merges the PR (lifecycle.MayMerge).
+// The report shows the request, marked as not counting, and recommends
+// what the supervisor does, not a fixer.
+func TestAnUncountedRequestForChangesIsNoVerdict(t *testing.T) {
+	s := snapshotFixture()
+	s.Statuses = []forgejo.Status{{ID: 1, Context: "ci / test (push)", State: "success"}}
+	s.Reviews = []forgejo.ReviewDetail{
+		{Review: forgejo.Review{ID: 10, Author: "review-bot", State: forgejo.ReviewApproved, CommitID: headA, Official: true}},
+		{Review: forgejo.Review{ID: 11, Author: "other-bot", State: forgejo.ReviewRequestChanges, CommitID: headA}},
+	}
+	s.Inline, s.Comments = nil, nil
+	p := lifecycle.Policy{Rule: lifecycle.ReviewRule{Reviewers: []string{"review-bot", "other-bot"}}}
+	merges, why, err := s.MayMerge(p)
+	if err != nil || !merges {
+		t.Fatalf("the supervisor would not merge it: %q, %v", why, err)
+	}
+	r := Build(s, p)
+	if r.Recommendation != RecommendGreen || r.Reviewers[1].Status != reviewerChanges || r.Reviewers[1].Counted {
+		t.Errorf("recommendation %q, other-bot %+v; want %q, changes_requested not counted",
+			r.Recommendation, r.Reviewers[1], RecommendGreen)
 	}
 }
