@@ -288,7 +288,7 @@ func prItems(s Snapshot, opt TickOptions) []Item {
 		out = append(out, prItem(s, ReasonMergeConflict, "",
 			"The forge reports the PR as not mergeable with its base: a merge conflict (or the forge is still checking)."))
 	}
-	if pr.BaseSHA != "" && pr.MergeBase != "" && pr.BaseSHA != pr.MergeBase {
+	if pr.Behind() { // as the supervisor reads it (lifecycle.Observation.Behind)
 		out = append(out, prItem(s, ReasonStaleBase, pr.BaseSHA, fmt.Sprintf(
 			"The branch is behind its base: it forked from %s, and %s is now at %s.",
 			short(pr.MergeBase), pr.BaseRef, short(pr.BaseSHA))))
