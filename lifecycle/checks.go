@@ -126,6 +126,7 @@ const (
 // pool is stricter than the forge), superseded cancellations do not, and
 // each required context pattern must be matched by a passing check.
 func Summarize(checks []Check, required []string) Summary {
+	weighed("summary")
 	out := ChecksGreen
 	counted := 0
 	for _, c := range checks {

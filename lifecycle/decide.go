@@ -15,6 +15,14 @@ import (
 // the forge confirms it, and a PR that still needs a review backs off
 // (SessionLeftNoReview) rather than getting the next session at once.
 func Decide(p Policy, t Track, o Observation) (Track, Action) {
+	o.Read = allFacts // what it did not read, the decision does not need (Plan)
+	return decide(p, t, o)
+}
+
+// decide is Decide on an observation that may lack facts (Observation.Read):
+// where the decision needs one, it asks for it (an action of Kind read).
+func decide(p Policy, t Track, o Observation) (Track, Action) {
+	fresh := t.HeadSHA != o.HeadSHA // a head the pool has not decided on
 	end := t.Ended
 	t.Ended = SessionEnd{}
 	if end.Head != o.HeadSHA {
@@ -48,7 +56,13 @@ func Decide(p Policy, t Track, o Observation) (Track, Action) {
 		t.State = Updating
 		return t, Action{Kind: Wait, Reason: "updating: waiting for the forge to take in the new head"}
 	}
-	v := p.Approval(t, o)
+	if need := o.lacks(FactReviews | updateFacts(t, o.HeadSHA)); need != 0 {
+		if fresh && o.ReadAhead && o.SlotFree {
+			need |= o.lacks(FactClaims)
+		}
+		return t, reading(need)
+	}
+	v := o.approval(p, t)
 	switch v.State {
 	case forge.ReviewApproved:
 		t.ReviewedSHA = o.HeadSHA
@@ -68,7 +82,7 @@ func Decide(p Policy, t Track, o Observation) (Track, Action) {
 	}
 	t, act := unreviewed(p, t, o)
 	if act.Kind == Review && end.Head != "" {
-		return SessionLeftNoReview(p, t, o.Now, p.Rule.HeadVerdict(o.Author, o.HeadSHA, o.Reviews).Uncounted)
+		return SessionLeftNoReview(p, t, o.Now, v.Uncounted)
 	}
 	return t, act
 }
@@ -78,24 +92,6 @@ func Decide(p Policy, t Track, o Observation) (Track, Action) {
 func SessionEnded(t Track, head, hint string) Track {
 	t.Ended = SessionEnd{Head: head, Hint: hint}
 	return t
-}
-
-// ClaimMatters reports whether the decision on o may depend on who holds
-// the PR (Observation.Claim): only one that could start a session asks.
-// It errs on the side of yes, so that the pool reads the claims before its
-// one decision whenever that decision might need them, and only then.
-func ClaimMatters(p Policy, t Track, o Observation) bool {
-	if o.Merged || !o.Open || o.Skip || t.ArmedSHA != "" {
-		return false
-	}
-	switch p.Approval(t, o).State {
-	case forge.ReviewApproved: // a fixer, for failing checks
-		return Summarize(o.Checks, RequiredContexts(o.Protection)) == ChecksFailing && noFixer(p, o) == "" &&
-			(t.FixerSHA != o.HeadSHA || o.HeadSHA != t.HeadSHA)
-	case forge.ReviewRequestChanges, forge.ReviewComment:
-		return false
-	}
-	return true // a reviewer
 }
 
 // atHead forgets what belonged to the previous head.
@@ -127,12 +123,18 @@ func unreviewed(p Policy, t Track, o Observation) (Track, Action) {
 	if o.Draft {
 		return t, Action{Kind: Wait, Reason: "work in progress: no review session until it is ready"}
 	}
+	if need := o.lacks(FactBudget); need != 0 {
+		return t, reading(need)
+	}
 	if reason := Withholds(p, o); reason != "" {
 		t, act := blocked(t, o.HeadSHA, reason)
 		if act.Kind == NoteBlocked {
 			act.Kind = NoteWithheld
 		}
 		return t, act
+	}
+	if need := claimsNeeded(o); need != 0 {
+		return t, reading(need)
 	}
 	switch {
 	case o.Claim == claims.Taken:
@@ -169,6 +171,9 @@ func Withholds(p Policy, o Observation) string {
 const ConflictSettle = 5 * time.Minute
 
 func approved(p Policy, t Track, o Observation, hint string) (Track, Action) {
+	if need := o.lacks(FactChecks); need != 0 {
+		return t, reading(need)
+	}
 	// A conflict found at this head holds until the base moves and the
 	// forge reads the PR mergeable: then the PR is on its way again.
 	if t.ConflictSHA == o.HeadSHA || t.ConflictAt == o.HeadSHA {
@@ -212,13 +217,15 @@ func approvedAfterConflict(p Policy, t Track, o Observation, hint string) (Track
 		return holdingRefused(t, o.HeadSHA)
 	}
 	t.Blocked = ""
-	switch Summarize(o.Checks, RequiredContexts(o.Protection)) {
+	switch o.checks() {
 	case ChecksFailing:
 		t, diag := t.retry(p, CIFailing, string(ChecksFailing), o.Now)
 		switch {
 		case t.FixerSHA == o.HeadSHA:
 		case noFixer(p, o) != "":
 			return t, Action{Kind: Wait, Reason: "checks failing; " + noFixer(p, o), Diagnostic: diag}
+		case claimsNeeded(o) != 0:
+			return t, reading(claimsNeeded(o))
 		case o.Claim == claims.Taken:
 			return t, Action{Kind: Wait, Reason: "checks failing; another pool holds the PR", Diagnostic: diag}
 		case o.Now.Before(t.NotBefore):
@@ -274,6 +281,9 @@ func mergeOrWait(p Policy, t Track, o Observation, reason string) (Track, Action
 		return blockedAs(WorkInProgress, t, o.HeadSHA, "it is marked work in progress (a draft, or a WIP title), and "+
 			"the forge merges it only once the mark is gone; it merges when the mark is removed")
 	}
+	if need := o.lacks(FactDependencies); need != 0 {
+		return t, reading(need)
+	}
 	if len(o.OpenDependencies) > 0 {
 		return blockedAs(DependenciesOpen, t, o.HeadSHA, "it depends on "+nameSome(o.OpenDependencies)+
 			", still open; the forge merges it only once they are closed")
@@ -283,6 +293,16 @@ func mergeOrWait(p Policy, t Track, o Observation, reason string) (Track, Action
 	}
 	t.State = MergeQueued
 	return t, Action{Kind: Merge, Reason: reason}
+}
+
+// claimsNeeded asks for the claims on the PR, which a session's start
+// depends on, when they are not read and a slot could take the PR now;
+// else the PR counts as held by no other pool.
+func claimsNeeded(o Observation) Facts {
+	if !o.SlotFree {
+		return 0
+	}
+	return o.lacks(FactClaims)
 }
 
 // noFixer says why no fixer may be started for the PR, or "".

@@ -544,32 +544,6 @@ func TestMarksWaitForTheAction(t *testing.T) {
 	}
 }
 
-// TestClaimMattersWheneverASessionMayStart: the pool reads the claims only
-// when ClaimMatters says so, before its one decision; every decision that
-// starts a session must have had them read.
-func TestClaimMattersWheneverASessionMayStart(t *testing.T) {
-	failing := approvedWith(status("ci", "failure"))
-	tracks := []Track{{}, {HeadSHA: "h1", ReviewedSHA: "h0"}, {HeadSHA: "h1", FixerSHA: "h1"}, {HeadSHA: "h0", FixerSHA: "h0"},
-		{HeadSHA: "h1", NotBefore: now.Add(time.Hour)}, {HeadSHA: "h1", ArmedSHA: "h1"}, {HeadSHA: "h1", ConflictSHA: "h1"}}
-	observations := map[string]func(Observation) Observation{
-		"unreviewed": func(o Observation) Observation { return o },
-		"failing":    failing,
-		"green":      approvedWith(status("ci", "success")),
-		"changes":    withReviews(review(forge.ReviewRequestChanges)),
-		"fork":       fromFork(failing),
-		"skip":       func(o Observation) Observation { o.Skip = true; return o },
-		"closed":     func(o Observation) Observation { o.Open = false; return o },
-	}
-	for name, obs := range observations {
-		for _, tr := range tracks {
-			o := obs(open("h1"))
-			if _, act := Decide(policy, tr, o); (act.Kind == Review || act.Kind == Fix) && !ClaimMatters(policy, tr, o) {
-				t.Errorf("%s, track %+v: the decision is %s, but ClaimMatters says no", name, tr, act.Kind)
-			}
-		}
-	}
-}
-
 // TestLongListsAreNamedInPart: the issues a PR depends on and the
 // accounts whose approvals do not count are lists anyone on the forge can
 // make long, and the reasons naming them go into comments: ten are named,

@@ -8,7 +8,10 @@
 // next decision. The forge is the record:
 // a reviewer's report is only a hint, and "merged" counts only when the forge
 // says merged. MayMerge is the one answer to "may it merge now?": the
-// supervisor's, and the one `pool report` and `pool tick` give.
+// supervisor's, and the one `pool report` and `pool tick` give. Plan walks
+// Decide's own tree over what the pool has read of a PR so far, and names
+// the facts (Facts) the decision needs read next: the pool reads only
+// those, and decides once.
 //
 // It is pure: it links nothing but package forge (the forge's plain data),
 // claims and internal/backoff, never the forge's SDK or an HTTP client
@@ -231,6 +234,15 @@ type Observation struct {
 	PRSessions, AuthorSessions int
 	Claim                      claims.Verdict
 	Now                        time.Time
+	// Read are the facts read into the observation so far (Plan).
+	Read Facts
+	// SlotFree: a slot could take the PR now; only then are its claims
+	// read. ReadAhead: the claims of a head the pool has not decided on
+	// are read with its reviews (not in the pool's first cycle, where
+	// every PR of a fresh store is new, and most wait for someone).
+	SlotFree, ReadAhead bool
+	// w is what the facts read settle, weighed once (Plan).
+	w weighing
 }
 
 // Kind is what the pool should do.
@@ -265,6 +277,8 @@ type Action struct {
 	Announce bool
 	// Marks are what the track records once the action succeeded.
 	Marks Marks
+	// need are the facts a decision of Kind read lacks (Plan).
+	need Facts
 }
 
 // Marks are what a PR's track remembers of an action that succeeded: a

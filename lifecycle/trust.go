@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"strings"
-	"time"
 
 	"pool/forge"
 )
@@ -178,6 +177,7 @@ func appendOnce(list []string, account string) []string {
 // (CarriesOver). The supervisor decides by it and reads a head's checks
 // when it approves.
 func (p Policy) Approval(t Track, o Observation) Verdict {
+	weighed("approval")
 	t = t.atHead(o.HeadSHA, o.Now)
 	v := p.Rule.HeadVerdict(o.Author, o.HeadSHA, o.Reviews)
 	if v.State != "" || !p.Rule.CarriesOver(t.Update, o) {
@@ -186,16 +186,6 @@ func (p Policy) Approval(t Track, o Observation) Verdict {
 	carried := p.Rule.HeadVerdict(o.Author, t.Update.From, o.Reviews)
 	carried.Uncounted, carried.Unvouched, carried.Carried = v.Uncounted, v.Unvouched, true
 	return carried
-}
-
-// NeedsUpdateFacts reports whether judging the head takes the facts of
-// the pool's update: the head's parents, and for a rebase the PR's diff.
-func NeedsUpdateFacts(t Track, head string) (parents, diff bool) {
-	u := t.atHead(head, time.Time{}).Update
-	if !u.Made() || head != u.Produced {
-		return false, false
-	}
-	return u.Style != "rebase", u.Style == "rebase"
 }
 
 // CarriesOver reports whether the approval of the head the pool updated

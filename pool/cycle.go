@@ -234,30 +234,14 @@ type decision struct {
 }
 
 func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR) (decision, error) {
-	early := p.earlyComments(ctx, pr)
-	defer func() { <-early }() // read or not, it has ended
 	obs, err := p.observe(ctx, pr)
 	if err != nil {
 		return decision{}, err
 	}
-	approved := p.policy.Approval(p.track(pr.Number), obs).State == forgejo.ReviewApproved
-	if approved && !p.hasTrack(pr.Number) {
+	if obs.Approved() && !p.hasTrack(pr.Number) {
 		if err := p.recoverAttempts(ctx, pr); err != nil {
 			return decision{}, err
 		}
-	}
-	if p.freeSlots() > 0 && lifecycle.ClaimMatters(p.policy, p.track(pr.Number), obs) {
-		// Claims matter only when a slot could take the PR now.
-		r := <-early
-		comments, err := r.comments, r.err
-		if !r.read {
-			comments, err = p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
-		}
-		early = r.again()
-		if err != nil {
-			return decision{}, err
-		}
-		obs.Claim, _ = claims.Judge(p.view(pr, comments, obs.Reviews), p.instance)
 	}
 	next, act := p.decided(pr.Number, obs)
 	p.logDecision(pr.Number, next, act)
@@ -265,62 +249,103 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR) (decision, error
 	return decision{Action: act, at: obs.Now}, p.act(ctx, pr, next, act)
 }
 
-// observe reads what the decision needs: the reviews, unless the PR is left
-// to humans; the head's statuses when the counted reviews approve it; and
-// the PR's open dependencies when the checks let it merge.
+// observe reads what the decision on the PR needs, as lifecycle.Plan asks
+// for it, round by round, until the decision needs nothing more.
 func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observation, error) {
+	t := p.track(pr.Number)
 	obs := p.policy.Observe(pr, p.cfg.Repo(), p.now())
 	obs.Protection = p.currentProtection()
-	if !obs.Open || obs.Merged || obs.Skip {
-		return obs, nil // a PR left to humans is decided without its reviews
+	obs.SlotFree = p.freeSlots() > 0
+	p.mu.Lock()
+	obs.ReadAhead = p.stats.cycles > 0
+	p.mu.Unlock()
+	for {
+		var need lifecycle.Facts
+		obs, need = lifecycle.Plan(p.policy, t, obs)
+		if need == 0 {
+			return obs, nil
+		}
+		if err := p.read(ctx, pr, t, need, &obs); err != nil {
+			return obs, err
+		}
+		obs.Read |= need
 	}
-	reviews, err := p.forge.Reviews(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
-	if err != nil {
-		return obs, err
+}
+
+// read reads the facts of need into obs. The claims (the PR's comments)
+// are read beside the rest.
+func (p *Pool) read(ctx context.Context, pr forgejo.PR, t lifecycle.Track, need lifecycle.Facts, obs *lifecycle.Observation) error {
+	var comments []forgejo.Comment
+	var cerr error
+	done := make(chan struct{})
+	if need.Has(lifecycle.FactClaims) {
+		guard.Go(ctx, p.log, "comments read", func() {
+			defer close(done)
+			cerr = errors.New("reading the comments panicked")
+			comments, cerr = p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+		})
+	} else {
+		close(done)
 	}
-	obs.Reviews = p.vouch(pr.Number, reviews)
-	if err := p.observeUpdate(ctx, pr, &obs); err != nil {
-		return obs, err
+	err := p.readFacts(ctx, pr, t, need, obs)
+	<-done
+	if err = errors.Join(err, cerr); err != nil {
+		return err
 	}
-	switch p.policy.Approval(p.track(pr.Number), obs).State {
-	case forgejo.ReviewApproved:
-	case "": // a review session may follow
-		return obs, p.observeBudget(ctx, pr, &obs)
-	default:
-		return obs, nil
+	if need.Has(lifecycle.FactClaims) {
+		obs.Claim, _ = claims.Judge(p.view(pr, comments, obs.Reviews), p.instance)
 	}
-	history, err := p.forge.StatusHistory(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
-	if err != nil {
-		return obs, err
+	return nil
+}
+
+// readFacts reads the facts of need but the claims, in turn.
+func (p *Pool) readFacts(ctx context.Context, pr forgejo.PR, t lifecycle.Track, need lifecycle.Facts, obs *lifecycle.Observation) error {
+	if need.Has(lifecycle.FactReviews) {
+		reviews, err := p.forge.Reviews(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+		if err != nil {
+			return err
+		}
+		obs.Reviews = p.vouch(pr.Number, reviews)
 	}
-	history = forgejo.WithoutContext(history, p.cfg.StatusContext) // the pool's own status is no check
-	obs.Checks = lifecycle.Checks(history)
-	required := lifecycle.RequiredContexts(obs.Protection)
-	p.book.Checks(pr.Number, obs.Checks, required)
-	if s := lifecycle.Summarize(obs.Checks, required); s != lifecycle.ChecksGreen && s != lifecycle.ChecksNone {
-		return obs, nil
+	if err := p.observeUpdate(ctx, pr, t, need, obs); err != nil {
+		return err
 	}
-	// A merge may follow: the forge refuses it while issues the PR depends
-	// on are open.
-	obs.OpenDependencies, err = p.forge.OpenDependencies(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
-	return obs, err
+	if need.Has(lifecycle.FactBudget) {
+		if err := p.observeBudget(ctx, pr, obs); err != nil {
+			return err
+		}
+	}
+	if need.Has(lifecycle.FactChecks) {
+		history, err := p.forge.StatusHistory(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
+		if err != nil {
+			return err
+		}
+		history = forgejo.WithoutContext(history, p.cfg.StatusContext) // the pool's own status is no check
+		obs.Checks = lifecycle.Checks(history)
+		p.book.Checks(pr.Number, obs.Checks, lifecycle.RequiredContexts(obs.Protection))
+	}
+	if need.Has(lifecycle.FactDependencies) {
+		// The forge refuses a merge while issues the PR depends on are open.
+		var err error
+		obs.OpenDependencies, err = p.forge.OpenDependencies(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+		return err
+	}
+	return nil
 }
 
 // observeUpdate reads, for the head an update the pool made produced, what
 // judging its approval takes: its parents (a merge) or the PR's diff (a
 // rebase), and whether its tree is the merge of the approved head and the
 // base tip (sameTree).
-func (p *Pool) observeUpdate(ctx context.Context, pr forgejo.PR, obs *lifecycle.Observation) error {
-	t := p.track(pr.Number)
-	parents, diff := lifecycle.NeedsUpdateFacts(t, pr.HeadSHA)
+func (p *Pool) observeUpdate(ctx context.Context, pr forgejo.PR, t lifecycle.Track, need lifecycle.Facts, obs *lifecycle.Observation) error {
 	var err error
-	if parents {
+	if need.Has(lifecycle.FactParents) {
 		obs.HeadParents, err = p.forge.CommitParents(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
 	}
-	if diff && err == nil {
+	if need.Has(lifecycle.FactDiff) && err == nil {
 		obs.DiffHash, err = p.forge.DiffHash(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 	}
-	if (parents || diff) && err == nil {
+	if need.Has(lifecycle.FactTree) && err == nil {
 		var same bool
 		same, err = p.sameTree(ctx, pr.Number, pr.HeadSHA, t.Update)
 		obs.TreeDiffers = !same
