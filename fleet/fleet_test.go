@@ -338,3 +338,61 @@ func TestAReservationKeepsTheSlot(t *testing.T) {
 		t.Error("pr-1's slot not free once given up, or b's taken slot offered again")
 	}
 }
+
+// TestASessionGoesWhereItsTreeIsWarm: a slot reserved on one server whose
+// session gets a tree last used on the other server trades places with a
+// reservation there, or moves to a free slot there, so the tree's next
+// session runs where its instance is warm; a fixer never goes to a server
+// that only reviews.
+func TestASessionGoesWhereItsTreeIsWarm(t *testing.T) {
+	ctx := context.Background()
+	a, b := newFakeServer("a"), newFakeServer("b")
+	f := fleetOf(&clock{}, Server{Name: "a", Agent: a, Workers: 1, Review: true, Fix: true},
+		Server{Name: "b", Agent: b, Workers: 2, Review: true})
+	first, err := f.Place(ctx, false, "pr-1", "/trees/1")
+	if err != nil || !slices.Equal(a.held(), []string{first.ID}) {
+		t.Fatalf("pr-1: %v, on a %v; want it on a", err, a.held())
+	}
+	second, err := f.Place(ctx, false, "pr-2", "/trees/2")
+	if err != nil || !slices.Equal(b.held(), []string{second.ID}) {
+		t.Fatalf("pr-2: %v, on b %v; want it on b", err, b.held())
+	}
+	for _, id := range []string{first.ID, second.ID} {
+		if err := f.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a has its one slot free, b two: a, b, b reserved in that order.
+	for _, title := range []string{"pr-3", "pr-4", "pr-5"} {
+		if !f.Reserve(false, title) {
+			t.Fatalf("%s: no slot reserved", title)
+		}
+	}
+	on := func(title, dir string, fixer bool) string {
+		s, err := f.Place(ctx, fixer, title, dir)
+		if err != nil {
+			t.Fatalf("%s in %s: %v", title, dir, err)
+		}
+		if slices.Contains(a.held(), s.ID) {
+			return "a"
+		}
+		return "b"
+	}
+	got := []string{on("pr-3", "/trees/2", false), on("pr-4", "/trees/1", false), on("pr-5", "/trees/new", false)}
+	if !slices.Equal(got, []string{"b", "a", "b"}) {
+		t.Errorf("pr-3 in b's warm tree, pr-4 in a's, pr-5 in a new one went to %v; want b, a, b", got)
+	}
+	// A fixer reserved on a stays there in a tree warm on b, which runs no
+	// fixers.
+	for _, id := range append(a.held(), b.held()...) {
+		if err := f.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !f.Reserve(true, "pr-6") {
+		t.Fatal("pr-6: no slot for a fixer")
+	}
+	if where := on("pr-6", "/trees/2", true); where != "a" {
+		t.Errorf("the fixer went to %s, want a: b runs no fixers", where)
+	}
+}
