@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"pool/agent"
+	"pool/deploy"
 	"pool/internal/sandbox"
 )
 
@@ -45,17 +46,8 @@ func TestThreeAgentServersOneKilled(t *testing.T) {
 	for _, s := range servers {
 		list = append(list, fmt.Sprintf("{url: %q, workers: 1, role: both}", s.URL))
 	}
-	file := filepath.Join(tmp, "pool.yaml")
-	if err := os.WriteFile(file, []byte("agent:\n  servers: ["+strings.Join(list, ", ")+"]\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var env []string
-	for _, kv := range poolEnv(t, sb, tmp, "POOL_IDLE_EXIT=5") {
-		if !strings.HasPrefix(kv, "POOL_AGENT_URL=") {
-			env = append(env, kv)
-		}
-	}
-	pool := startPool(t, ctx, buildPool(t), env, "--config", file)
+	file := serversConfig(t, tmp, list...)
+	pool := startPool(t, ctx, buildPool(t), fleetEnv(t, sb, tmp, "POOL_IDLE_EXIT=5"), "--config", file)
 
 	victim := servers[1]
 	client := agent.New(victim.URL, "", agent.Options{})
@@ -103,4 +95,106 @@ func TestThreeAgentServersOneKilled(t *testing.T) {
 	if !strings.Contains(report, "Approved and merged: 12") {
 		t.Errorf("report:\n%s", report)
 	}
+}
+
+// TestReviewerAndFixerOnDifferentServers: a review server and a fix server
+// (agent.servers roles), two real agent servers, each with a scripted model
+// of its own, so the prompts each model hears are the sessions its server
+// ran. The reviewer approves, the required check fails, the fixer commits,
+// the new head is reviewed and merged: the fixer session runs on the fix
+// server, alone, and both reviews on the review server.
+func TestReviewerAndFixerOnDifferentServers(t *testing.T) {
+	parallel(t)
+	ctx := testContext(t)
+	sb := startSandbox(t, ctx, 0, nil)
+	n, first, err := sb.AddPRWithoutCI(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := sandbox.Fixer(sandbox.Reviewer(sandbox.Approve))
+	sb.Model.SetScript(script)
+	fixModel, err := sandbox.StartModel(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fixModel.Close)
+	fixServer, err := sb.Agent.AnotherOn(ctx, filepath.Join(t.TempDir(), "fix-agent"), fixModel.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fixServer.Stop() })
+	const ci = "ci / test"
+	if err := sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, first, ci, "failure", "http://ci.invalid/run/1", "2 tests failed"); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	file := serversConfig(t, tmp, fmt.Sprintf("{url: %q, workers: 1, role: review}", sb.Agent.URL),
+		fmt.Sprintf("{url: %q, workers: 1, role: fix}", fixServer.URL))
+	pool := startPool(t, ctx, buildPool(t), fleetEnv(t, sb, tmp), "--config", file, "--agent", deploy.Fixer)
+
+	var fixed string
+	eventually(t, ctx, "a new head pushed by the fixer", func() bool {
+		fixed = getPR(t, ctx, sb, n).Head.Sha
+		return fixed != first
+	}, pool)
+	if err := sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, fixed, ci, "success", "http://ci.invalid/run/2", "passed"); err != nil {
+		t.Fatal(err)
+	}
+	pool.wait(t, ctx)
+
+	if final := getPR(t, ctx, sb, n); !final.Merged || final.Head.Sha != fixed {
+		t.Fatalf("merged=%v at %s, want merged at the fixer's head %s", final.Merged, final.Head.Sha, fixed)
+	}
+	onFix, onReview := sessionsByKind(fixModel.Prompts()), sessionsByKind(sb.Model.Prompts())
+	want := map[string][]string{"fixer": {first}}
+	if fmt.Sprint(onFix) != fmt.Sprint(want) {
+		t.Errorf("fix server's sessions %v, want %v: the fixer alone", onFix, want)
+	}
+	want = map[string][]string{"review": {first, fixed}}
+	if fmt.Sprint(onReview) != fmt.Sprint(want) {
+		t.Errorf("review server's sessions %v, want %v: both reviews and no fixer", onReview, want)
+	}
+	report := pool.stdout.String()
+	for _, line := range []string{"  - " + sb.Agent.URL + ": 2 started, 0 lost\n", "  - " + fixServer.URL + ": 1 started, 0 lost\n"} {
+		if !strings.Contains(report, line) {
+			t.Errorf("report lacks %q:\n%s", line, report)
+		}
+	}
+}
+
+// sessionsByKind sorts a model's prompts into fixer and review sessions,
+// each named by the head it was about, in order.
+func sessionsByKind(prompts []string) map[string][]string {
+	out := map[string][]string{}
+	for _, p := range prompts {
+		_, _, head, _ := sandbox.PromptTarget(p)
+		kind := "review"
+		if strings.Contains(p, sandbox.FixerCue) {
+			kind = "fixer"
+		}
+		out[kind] = append(out[kind], head)
+	}
+	return out
+}
+
+// serversConfig writes a config file whose agent.servers are entries (YAML
+// flow maps) and returns its path.
+func serversConfig(t *testing.T, dir string, entries ...string) string {
+	t.Helper()
+	file := filepath.Join(dir, "pool.yaml")
+	if err := os.WriteFile(file, []byte("agent:\n  servers: ["+strings.Join(entries, ", ")+"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// fleetEnv is poolEnv without agent.url: the config file lists the servers.
+func fleetEnv(t *testing.T, sb *sandbox.Sandbox, tmp string, extra ...string) []string {
+	var env []string
+	for _, kv := range poolEnv(t, sb, tmp, extra...) {
+		if !strings.HasPrefix(kv, "POOL_AGENT_URL=") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }

@@ -355,8 +355,16 @@ func (a *AgentServer) stop() error {
 // Another starts one more agent server as a was started (its model, its
 // reviewer, its user), with its data in dir and a port of its own.
 func (a *AgentServer) Another(ctx context.Context, dir string) (*AgentServer, error) {
+	return a.AnotherOn(ctx, dir, a.opts.ModelURL)
+}
+
+// AnotherOn is Another with the model at modelURL (a Model's URL) behind
+// the new server: the prompts it sends are that model's alone, so a test
+// sees which server ran which session.
+func (a *AgentServer) AnotherOn(ctx context.Context, dir, modelURL string) (*AgentServer, error) {
 	opts := a.opts
 	opts.Port = 0
+	opts.ModelURL = modelURL
 	return StartAgentServer(ctx, dir, opts)
 }
 
