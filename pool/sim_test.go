@@ -35,8 +35,8 @@ import (
 //	go test ./pool -run TestSim -count=1 -v -timeout 0 -sim.seeds=1000 -sim.days=30 -sim.prs=200
 var (
 	simSeeds = flag.Int("sim.seeds", 0, "run the simulation on seeds 1..N instead of the fixed ones")
-	simDays  = flag.Int("sim.days", 10, "simulated days per seed (-short: 2)")
-	simPRs   = flag.Int("sim.prs", 70, "PRs opened per seed (-short: 15)")
+	simDays  = flag.Int("sim.days", 30, "simulated days per seed (-short: 2)")
+	simPRs   = flag.Int("sim.prs", 200, "PRs opened per seed (-short: 15)")
 	simPools = flag.Int("sim.pools", 3, "pools on the one forge")
 )
 

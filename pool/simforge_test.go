@@ -84,6 +84,8 @@ type simNote struct {
 	head  string
 	at    time.Time
 	body  string
+	kind  string // noteKind(body), read once: the checks read every note after every step
+	claim string // the head a claim note claims, or ""
 }
 
 func newSimForge(f *fakeForge, seed uint64, faults float64) *simForge {
@@ -183,11 +185,15 @@ func (s *simForge) PostComment(ctx context.Context, o, r string, n int, body str
 	}
 	s.f.mu.Unlock()
 	s.mu.Lock()
-	s.notes = append(s.notes, simNote{id: c.ID, epoch: s.waits[n], by: simPoolOf(ctx), n: n, head: head, at: time.Now(), body: body})
-	s.logLocked("#%d %s noted %q at %s", n, simPoolOf(ctx), noteKind(body), short(head))
+	nt := simNote{id: c.ID, epoch: s.waits[n], by: simPoolOf(ctx), n: n, head: head, at: time.Now(), body: body, kind: noteKind(body)}
+	if cl, ok := claims.Parse(forgejo.Comment{Body: body}); ok {
+		nt.claim = cl.SHA
+	}
+	s.notes = append(s.notes, nt)
+	s.logLocked("#%d %s noted %q at %s", n, simPoolOf(ctx), nt.kind, short(head))
 	s.acted[n] = time.Now()
 	s.noteClaim(n, body)
-	switch kind, _, _ := strings.Cut(noteKind(body), ":"); kind {
+	switch kind, _, _ := strings.Cut(nt.kind, ":"); kind {
 	case forge.MarkBlocked, forge.MarkWithheld, forge.MarkConflict, forge.MarkNoReview:
 		s.holds[simHead{n, head}] = true
 	}
@@ -224,7 +230,7 @@ func (s *simForge) DeleteComment(ctx context.Context, o, r string, id int64) err
 	defer s.mu.Unlock()
 	for i, nt := range s.notes {
 		if nt.id == id {
-			s.logLocked("#%d %s took back %q", nt.n, simPoolOf(ctx), noteKind(nt.body))
+			s.logLocked("#%d %s took back %q", nt.n, simPoolOf(ctx), nt.kind)
 			s.notes = slices.Delete(s.notes, i, i+1)
 			break
 		}

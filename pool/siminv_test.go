@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"pool/claims"
 	"pool/forge"
 	"pool/forgejo"
 )
@@ -29,7 +28,7 @@ func (w *simWorld) check() string {
 func (w *simWorld) checkNotes() string {
 	seen := map[string]int{}
 	for _, nt := range w.sf.notes {
-		kind := noteKind(nt.body)
+		kind := nt.kind
 		if kind == forge.MarkClaim || kind == forge.MarkRetry {
 			continue
 		}
@@ -53,7 +52,7 @@ func (w *simWorld) checkDiagnostics() string {
 	count := map[wait]int{}
 	first := 10 * 30 * time.Second
 	for _, nt := range w.sf.notes {
-		if noteKind(nt.body) != forge.MarkRetry {
+		if nt.kind != forge.MarkRetry {
 			continue
 		}
 		h := wait{simHead{nt.n, nt.head}, nt.epoch}
@@ -76,8 +75,8 @@ func (w *simWorld) checkSessions() string {
 	defer w.mu.Unlock()
 	claimed := map[simHead]int{}
 	for _, nt := range w.sf.notes {
-		if cl, ok := claims.Parse(forgejo.Comment{Body: nt.body}); ok {
-			claimed[simHead{nt.n, cl.SHA}]++
+		if nt.claim != "" {
+			claimed[simHead{nt.n, nt.claim}]++
 		}
 	}
 	for what, counts := range map[string]map[simHead]int{"claims": claimed, "sessions": w.sessions} {
@@ -184,11 +183,11 @@ func (w *simWorld) figures() simFigures {
 	perHead, notesOn := map[simHead]int{}, map[simHead]int{}
 	for _, nt := range w.sf.notes {
 		h := simHead{nt.n, nt.head}
-		switch noteKind(nt.body) {
+		switch nt.kind {
 		case forge.MarkClaim:
-			if cl, ok := claims.Parse(forgejo.Comment{Body: nt.body}); ok {
+			if nt.claim != "" {
 				fig.claims++
-				perHead[simHead{nt.n, cl.SHA}]++
+				perHead[simHead{nt.n, nt.claim}]++
 			}
 			continue
 		case forge.MarkRetry:
