@@ -104,7 +104,6 @@ func TestShippedReviewerGitStaysInItsTree(t *testing.T) {
 	refused := []sandbox.Turn{
 		{Bash: "git diff /dev/null " + tf},
 		{Bash: `git diff "/dev/null" "` + tf + `"`},
-		{Bash: "git diff /dev/null $" + sandbox.EnvReviewTokenFile},
 		{Bash: "git diff " + up + " README"},
 		{Bash: "git log --format=%s"},
 	}
