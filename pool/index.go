@@ -274,15 +274,3 @@ func (p *Pool) takeFresher() {
 		}
 	}
 }
-
-// queueRead reads PR n for the merge queue, noting when it asked.
-func (p *Pool) queueRead(ctx context.Context, n int) (forgejo.PR, error) {
-	asked := p.now()
-	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, n)
-	p.queue.mu.Lock()
-	if e, ok := p.queue.entries[n]; ok {
-		e.asked = asked
-	}
-	p.queue.mu.Unlock()
-	return pr, err
-}

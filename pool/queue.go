@@ -140,6 +140,15 @@ func (q *mergeQueue) due(now time.Time) ([]queued, time.Time) {
 	return out, next
 }
 
+// asked records when the queue last asked the forge for entry n.
+func (q *mergeQueue) asked(n int, at time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if e, ok := q.entries[n]; ok {
+		e.asked = at
+	}
+}
+
 // notReady backs an entry off: the forge has not finished checking it.
 func (q *mergeQueue) notReady(n int, now time.Time) { q.backOff(n, now, nil) }
 
@@ -342,23 +351,28 @@ func (p *Pool) workQueue(ctx context.Context) time.Duration {
 }
 
 // mergeQueued decides once more on fresh reads and, if the decision still
-// is to merge, makes the merge call. A PR the decision no longer merges, or
-// whose merge the forge refused for good, leaves the queue; the discovery
-// loop decides it again. moved is when the queue's last merge was answered,
-// if this is the first PR read mergeable after it.
+// is to merge (or update), makes the call itself. A PR the decision no
+// longer merges leaves the queue, its track as it was: the discovery loop
+// decides it again and carries that out. One whose merge the forge refused
+// for good leaves the queue too. moved is when the queue's last merge was
+// answered, if this is the first PR read mergeable after it.
 func (p *Pool) mergeQueued(ctx context.Context, pr forgejo.PR, moved time.Time) {
-	act, err := p.decideAndAct(ctx, pr)
+	obs, err := p.observe(ctx, pr)
 	if err != nil {
 		p.log.Warn("merge queue: deciding failed; waiting", "pr", pr.Number, "err", err)
 		p.queue.notReady(pr.Number, p.now())
 		return
 	}
-	if act.Kind == lifecycle.Update {
-		p.updateQueued(ctx, pr)
+	next, act, ok := p.queueDecided(pr.Number, obs)
+	if !ok {
+		p.log.Debug("merge queue: the PR is no longer to merge; the discovery loop decides it", "pr", pr.Number, "decision", act.Kind)
+		p.handBack(pr)
 		return
 	}
-	if act.Kind != lifecycle.Merge {
-		p.handBack(pr) // the discovery loop takes the PR back
+	p.logDecision(pr.Number, next, act)
+	p.book.Decided(pr, next, act, p.now())
+	if act.Kind == lifecycle.Update {
+		p.updateQueued(ctx, pr)
 		return
 	}
 	res, err := p.merge(ctx, pr)
@@ -377,6 +391,14 @@ func (p *Pool) mergeQueued(ctx context.Context, pr forgejo.PR, moved time.Time) 
 	default:
 		p.queue.remove(pr.Number)
 	}
+}
+
+// queueRead reads PR n for the merge queue, noting when it asked.
+func (p *Pool) queueRead(ctx context.Context, n int) (forgejo.PR, error) {
+	asked := p.now()
+	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, n)
+	p.queue.asked(n, asked)
+	return pr, err
 }
 
 // checkOnBase looks in the clone at a PR the forge reads mergeable but
