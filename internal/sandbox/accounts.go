@@ -61,7 +61,7 @@ func (f *Forge) createScopedToken(ctx context.Context, user, password string, sc
 }
 
 // CreateRepo creates a public repository of the token's user, with an
-// initial commit on main.
+// initial commit on main and no update hook (dropUpdateHook).
 func (f *Forge) CreateRepo(ctx context.Context, ownerToken, name string) error {
 	repo := map[string]any{"name": name, "auto_init": true, "default_branch": "main"}
 	var made createdRepo
@@ -80,7 +80,8 @@ func (f *Forge) CreateOrg(ctx context.Context, ownerToken, org string) error {
 }
 
 // CreateOrgRepo creates a public repository of the organisation, with an
-// initial commit on main when initial, empty (no branch at all) otherwise.
+// initial commit on main when initial, empty (no branch at all) otherwise,
+// and no update hook (dropUpdateHook).
 func (f *Forge) CreateOrgRepo(ctx context.Context, ownerToken, org, name string, initial bool) error {
 	repo := map[string]any{"name": name, "auto_init": initial, "default_branch": "main"}
 	var made createdRepo
