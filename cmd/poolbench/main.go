@@ -18,6 +18,7 @@
 //	go run ./cmd/poolbench -mode backlog -backlog 55       issue 11: reviewing and merging a backlog (backlog.go)
 //	go run ./cmd/poolbench -mode repos -repos 100 -repo-prs 20   issue 14: one pool, many repositories (repos.go)
 //	go run ./cmd/poolbench -mode latency                   issue 22: figure 1 with webhooks to the first model request, and the start's requests (latencymode.go)
+//	go run ./cmd/poolbench -mode fleet                     issue 35: PRs reviewed per minute on two agent servers against one (fleet.go)
 //
 // The table goes to stdout, progress to stderr. The bench asserts nothing:
 // it prints what it measured next to the targets. Each pool process logs to
@@ -55,10 +56,13 @@ type options struct {
 	mode         string // modeFigures, modeMerge or modeBacklog
 	mergeK       int    // approved PRs per strategy in the merge mode
 	mergeWorkers int
-	backlogPRs   int // unreviewed PRs in the backlog mode
-	repos        int // repositories in the repos mode
-	repoPRs      int // open PRs in each
-	startPRs     int // quiet PRs open at the start in the latency mode
+	backlogPRs   int           // unreviewed PRs in the backlog mode
+	repos        int           // repositories in the repos mode
+	repoPRs      int           // open PRs in each
+	startPRs     int           // quiet PRs open at the start in the latency mode
+	fleetPRs     int           // PRs of each timed round in the fleet mode
+	slots        int           // slots of each agent server in the fleet mode
+	modelDelay   time.Duration // the model's pause before each review's first answer in the fleet mode
 }
 
 // The bench's modes.
@@ -68,6 +72,7 @@ const (
 	modeBacklog = "backlog"
 	modeRepos   = "repos"
 	modeLatency = "latency"
+	modeFleet   = "fleet"
 )
 
 func parseFlags() options {
@@ -81,13 +86,16 @@ func parseFlags() options {
 	flag.StringVar(&o.seed, "seed", seedAGit, "how the quiet PRs are opened: agit (git pushes to refs/for/main/*, then labels) or api (branches, then the create-PR API)")
 	flag.StringVar(&o.out, "out", "", "also write the table to this file")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work dir (servers' data and the pool logs)")
-	flag.StringVar(&o.mode, "mode", modeFigures, "figures (issue 6's four figures), merge (a backlog of approved PRs: serial limit against the pool), backlog, or repos (one pool, many repositories)")
+	flag.StringVar(&o.mode, "mode", modeFigures, "figures (issue 6's four figures), merge (a backlog of approved PRs: serial limit against the pool), backlog, repos (one pool, many repositories), latency, or fleet (two agent servers against one)")
 	flag.IntVar(&o.mergeK, "k", 50, "with -mode merge: approved PRs merged by each strategy")
 	flag.IntVar(&o.mergeWorkers, "merge-workers", 4, "with -mode merge or backlog: the pool's workers")
 	flag.IntVar(&o.backlogPRs, "backlog", 55, "with -mode backlog: unreviewed PRs")
 	flag.IntVar(&o.repos, "repos", 100, "with -mode repos: repositories served by one pool")
 	flag.IntVar(&o.repoPRs, "repo-prs", 20, "with -mode repos: open PRs in each repository")
 	flag.IntVar(&o.startPRs, "start-prs", 100, "with -mode latency: quiet PRs open when the pool's start is counted")
+	flag.IntVar(&o.fleetPRs, "fleet-prs", 12, "with -mode fleet: PRs of the timed round, on one agent server and on two")
+	flag.IntVar(&o.slots, "slots", 2, "with -mode fleet: the slots (workers) of each agent server")
+	flag.DurationVar(&o.modelDelay, "model-delay", 25*time.Second, "with -mode fleet: the model's pause before each review's first answer")
 	flag.Parse()
 	return o
 }
@@ -119,8 +127,10 @@ func (o options) check() error {
 		return fmt.Errorf("-cycles3 and -parallel must be positive")
 	case o.seed != seedAGit && o.seed != seedAPI:
 		return fmt.Errorf("-seed must be %s or %s, got %q", seedAGit, seedAPI, o.seed)
-	case o.mode != modeFigures && o.mode != modeMerge && o.mode != modeBacklog && o.mode != modeRepos && o.mode != modeLatency:
-		return fmt.Errorf("-mode must be %s, %s, %s, %s or %s, got %q", modeFigures, modeMerge, modeBacklog, modeRepos, modeLatency, o.mode)
+	case o.mode != modeFigures && o.mode != modeMerge && o.mode != modeBacklog && o.mode != modeRepos && o.mode != modeLatency && o.mode != modeFleet:
+		return fmt.Errorf("-mode must be %s, %s, %s, %s, %s or %s, got %q", modeFigures, modeMerge, modeBacklog, modeRepos, modeLatency, modeFleet, o.mode)
+	case o.fleetPRs < 1 || o.slots < 1 || o.modelDelay < 0:
+		return fmt.Errorf("-fleet-prs and -slots must be positive, -model-delay not negative")
 	case o.startPRs < 0:
 		return fmt.Errorf("-start-prs must not be negative")
 	case o.mergeK < 1 || o.mergeWorkers < 1 || o.backlogPRs < 1 || o.repos < 2 || o.repoPRs < 1:
@@ -183,6 +193,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return b.runMode(stdout, func() (renderer, error) { return b.manyRepos(ctx) })
 	case modeLatency:
 		return b.runMode(stdout, func() (renderer, error) { return b.latencyMode(ctx) })
+	case modeFleet:
+		return b.runMode(stdout, func() (renderer, error) { return b.fleet(ctx) })
 	}
 	tbl, err := b.measure(ctx)
 	if err != nil {

@@ -97,3 +97,17 @@ func TestMedianAndP95(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionsByServer reads the exit report's lines per agent server, and
+// none from a report without them.
+func TestSessionsByServer(t *testing.T) {
+	report := "TOTAL_PRS_REVIEWED: 3\nSESSIONS_BY_AGENT_SERVER:\n  - http://a: 2 started, 0 lost\n  - http://b: 1 started, 1 lost\nBY_REPOSITORY:\n  - o/r: reviewed 3\n"
+	got := sessionsByServer(report)
+	want := []string{"http://a: 2 started, 0 lost", "http://b: 1 started, 1 lost"}
+	if !slices.Equal(got, want) {
+		t.Errorf("sessionsByServer = %q, want %q", got, want)
+	}
+	if got := sessionsByServer("TOTAL_PRS_REVIEWED: 3\nBY_REPOSITORY:\n  - o/r: reviewed 3\n"); got != nil {
+		t.Errorf("without the servers' lines: %q, want none", got)
+	}
+}
