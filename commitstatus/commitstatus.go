@@ -19,7 +19,7 @@ import (
 
 // Forge is what the publisher asks of the forge.
 type Forge interface {
-	StatusHistory(ctx context.Context, owner, repo, sha string) ([]forgejo.Status, error)
+	StatusHistory(ctx context.Context, owner, repo, sha string) ([]forge.Status, error)
 	PostStatus(ctx context.Context, owner, repo, sha string, s forgejo.NewStatus) error
 }
 
@@ -222,8 +222,8 @@ func (p *Publisher) forget(k key) {
 }
 
 // own is the newest status under context, as a NewStatus to compare with.
-func own(history []forgejo.Status, context string) forgejo.NewStatus {
-	var newest forgejo.Status
+func own(history []forge.Status, context string) forgejo.NewStatus {
+	var newest forge.Status
 	for _, s := range forge.NewestPerContext(history) {
 		if strings.EqualFold(s.Context, context) && s.ID >= newest.ID {
 			newest = s

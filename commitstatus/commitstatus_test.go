@@ -8,13 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"pool/forge"
 	"pool/forgejo"
 	"pool/ops"
 )
 
 // fakeForge records status writes as plain strings.
 type fakeForge struct {
-	existing map[string][]forgejo.Status
+	existing map[string][]forge.Status
 	reads    int
 	writes   []string
 	failPost error
@@ -23,7 +24,7 @@ type fakeForge struct {
 	loseAnswers bool
 }
 
-func (f *fakeForge) StatusHistory(_ context.Context, _, _, sha string) ([]forgejo.Status, error) {
+func (f *fakeForge) StatusHistory(_ context.Context, _, _, sha string) ([]forge.Status, error) {
 	f.reads++
 	return f.existing[sha], nil
 }
@@ -35,9 +36,9 @@ func (f *fakeForge) PostStatus(_ context.Context, owner, repo, sha string, s for
 	f.writes = append(f.writes, fmt.Sprintf("%s/%s@%s %s=%s %q %s", owner, repo, sha, s.Context, s.State, s.Description, s.TargetURL))
 	if f.loseAnswers {
 		if f.existing == nil {
-			f.existing = map[string][]forgejo.Status{}
+			f.existing = map[string][]forge.Status{}
 		}
-		f.existing[sha] = append(f.existing[sha], forgejo.Status{ID: int64(len(f.writes)), Context: s.Context,
+		f.existing[sha] = append(f.existing[sha], forge.Status{ID: int64(len(f.writes)), Context: s.Context,
 			State: s.State, Description: s.Description, TargetURL: s.TargetURL})
 		return context.DeadlineExceeded
 	}
@@ -106,7 +107,7 @@ func TestCommitTextOverridesNext(t *testing.T) {
 }
 
 func TestAStatusAlreadyOnTheForgeIsNotWrittenAgain(t *testing.T) {
-	f := &fakeForge{existing: map[string][]forgejo.Status{"h1": {
+	f := &fakeForge{existing: map[string][]forge.Status{"h1": {
 		{ID: 1, Context: "pool", State: "pending", Description: "reviewing since 10:40 UTC", TargetURL: "https://pool.example/#pr-3"},
 		{ID: 2, Context: "ci/test", State: "pending"},
 		{ID: 3, Context: "pool", State: "pending", Description: "approved; waiting for ci/test", TargetURL: "https://pool.example/#pr-3"},

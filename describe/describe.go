@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"pool/forgejo"
+	"pool/forge"
 	"pool/lifecycle"
 )
 
@@ -30,7 +30,7 @@ type Standing struct {
 	NoPlace    bool           // say nothing of its place in the merge queue (the commit status)
 	WaitingFor []string       // checks that run, or required contexts not passed yet
 	Failing    []string       // checks that failed at the head
-	Merge      forgejo.MergeResult
+	Merge      forge.MergeResult
 	Base       string
 	SkipLabel  string
 }
@@ -130,7 +130,7 @@ func mergeText(s Standing) string {
 	switch {
 	case s.Merging && s.MergeAhead > 0 && !s.NoPlace:
 		return fmt.Sprintf("approved; queued to merge (%d ahead)", s.MergeAhead)
-	case strings.HasPrefix(s.Track.LastStatus, string(forgejo.MergeNotReady)):
+	case strings.HasPrefix(s.Track.LastStatus, string(forge.MergeNotReady)):
 		return "approved; merging once the forge has checked it against " + s.Base
 	}
 	return "approved; merging"
@@ -153,7 +153,7 @@ func checkNames(names []string) string {
 }
 
 // answer is a merge answer in few words: "405 try again later".
-func answer(res forgejo.MergeResult) string {
+func answer(res forge.MergeResult) string {
 	msg := res.Message
 	var body struct {
 		Message string `json:"message"`

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"pool/forgejo"
+	"pool/forge"
 	"pool/lifecycle"
 )
 
@@ -39,9 +39,9 @@ func TestDescribe(t *testing.T) {
 		{"merge queue, forge still checking", Standing{Track: lifecycle.Track{State: lifecycle.MergeQueued, LastStatus: "not_ready (HTTP 405: try again later)"},
 			Act: lifecycle.Action{Kind: lifecycle.Wait}, Merging: true, Base: "main"}, "approved; merging once the forge has checked it against main"},
 		{"merge retry", Standing{Track: lifecycle.Track{State: lifecycle.MergeFailed, Attempts: 12}, Act: wait,
-			Merge: forgejo.MergeResult{Status: 405, Message: `{"message":"Please try again later","url":"x"}`}}, "merge retry 12: 405 try again later"},
+			Merge: forge.MergeResult{Status: 405, Message: `{"message":"Please try again later","url":"x"}`}}, "merge retry 12: 405 try again later"},
 		{"merge retry, plain answer", Standing{Track: lifecycle.Track{State: lifecycle.MergeFailed, Attempts: 2}, Act: wait,
-			Merge: forgejo.MergeResult{Status: 500, Message: "Internal  Server\nError"}}, "merge retry 2: 500 internal server error"},
+			Merge: forge.MergeResult{Status: 500, Message: "Internal  Server\nError"}}, "merge retry 2: 500 internal server error"},
 		{"queued for an update", Standing{Track: track(lifecycle.OutOfDate), Act: lifecycle.Action{Kind: lifecycle.Update}, Merging: true, MergeAhead: 1, Base: "main"},
 			"approved, checks green; behind main: queued for updating (1 ahead)"},
 		{"updating", Standing{Track: track(lifecycle.Updating), Act: wait, Base: "main"}, "updating: main merged into the branch; waiting for the new head"},

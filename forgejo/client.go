@@ -28,6 +28,7 @@ import (
 
 	sdk "codeberg.org/mvdkleijn/forgejo-sdk/forgejo/v2"
 
+	"pool/forge"
 	"pool/internal/bounded"
 	"pool/internal/redact"
 	"pool/internal/retry"
@@ -296,9 +297,9 @@ func (c *Client) DefaultBranch(ctx context.Context, owner, repo string) (string,
 // OpenPRs lists every open PR of the repository (all pages). An entry the
 // forge could not render (null, or without number, head or base) is left
 // out and logged.
-func (c *Client) OpenPRs(ctx context.Context, owner, repo string) ([]PR, error) {
+func (c *Client) OpenPRs(ctx context.Context, owner, repo string) ([]forge.PR, error) {
 	l := listing{op: fmt.Sprintf("list open PRs of %s/%s", owner, repo), path: repoPath(owner, repo) + "/pulls?state=open"}
-	var out []PR
+	var out []forge.PR
 	var bad []error
 	err := c.eachPage(ctx, l, func(_ int, body []byte, _ http.Header) (int, error) {
 		prs, skipped, n, err := decodeEntries(body, (*apiPR).check)
@@ -316,7 +317,7 @@ func (c *Client) OpenPRs(ctx context.Context, owner, repo string) ([]PR, error) 
 }
 
 // PR reads one pull request.
-func (c *Client) PR(ctx context.Context, owner, repo string, n int) (PR, error) {
+func (c *Client) PR(ctx context.Context, owner, repo string, n int) (forge.PR, error) {
 	d, err := c.PRDetail(ctx, owner, repo, n)
 	return d.PR, err
 }
@@ -325,7 +326,7 @@ func (c *Client) PR(ctx context.Context, owner, repo string, n int) (PR, error) 
 // list in one piece (it does not page it); when that answer is over the
 // body cap (outsiders wrote a lot), the comments are read in pages from the
 // timeline instead, keeping the newest that fit (timelineComments).
-func (c *Client) Comments(ctx context.Context, owner, repo string, n int) ([]Comment, error) {
+func (c *Client) Comments(ctx context.Context, owner, repo string, n int) ([]forge.Comment, error) {
 	op := fmt.Sprintf("list comments of %s/%s#%d", owner, repo, n)
 	var batch []*apiComment
 	err := c.getJSON(ctx, op, fmt.Sprintf("%s/issues/%d/comments", repoPath(owner, repo), n), &batch)
@@ -335,7 +336,7 @@ func (c *Client) Comments(ctx context.Context, owner, repo string, n int) ([]Com
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Comment, 0, len(batch))
+	out := make([]forge.Comment, 0, len(batch))
 	for i, cm := range batch {
 		if err := cm.check(); err != nil {
 			return nil, malformed(op, fmt.Errorf("entry %d: %w", i, err))
@@ -346,16 +347,16 @@ func (c *Client) Comments(ctx context.Context, owner, repo string, n int) ([]Com
 }
 
 // PostComment adds a comment to an issue or PR.
-func (c *Client) PostComment(ctx context.Context, owner, repo string, n int, body string) (Comment, error) {
+func (c *Client) PostComment(ctx context.Context, owner, repo string, n int, body string) (forge.Comment, error) {
 	op := fmt.Sprintf("comment on %s/%s#%d", owner, repo, n)
 	cm, resp, err := c.api(ctx).CreateIssueComment(owner, repo, int64(n), sdk.CreateIssueCommentOption{Body: body})
 	if err != nil {
-		return Comment{}, classify(op, resp, err)
+		return forge.Comment{}, classify(op, resp, err)
 	}
 	if cm == nil || cm.ID <= 0 {
-		return Comment{}, malformed(op, errors.New("no comment id"))
+		return forge.Comment{}, malformed(op, errors.New("no comment id"))
 	}
-	out := Comment{ID: cm.ID, Body: cm.Body, Created: cm.Created, Updated: cm.Updated}
+	out := forge.Comment{ID: cm.ID, Body: cm.Body, Created: cm.Created, Updated: cm.Updated}
 	if cm.Poster != nil {
 		out.Author = cm.Poster.UserName
 	}
@@ -363,16 +364,16 @@ func (c *Client) PostComment(ctx context.Context, owner, repo string, n int, bod
 }
 
 // EditComment replaces a comment's body; the forge moves its update time.
-func (c *Client) EditComment(ctx context.Context, owner, repo string, id int64, body string) (Comment, error) {
+func (c *Client) EditComment(ctx context.Context, owner, repo string, id int64, body string) (forge.Comment, error) {
 	op := fmt.Sprintf("edit comment %d on %s/%s", id, owner, repo)
 	cm, resp, err := c.api(ctx).EditIssueComment(owner, repo, id, sdk.EditIssueCommentOption{Body: body})
 	if err != nil {
-		return Comment{}, classify(op, resp, err)
+		return forge.Comment{}, classify(op, resp, err)
 	}
 	if cm == nil || cm.ID != id {
-		return Comment{}, malformed(op, errors.New("not the comment edited"))
+		return forge.Comment{}, malformed(op, errors.New("not the comment edited"))
 	}
-	out := Comment{ID: cm.ID, Body: cm.Body, Created: cm.Created, Updated: cm.Updated}
+	out := forge.Comment{ID: cm.ID, Body: cm.Body, Created: cm.Created, Updated: cm.Updated}
 	if cm.Poster != nil {
 		out.Author = cm.Poster.UserName
 	}
@@ -389,12 +390,12 @@ func (c *Client) DeleteComment(ctx context.Context, owner, repo string, id int64
 }
 
 // Reviews lists a PR's reviews (all pages).
-func (c *Client) Reviews(ctx context.Context, owner, repo string, n int) ([]Review, error) {
+func (c *Client) Reviews(ctx context.Context, owner, repo string, n int) ([]forge.Review, error) {
 	details, err := c.ReviewDetails(ctx, owner, repo, n)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Review, len(details))
+	out := make([]forge.Review, len(details))
 	for i, d := range details {
 		out[i] = d.Review
 	}

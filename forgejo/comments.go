@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"pool/forge"
 )
 
 // timelineEventComment is the timeline entry type of a plain comment.
@@ -31,11 +33,11 @@ func (e *apiTimelineComment) check() error {
 // them. It keeps the newest comments whose bodies fit in the body cap
 // together; an entry over the cap alone is skipped. What it drops is older
 // than what it keeps, and logged.
-func (c *Client) timelineComments(ctx context.Context, owner, repo string, n int) ([]Comment, error) {
+func (c *Client) timelineComments(ctx context.Context, owner, repo string, n int) ([]forge.Comment, error) {
 	skipped := 0
 	l := listing{op: fmt.Sprintf("list comments of %s/%s#%d from the timeline", owner, repo, n),
 		path: fmt.Sprintf("%s/issues/%d/timeline", repoPath(owner, repo), n), filtered: true, pageCount: true, skipHuge: true, skipped: &skipped}
-	var kept []Comment
+	var kept []forge.Comment
 	var size int64
 	dropped := 0
 	err := c.eachPage(ctx, l, func(_ int, body []byte, _ http.Header) (int, error) {

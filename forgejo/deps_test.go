@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"pool/forge"
 	"pool/internal/sandbox"
 )
 
@@ -16,22 +17,22 @@ import (
 // it is closed, and nothing (not an error) once the repository disables
 // dependencies; the merge then goes through.
 func TestOpenDependenciesOnTheRealForge(t *testing.T) {
-	forge := sandbox.SharedForge(t)
+	srv := sandbox.SharedForge(t)
 	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
 	const user, repo = "dep-alice", "dep-demo"
-	ch, err := forge.OpenChange(ctx, user, repo, "f1", "a.txt")
+	ch, err := srv.OpenChange(ctx, user, repo, "f1", "a.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	issue, err := forge.CreateIssue(ctx, ch.Token, user, repo, "do this first")
+	issue, err := srv.CreateIssue(ctx, ch.Token, user, repo, "do this first")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := forge.AddDependency(ctx, ch.Token, user, repo, ch.PR, issue); err != nil {
+	if err := srv.AddDependency(ctx, ch.Token, user, repo, ch.PR, issue); err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(ctx, forge.URL, ch.Token, Options{})
+	c, err := New(ctx, srv.URL, ch.Token, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,14 +44,14 @@ func TestOpenDependenciesOnTheRealForge(t *testing.T) {
 	if res.Status != http.StatusInternalServerError || err == nil {
 		t.Errorf("merge with an open dependency = %+v, %v; want HTTP 500 (the forge's answer the pool must not provoke)", res, err)
 	}
-	if err := forge.CloseIssue(ctx, ch.Token, user, repo, issue); err != nil {
+	if err := srv.CloseIssue(ctx, ch.Token, user, repo, issue); err != nil {
 		t.Fatal(err)
 	}
 	if deps, err := c.OpenDependencies(ctx, user, repo, ch.PR); err != nil || len(deps) != 0 {
 		t.Fatalf("OpenDependencies after closing the issue = %v, %v; want none", deps, err)
 	}
 	disable := map[string]any{"has_issues": true, "internal_tracker": map[string]any{"enable_issue_dependencies": false}}
-	if _, err := forge.Do(ctx, ch.Token, http.MethodPatch, "/repos/"+user+"/"+repo, disable, nil); err != nil {
+	if _, err := srv.Do(ctx, ch.Token, http.MethodPatch, "/repos/"+user+"/"+repo, disable, nil); err != nil {
 		t.Fatal(err)
 	}
 	if deps, err := c.OpenDependencies(ctx, user, repo, ch.PR); err != nil || len(deps) != 0 {
@@ -58,13 +59,13 @@ func TestOpenDependenciesOnTheRealForge(t *testing.T) {
 	}
 	for {
 		res, err := c.Merge(ctx, user, repo, ch.PR, MergeOptions{Style: "merge", HeadSHA: ch.Head})
-		if err != nil || res.Outcome == MergeDone {
+		if err != nil || res.Outcome == forge.MergeDone {
 			if err != nil {
 				t.Fatalf("merge after the dependency closed: %v", err)
 			}
 			return
 		}
-		if res.Outcome != MergeNotReady {
+		if res.Outcome != forge.MergeNotReady {
 			t.Fatalf("merge after the dependency closed = %+v", res)
 		}
 		select {

@@ -6,22 +6,23 @@ import (
 	"testing"
 	"time"
 
+	"pool/forge"
 	"pool/internal/sandbox"
 )
 
 // TestAgainstTheRealForge checks the client's reads and the merge answers
 // on Gitea 1.26.
 func TestAgainstTheRealForge(t *testing.T) {
-	forge := sandbox.SharedForge(t)
+	srv := sandbox.SharedForge(t)
 	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
 	before := time.Now().Add(-2 * time.Second)
-	ch, err := forge.OpenChange(ctx, "rt-alice", "rt-demo", "f1", "a.txt")
+	ch, err := srv.OpenChange(ctx, "rt-alice", "rt-demo", "f1", "a.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
 	token, n, head := ch.Token, ch.PR, ch.Head
-	c, err := New(ctx, forge.URL, token, Options{})
+	c, err := New(ctx, srv.URL, token, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,17 +47,17 @@ func TestAgainstTheRealForge(t *testing.T) {
 		t.Errorf("StatusHistory with nothing reported = %+v, %v; want none (unknown, not green)", st, err)
 	}
 
-	if res := mergeWhenReady(t, ctx, c, n, "0000000000000000000000000000000000000000"); res.Outcome != MergeHeadMoved {
+	if res := mergeWhenReady(t, ctx, c, n, "0000000000000000000000000000000000000000"); res.Outcome != forge.MergeHeadMoved {
 		t.Errorf("merge at a stale head = %+v; want head_moved", res)
 	}
 	res := mergeWhenReady(t, ctx, c, n, head)
-	if res.Outcome != MergeDone {
+	if res.Outcome != forge.MergeDone {
 		t.Fatalf("merge = %+v", res)
 	}
 	if pr, err := c.PR(ctx, "rt-alice", "rt-demo", n); err != nil || !pr.Merged {
 		t.Errorf("PR after merge: merged=%v, %v", pr.Merged, err)
 	}
-	if res, _ := c.Merge(ctx, "rt-alice", "rt-demo", n, MergeOptions{Style: "merge", HeadSHA: head}); res.Outcome != MergeAlready {
+	if res, _ := c.Merge(ctx, "rt-alice", "rt-demo", n, MergeOptions{Style: "merge", HeadSHA: head}); res.Outcome != forge.MergeAlready {
 		t.Errorf("second merge = %+v, want already_merged", res)
 	}
 	if _, err := c.PR(ctx, "rt-alice", "rt-demo", 999); !IsNotFound(err) {
@@ -65,14 +66,14 @@ func TestAgainstTheRealForge(t *testing.T) {
 }
 
 // mergeWhenReady retries while the forge is still checking mergeability.
-func mergeWhenReady(t *testing.T, ctx context.Context, c *Client, n int, head string) MergeResult {
+func mergeWhenReady(t *testing.T, ctx context.Context, c *Client, n int, head string) forge.MergeResult {
 	t.Helper()
 	for {
 		res, err := c.Merge(ctx, "rt-alice", "rt-demo", n, MergeOptions{Style: "merge", HeadSHA: head})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Outcome != MergeNotReady {
+		if res.Outcome != forge.MergeNotReady {
 			return res
 		}
 		select {
@@ -84,10 +85,10 @@ func mergeWhenReady(t *testing.T, ctx context.Context, c *Client, n int, head st
 }
 
 func TestRejectedTokenIsPermanent(t *testing.T) {
-	forge := sandbox.SharedForge(t)
+	srv := sandbox.SharedForge(t)
 	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
-	c, err := New(ctx, forge.URL, "not-a-token", Options{})
+	c, err := New(ctx, srv.URL, "not-a-token", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,12 +103,12 @@ func TestRejectedTokenIsPermanent(t *testing.T) {
 // summary) and as an outsider (who may not merge), and checks the forge's
 // official flag on reviews by a collaborator and by an outsider.
 func TestProtectionAndOfficialReviews(t *testing.T) {
-	forge := sandbox.SharedForge(t)
+	srv := sandbox.SharedForge(t)
 	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
 	tokens := map[string]string{}
 	for _, u := range []string{"po-alice", "po-bob", "po-mallory"} {
-		tok, err := forge.CreateUser(ctx, u)
+		tok, err := srv.CreateUser(ctx, u)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,17 +120,17 @@ func TestProtectionAndOfficialReviews(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(forge.CreateRepo(ctx, tokens["po-alice"], "po-demo"))
-	must(forge.AddCollaborator(ctx, tokens["po-alice"], "po-alice", "po-demo", "po-bob", "write"))
+	must(srv.CreateRepo(ctx, tokens["po-alice"], "po-demo"))
+	must(srv.AddCollaborator(ctx, tokens["po-alice"], "po-alice", "po-demo", "po-bob", "write"))
 	client := func(user string) *Client {
-		c, err := New(ctx, forge.URL, tokens[user], Options{})
+		c, err := New(ctx, srv.URL, tokens[user], Options{})
 		must(err)
 		return c
 	}
 	if p, err := client("po-alice").Protection(ctx, "po-alice", "po-demo", "main"); err != nil || p.Protected || !p.UserCanMerge {
 		t.Errorf("unprotected main = %+v, %v; want not protected, and the owner may merge", p, err)
 	}
-	must(forge.ProtectBranch(ctx, tokens["po-alice"], "po-alice", "po-demo", "main", map[string]any{
+	must(srv.ProtectBranch(ctx, tokens["po-alice"], "po-alice", "po-demo", "main", map[string]any{
 		"required_approvals": 2, "enable_status_check": true, "status_check_contexts": []string{"ci/*"},
 		"block_on_rejected_reviews": true, "block_on_outdated_branch": true,
 		"enable_approvals_whitelist": true, "approvals_whitelist_username": []string{"po-bob"}}))
@@ -148,11 +149,11 @@ func TestProtectionAndOfficialReviews(t *testing.T) {
 		t.Errorf("as an outsider: %+v, %v; want may not merge", outsider, err)
 	}
 
-	must(forge.CreateBranchWithFile(ctx, tokens["po-alice"], "po-alice", "po-demo", "f1", "a.txt", "a\n"))
-	n, head, err := forge.CreatePR(ctx, tokens["po-alice"], "po-alice", "po-demo", "f1", "main", "Add a", "")
+	must(srv.CreateBranchWithFile(ctx, tokens["po-alice"], "po-alice", "po-demo", "f1", "a.txt", "a\n"))
+	n, head, err := srv.CreatePR(ctx, tokens["po-alice"], "po-alice", "po-demo", "f1", "main", "Add a", "")
 	must(err)
 	for _, u := range []string{"po-bob", "po-mallory"} {
-		_, err := forge.Review(ctx, tokens[u], "po-alice", "po-demo", n, head, "APPROVED", "ok")
+		_, err := srv.Review(ctx, tokens[u], "po-alice", "po-demo", n, head, "APPROVED", "ok")
 		must(err)
 	}
 	reviews, err := client("po-alice").Reviews(ctx, "po-alice", "po-demo", n)

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"pool/forge"
 	"pool/sessionmark"
 )
 
@@ -19,7 +20,7 @@ import (
 
 // PRDetail is a pull request with the fields only an inspection needs.
 type PRDetail struct {
-	PR
+	forge.PR
 	Draft bool // a work-in-progress title: the forge will not merge it
 }
 
@@ -144,12 +145,12 @@ func (cm *apiComment) check() error {
 	return nil
 }
 
-func (cm *apiComment) comment() Comment {
-	return Comment{ID: cm.ID, Author: cm.User.login(), Body: cm.Body, Created: cm.Created, Updated: cm.Updated}
+func (cm *apiComment) comment() forge.Comment {
+	return forge.Comment{ID: cm.ID, Author: cm.User.login(), Body: cm.Body, Created: cm.Created, Updated: cm.Updated}
 }
 
 func (p apiPR) detail() PRDetail {
-	d := PRDetail{PR: PR{Number: p.Number, Title: p.Title, Body: p.Body, Author: p.User.login(),
+	d := PRDetail{PR: forge.PR{Number: p.Number, Title: p.Title, Body: p.Body, Author: p.User.login(),
 		State: p.State, Merged: p.Merged, MergedBy: p.MergedBy.login(), Mergeable: p.Mergeable, Updated: p.Updated, URL: p.URL,
 		MergeBase: p.MergeBase, MaintainerCanEdit: p.AllowMaintainerEdit, Draft: p.Draft}, Draft: p.Draft}
 	if p.Head != nil {
@@ -169,7 +170,7 @@ func (p apiPR) detail() PRDetail {
 
 // StatusHistory returns every status reported for a commit, all pages,
 // oldest first. An empty slice means nothing was reported.
-func (c *Client) StatusHistory(ctx context.Context, owner, repo, sha string) ([]Status, error) {
+func (c *Client) StatusHistory(ctx context.Context, owner, repo, sha string) ([]forge.Status, error) {
 	l := listing{
 		op: fmt.Sprintf("list status history of %s/%s@%s", owner, repo, short(sha)),
 		// sort by the per-commit index, a total order, so pages do not
@@ -177,7 +178,7 @@ func (c *Client) StatusHistory(ctx context.Context, owner, repo, sha string) ([]
 		path: fmt.Sprintf("%s/commits/%s/statuses?sort=highestindex", repoPath(owner, repo), url.PathEscape(sha)),
 	}
 	seen := map[int64]bool{}
-	var out []Status
+	var out []forge.Status
 	err := c.eachPage(ctx, l, func(_ int, body []byte, _ http.Header) (int, error) {
 		batch, n, err := strictEntries(body, (*apiStatus).check)
 		for _, s := range batch {
@@ -195,15 +196,15 @@ func (c *Client) StatusHistory(ctx context.Context, owner, repo, sha string) ([]
 	return out, nil
 }
 
-func (s *apiStatus) status() Status {
+func (s *apiStatus) status() forge.Status {
 	created, _ := time.Parse(time.RFC3339, s.Created) // a bad time stays zero: shown, not guessed
-	return Status{ID: s.ID, Context: s.Context, State: s.Status, TargetURL: s.TargetURL,
+	return forge.Status{ID: s.ID, Context: s.Context, State: s.Status, TargetURL: s.TargetURL,
 		Description: s.Description, Created: created}
 }
 
 // ReviewDetail is a review with its body and the count of its inline comments.
 type ReviewDetail struct {
-	Review
+	forge.Review
 	Body          string
 	CommentsCount int
 	Updated       time.Time
@@ -235,7 +236,7 @@ func (r *apiReview) check() error {
 		return errors.New("review without an id")
 	case r.State == "":
 		return fmt.Errorf("review %d without a state", r.ID)
-	case r.State == ReviewRequested && r.User == nil && r.Team.name() != "":
+	case r.State == forge.ReviewRequested && r.User == nil && r.Team.name() != "":
 		return nil
 	case r.User == nil || r.User.Login == "":
 		return fmt.Errorf("review %d without an author", r.ID)
@@ -254,7 +255,7 @@ func (c *Client) ReviewDetails(ctx context.Context, owner, repo string, n int) (
 	err := c.eachPage(ctx, l, func(_ int, body []byte, _ http.Header) (int, error) {
 		batch, n, err := strictEntries(body, (*apiReview).check)
 		for _, r := range batch {
-			out = append(out, ReviewDetail{Review: Review{ID: r.ID, Author: r.User.login(), Team: r.Team.name(), State: r.State,
+			out = append(out, ReviewDetail{Review: forge.Review{ID: r.ID, Author: r.User.login(), Team: r.Team.name(), State: r.State,
 				CommitID: r.CommitID, Stale: r.Stale, Dismissed: r.Dismissed, Official: r.Official, Submitted: r.Submitted,
 				Mark: sessionmark.Find(r.Body)},
 				Body: r.Body, CommentsCount: r.CommentsCount, Updated: r.Updated, URL: r.URL})

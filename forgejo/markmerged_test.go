@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"pool/forge"
 	"pool/internal/faultproxy"
 	"pool/internal/sandbox"
 )
@@ -13,22 +14,22 @@ import (
 // commit only from the field spelled MergeCommitID; the mark must merge
 // there as on Gitea.
 func TestMarkMergedOnForgejo(t *testing.T) {
-	forge := sandbox.SharedForge(t)
+	srv := sandbox.SharedForge(t)
 	ctx, cancel := context.WithTimeout(context.Background(), sandbox.EndToEndLimit)
 	defer cancel()
 	const user, repo = "mm-alice", "mm-demo"
-	ch, err := forge.OpenChange(ctx, user, repo, "f1", "a.txt")
+	ch, err := srv.OpenChange(ctx, user, repo, "f1", "a.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := forge.Do(ctx, ch.Token, "PATCH", "/repos/"+user+"/"+repo, map[string]any{"allow_manual_merge": true}, nil); err != nil {
+	if _, err := srv.Do(ctx, ch.Token, "PATCH", "/repos/"+user+"/"+repo, map[string]any{"allow_manual_merge": true}, nil); err != nil {
 		t.Fatal(err)
 	}
-	commit, err := forge.MergeBehindTheForgesBack(ctx, ch.Token, user, repo, "main", ch.PR)
+	commit, err := srv.MergeBehindTheForgesBack(ctx, ch.Token, user, repo, "main", ch.PR)
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy, err := faultproxy.Start(faultproxy.Options{Upstream: forge.URL, Forgejo: &faultproxy.ForgejoOptions{}})
+	proxy, err := faultproxy.Start(faultproxy.Options{Upstream: srv.URL, Forgejo: &faultproxy.ForgejoOptions{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestMarkMergedOnForgejo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := c.MarkMerged(ctx, user, repo, ch.PR, commit); err != nil || res.Outcome != MergeDone {
+	if res, err := c.MarkMerged(ctx, user, repo, ch.PR, commit); err != nil || res.Outcome != forge.MergeDone {
 		t.Fatalf("mark merged on Forgejo = %+v, %v; want merged", res, err)
 	}
 	if pr, err := c.PR(ctx, user, repo, ch.PR); err != nil || !pr.Merged {

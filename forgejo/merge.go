@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+
 	"pool/forge"
 )
 
@@ -20,7 +21,7 @@ type MergeOptions struct {
 // drops the status and body that tell the outcomes apart. Whatever it
 // answers, callers re-read the PR: a failed branch deletion after a
 // successful merge still answers an error.
-func (c *Client) Merge(ctx context.Context, owner, repo string, n int, opt MergeOptions) (MergeResult, error) {
+func (c *Client) Merge(ctx context.Context, owner, repo string, n int, opt MergeOptions) (forge.MergeResult, error) {
 	op := fmt.Sprintf("merge %s/%s#%d", owner, repo, n)
 	body := map[string]any{"Do": opt.Style, "head_commit_id": opt.HeadSHA}
 	if opt.WhenChecksSucceed {
@@ -36,15 +37,15 @@ func (c *Client) Merge(ctx context.Context, owner, repo string, n int, opt Merge
 // commit goes in the field spelled MergeCommitID: Forgejo reads no other
 // spelling (merge_commit_id arrives empty there, answered 409 "Wrong commit
 // ID"), and Gitea reads both.
-func (c *Client) MarkMerged(ctx context.Context, owner, repo string, n int, commit string) (MergeResult, error) {
+func (c *Client) MarkMerged(ctx context.Context, owner, repo string, n int, commit string) (forge.MergeResult, error) {
 	op := fmt.Sprintf("mark %s/%s#%d merged by %s", owner, repo, n, commit)
 	return c.postMerge(ctx, op, owner, repo, n, map[string]any{"Do": "manually-merged", "MergeCommitID": commit})
 }
 
-func (c *Client) postMerge(ctx context.Context, op, owner, repo string, n int, body map[string]any) (MergeResult, error) {
+func (c *Client) postMerge(ctx context.Context, op, owner, repo string, n int, body map[string]any) (forge.MergeResult, error) {
 	status, b, err := c.do(ctx, op, http.MethodPost, fmt.Sprintf("%s/pulls/%d/merge", repoPath(owner, repo), n), body)
 	if err != nil {
-		return MergeResult{}, err
+		return forge.MergeResult{}, err
 	}
 	res := MergeAnswer(status, snippet(b))
 	if status == http.StatusUnauthorized || status >= 500 {
@@ -54,16 +55,16 @@ func (c *Client) postMerge(ctx context.Context, op, owner, repo string, n int, b
 }
 
 // MergeAnswer classifies a merge answer and names the rule a refusal cites.
-func MergeAnswer(status int, message string) MergeResult {
-	res := MergeResult{Status: status, Message: message, Outcome: ClassifyMerge(status, message)}
-	if res.Outcome == MergeBlocked || res.Outcome == MergeQuota {
-		res.Rule = RefusalRule(status, message)
+func MergeAnswer(status int, message string) forge.MergeResult {
+	res := forge.MergeResult{Status: status, Message: message, Outcome: ClassifyMerge(status, message)}
+	if res.Outcome == forge.MergeBlocked || res.Outcome == forge.MergeQuota {
+		res.Rule = forge.RefusalRule(status, message)
 	}
 	return res
 }
 
 // ClassifyMerge maps a merge answer to an outcome (forge.ClassifyMerge).
-func ClassifyMerge(status int, message string) MergeOutcome {
+func ClassifyMerge(status int, message string) forge.MergeOutcome {
 	return forge.ClassifyMerge(status, message)
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 
+	"pool/forge"
 	"pool/internal/faultproxy"
 )
 
@@ -39,7 +40,7 @@ func TestFilteredListsReadToAnEmptyPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := c.ReviewDetails(ctx, "o", "r", 1)
-	if err != nil || len(got) != 2 || got[1].State != ReviewApproved {
+	if err != nil || len(got) != 2 || got[1].State != forge.ReviewApproved {
 		t.Errorf("ReviewDetails = %+v, %v; want the remark and the approval", got, err)
 	}
 	if armed, err := c.AutoMergeArmed(ctx, "o", "r", 1); err != nil || !armed {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"pool/forge"
 )
 
 type apiBranchSummary struct {
@@ -44,13 +46,13 @@ func (a apiProtection) name() string {
 // Protection reads the protection in force on branch: the branch summary,
 // then, when the token may read them, the rule's settings. A rule the
 // token may not read is not an error: Full stays false.
-func (c *Client) Protection(ctx context.Context, owner, repo, branch string) (Protection, error) {
+func (c *Client) Protection(ctx context.Context, owner, repo, branch string) (forge.Protection, error) {
 	op := fmt.Sprintf("read protection of %s/%s:%s", owner, repo, branch)
 	var b apiBranchSummary
 	if err := c.getJSON(ctx, op, repoPath(owner, repo)+"/branches/"+branchPath(branch), &b); err != nil {
-		return Protection{}, err
+		return forge.Protection{}, err
 	}
-	p := Protection{Protected: b.Protected, Rule: b.RuleName, UserCanMerge: b.UserCanMerge,
+	p := forge.Protection{Protected: b.Protected, Rule: b.RuleName, UserCanMerge: b.UserCanMerge,
 		RequiredApprovals: b.RequiredApprovals, StatusCheck: b.EnableStatusCheck, StatusContexts: b.StatusContexts}
 	if !p.Protected || p.Rule == "" {
 		return p, nil // no rule, or a token that does not administer the repository
@@ -61,7 +63,7 @@ func (c *Client) Protection(ctx context.Context, owner, repo, branch string) (Pr
 		return p, nil
 	}
 	if err != nil {
-		return Protection{}, err
+		return forge.Protection{}, err
 	}
 	for _, r := range rules {
 		if r.name() == p.Rule {
@@ -71,7 +73,7 @@ func (c *Client) Protection(ctx context.Context, owner, repo, branch string) (Pr
 	return p, nil
 }
 
-func (a apiProtection) protection(p Protection) Protection {
+func (a apiProtection) protection(p forge.Protection) forge.Protection {
 	p.Full = true
 	p.RequiredApprovals, p.StatusCheck, p.StatusContexts = a.RequiredApprovals, a.EnableStatusCheck, a.StatusContexts
 	p.ApprovalsWhitelist = a.EnableApprovalsWhitelist

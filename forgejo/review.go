@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"pool/forge"
 )
 
 // LineComment is a review's comment on one line of a file as the PR's head
@@ -31,12 +33,12 @@ type apiReviewComment struct {
 }
 
 // PostReview submits a review on a PR and returns it as the forge filed it.
-func (c *Client) PostReview(ctx context.Context, owner, repo string, n int, r NewReview) (Review, error) {
+func (c *Client) PostReview(ctx context.Context, owner, repo string, n int, r NewReview) (forge.Review, error) {
 	op := fmt.Sprintf("review %s/%s#%d", owner, repo, n)
 	switch r.Event {
-	case ReviewApproved, ReviewRequestChanges, ReviewComment:
+	case forge.ReviewApproved, forge.ReviewRequestChanges, forge.ReviewComment:
 	default:
-		return Review{}, &Error{Op: op, Err: fmt.Errorf("unknown review event %q", r.Event)}
+		return forge.Review{}, &Error{Op: op, Err: fmt.Errorf("unknown review event %q", r.Event)}
 	}
 	body := map[string]any{"event": r.Event, "body": r.Body, "commit_id": r.CommitID}
 	comments := []apiReviewComment{}
@@ -46,18 +48,18 @@ func (c *Client) PostReview(ctx context.Context, owner, repo string, n int, r Ne
 	body["comments"] = comments
 	status, answer, err := c.do(ctx, op, http.MethodPost, fmt.Sprintf("%s/pulls/%d/reviews", repoPath(owner, repo), n), body)
 	if err != nil {
-		return Review{}, err
+		return forge.Review{}, err
 	}
 	if status != http.StatusOK && status != http.StatusCreated {
-		return Review{}, newError(op, status, errors.New(snippet(answer)))
+		return forge.Review{}, newError(op, status, errors.New(snippet(answer)))
 	}
 	var got *apiReview
 	if err := json.Unmarshal(answer, &got); err != nil || got == nil {
-		return Review{}, malformed(op, fmt.Errorf("review: %v", err))
+		return forge.Review{}, malformed(op, fmt.Errorf("review: %v", err))
 	}
 	if err := got.check(); err != nil {
-		return Review{}, malformed(op, err)
+		return forge.Review{}, malformed(op, err)
 	}
-	return Review{ID: got.ID, Author: got.User.login(), State: got.State, CommitID: got.CommitID,
+	return forge.Review{ID: got.ID, Author: got.User.login(), State: got.State, CommitID: got.CommitID,
 		Stale: got.Stale, Dismissed: got.Dismissed, Official: got.Official, Submitted: got.Submitted}, nil
 }

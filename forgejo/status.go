@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"pool/forge"
 )
 
 // NewStatus is a commit status to report.
@@ -36,11 +38,11 @@ func (c *Client) PostStatus(ctx context.Context, owner, repo, sha string, s NewS
 
 // WithoutContext drops the statuses reported under context (compared
 // case-insensitively): the pool's own status is no check of the PR.
-func WithoutContext(statuses []Status, context string) []Status {
+func WithoutContext(statuses []forge.Status, context string) []forge.Status {
 	if context == "" {
 		return statuses
 	}
-	out := make([]Status, 0, len(statuses))
+	out := make([]forge.Status, 0, len(statuses))
 	for _, s := range statuses {
 		if !strings.EqualFold(s.Context, context) {
 			out = append(out, s)

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"pool/forge"
 )
 
 func TestPostStatus(t *testing.T) {
@@ -48,7 +50,7 @@ func TestPostStatus(t *testing.T) {
 }
 
 func TestWithoutContext(t *testing.T) {
-	in := []Status{{Context: "ci/test"}, {Context: "Pool"}, {Context: "pool/extra"}}
+	in := []forge.Status{{Context: "ci/test"}, {Context: "Pool"}, {Context: "pool/extra"}}
 	out := WithoutContext(in, "pool")
 	if len(out) != 2 || out[0].Context != "ci/test" || out[1].Context != "pool/extra" {
 		t.Errorf("WithoutContext = %+v", out)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"pool/forge"
 	"pool/forgejo"
 	"pool/lifecycle"
 	"pool/report"
@@ -48,7 +49,7 @@ func TestReportAgreesWithTheSupervisor(t *testing.T) {
 // snapshotOf is what the forge would answer `pool report` for the PR the
 // observation describes.
 func snapshotOf(o lifecycle.Observation) report.Snapshot {
-	pr := forgejo.PR{Number: 1, Author: o.Author, State: "closed", Merged: o.Merged, Mergeable: o.Mergeable,
+	pr := forge.PR{Number: 1, Author: o.Author, State: "closed", Merged: o.Merged, Mergeable: o.Mergeable,
 		HeadSHA: o.HeadSHA, HeadRepo: "o/r", Updated: o.Updated, BaseSHA: "base0", MergeBase: "base0"}
 	if o.Open {
 		pr.State = "open"
@@ -69,7 +70,7 @@ func snapshotOf(o lifecycle.Observation) report.Snapshot {
 		s.Reviews = append(s.Reviews, forgejo.ReviewDetail{Review: r})
 	}
 	for _, c := range o.Checks {
-		st := forgejo.Status{ID: c.ID, Context: c.Context, State: c.State, TargetURL: c.URL,
+		st := forge.Status{ID: c.ID, Context: c.Context, State: c.State, TargetURL: c.URL,
 			Description: c.Description, Created: c.Created}
 		if c.Superseded && st.Description == "" {
 			st.Description = "Has been cancelled" // Checks sees the rerun after it

@@ -2,11 +2,11 @@ package pool
 
 import (
 	"context"
+	"pool/forge"
 	"pool/texts"
 	"slices"
 	"strings"
 
-	"pool/forge"
 	"pool/forgejo"
 	"pool/lifecycle"
 )
@@ -14,7 +14,7 @@ import (
 // act performs a decision and, once it succeeded, records its marks: a
 // note or a cancel that failed is asked for again by the next decision.
 // Review and Fix are left to the caller, which owns the slot.
-func (p *Pool) act(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a lifecycle.Action) error {
+func (p *Pool) act(ctx context.Context, pr forge.PR, t lifecycle.Track, a lifecycle.Action) error {
 	acting := p.actLock(pr.Number)
 	acting.Lock()
 	defer acting.Unlock()
@@ -28,7 +28,7 @@ func (p *Pool) act(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a life
 	return nil
 }
 
-func (p *Pool) perform(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a lifecycle.Action) error {
+func (p *Pool) perform(ctx context.Context, pr forge.PR, t lifecycle.Track, a lifecycle.Action) error {
 	if a.Diagnostic {
 		if err := p.diagnose(ctx, pr.Number, t, a.Reason); err != nil {
 			return err
@@ -76,7 +76,7 @@ func (p *Pool) perform(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a 
 // merge asks the forge to merge at the head the decision saw and folds the
 // answer into the track. Only the forge's word that it merged counts: the
 // caller reads the PR again.
-func (p *Pool) merge(ctx context.Context, pr forgejo.PR) (forgejo.MergeResult, error) {
+func (p *Pool) merge(ctx context.Context, pr forge.PR) (forge.MergeResult, error) {
 	res, err := p.forge.Merge(ctx, p.cfg.Owner, p.cfg.Name, pr.Number, forgejo.MergeOptions{
 		Style: p.cfg.MergeStyle, HeadSHA: pr.HeadSHA})
 	if err != nil && res.Status == 0 {
@@ -85,8 +85,8 @@ func (p *Pool) merge(ctx context.Context, pr forgejo.PR) (forgejo.MergeResult, e
 	p.log.Info("merge answered", "pr", pr.Number, "outcome", res.Outcome, "status", res.Status, "message", res.Message)
 	p.metrics.MergeCalled(string(res.Outcome))
 	p.book.MergeAnswered(pr.Number, res)
-	if res.Outcome == forgejo.MergeConflict {
-		if outcome, err := p.recheckConflict(ctx, pr); err != nil || outcome != forgejo.MergeConflict {
+	if res.Outcome == forge.MergeConflict {
+		if outcome, err := p.recheckConflict(ctx, pr); err != nil || outcome != forge.MergeConflict {
 			res.Outcome = outcome
 			return res, err
 		}
@@ -103,27 +103,27 @@ func (p *Pool) merge(ctx context.Context, pr forgejo.PR) (forgejo.MergeResult, e
 // when another merge of the PR won the race, and a head pushed meanwhile is
 // a new head to review, not a conflict to note. It returns MergeAlready for a
 // merged PR, MergeHeadMoved for one closed or moved, else MergeConflict.
-func (p *Pool) recheckConflict(ctx context.Context, pr forgejo.PR) (forgejo.MergeOutcome, error) {
+func (p *Pool) recheckConflict(ctx context.Context, pr forge.PR) (forge.MergeOutcome, error) {
 	fresh, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 	if err != nil {
-		return forgejo.MergeFailed, err
+		return forge.MergeFailed, err
 	}
 	switch {
 	case fresh.Merged:
 		p.log.Info("the merge answered 409, but the PR is merged: another merge won the race", "pr", pr.Number)
-		return forgejo.MergeAlready, nil
+		return forge.MergeAlready, nil
 	case fresh.State != "open" || fresh.HeadSHA != pr.HeadSHA:
 		p.log.Info("the merge answered 409, but the PR is closed or its head moved: no conflict",
 			"pr", pr.Number, "state", fresh.State, "head", fresh.HeadSHA)
-		return forgejo.MergeHeadMoved, nil
+		return forge.MergeHeadMoved, nil
 	}
-	return forgejo.MergeConflict, nil
+	return forge.MergeConflict, nil
 }
 
 // noteBlocked posts, once per head and reason, why the forge's rules keep
 // the PR from merging. A note already on the forge (from before a lost
 // state dir) is not posted again.
-func (p *Pool) noteBlocked(ctx context.Context, pr forgejo.PR, reason string) error {
+func (p *Pool) noteBlocked(ctx context.Context, pr forge.PR, reason string) error {
 	p.log.Info("merge blocked; waiting for the PR or the rules to change", "pr", pr.Number, "reason", reason)
 	return p.noteOnce(ctx, pr.Number, texts.BlockedBody(pr.HeadSHA, reason),
 		func(body string) bool { return texts.BlockedNoted(body, pr.HeadSHA, reason) })
@@ -142,7 +142,7 @@ func (p *Pool) noteOnce(ctx context.Context, n int, body string, noted func(stri
 			return nil
 		}
 	}
-	return p.postFirst(ctx, n, body, func(c forgejo.Comment) bool { return noted(c.Body) })
+	return p.postFirst(ctx, n, body, func(c forge.Comment) bool { return noted(c.Body) })
 }
 
 // postFirst posts a note and takes it back if the forge then shows an
@@ -150,7 +150,7 @@ func (p *Pool) noteOnce(ctx context.Context, n int, body string, noted func(stri
 // of one repository that read before either posted each posted theirs
 // (TestPoolsOfOneRepositoryNoteOnce: 2 hold notes, want 1). A failed read
 // after the post leaves the note.
-func (p *Pool) postFirst(ctx context.Context, n int, body string, same func(forgejo.Comment) bool) error {
+func (p *Pool) postFirst(ctx context.Context, n int, body string, same func(forge.Comment) bool) error {
 	mine, err := p.comment(ctx, n, body)
 	if err != nil {
 		return err
@@ -175,7 +175,7 @@ func (p *Pool) postFirst(ctx context.Context, n int, body string, same func(forg
 // than the pool's is a human's: counted apart and not announced. The note
 // on linked issues is a courtesy: a failure to post it is logged, never
 // retried.
-func (p *Pool) drop(ctx context.Context, pr forgejo.PR, t lifecycle.Track, a lifecycle.Action) {
+func (p *Pool) drop(ctx context.Context, pr forge.PR, t lifecycle.Track, a lifecycle.Action) {
 	human := t.State == lifecycle.Merged && pr.MergedBy != "" && !strings.EqualFold(pr.MergedBy, p.me)
 	switch {
 	case human:
@@ -209,7 +209,7 @@ func (p *Pool) diagnose(ctx context.Context, n int, t lifecycle.Track, reason st
 		return err
 	}
 	since := p.now().Add(-lifecycle.DiagnosticPause(p.policy, max(t.Diagnostics, 1)))
-	recent := func(c forgejo.Comment) bool {
+	recent := func(c forge.Comment) bool {
 		return strings.EqualFold(c.Author, p.me) && forge.ParseMarker(c.Body, forge.MarkRetry, &struct{}{}) && c.Created.After(since)
 	}
 	if slices.ContainsFunc(comments, recent) {
@@ -220,7 +220,7 @@ func (p *Pool) diagnose(ctx context.Context, n int, t lifecycle.Track, reason st
 
 // recoverAttempts rebuilds an approved PR's retry count from the pool's own
 // diagnostic comments, for a pool that lost its state dir.
-func (p *Pool) recoverAttempts(ctx context.Context, pr forgejo.PR) error {
+func (p *Pool) recoverAttempts(ctx context.Context, pr forge.PR) error {
 	comments, err := p.forge.Comments(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 	if err != nil {
 		return err

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"pool/forgejo"
+	"pool/forge"
 )
 
 // BenchmarkScheduler runs the real supervisor on in-process fakes: 40 PRs,
@@ -66,7 +66,7 @@ func runScheduled(b *testing.B, workers int, lengths map[int]time.Duration) (uti
 		start := time.Now()
 		return lengths[pr], func() {
 			tl.add(start, time.Now())
-			f.review(pr, "reviewer", forgejo.ReviewApproved)
+			f.review(pr, "reviewer", forge.ReviewApproved)
 		}, approvedReply
 	})
 	cfg := testConfig(workers)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"pool/configs"
-	"pool/forgejo"
+	"pool/forge"
 	"pool/lifecycle"
 )
 
@@ -32,7 +32,7 @@ type standing struct {
 }
 
 // spent records a review session started on pr at now.
-func (p *Pool) spent(pr forgejo.PR, now time.Time) {
+func (p *Pool) spent(pr forge.PR, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.spend.byPR == nil {
@@ -64,14 +64,14 @@ func recent(ts []time.Time, now time.Time) []time.Time {
 
 // budgetSpent reports whether the sessions started since pr was decided
 // spent its budget or its author's.
-func (p *Pool) budgetSpent(pr forgejo.PR) bool {
+func (p *Pool) budgetSpent(pr forge.PR) bool {
 	var obs lifecycle.Observation
 	p.counted(pr, &obs, p.now())
 	return lifecycle.Withholds(p.policy, obs) != ""
 }
 
 // counted reads the label and the sessions of the last day into obs.
-func (p *Pool) counted(pr forgejo.PR, obs *lifecycle.Observation, now time.Time) {
+func (p *Pool) counted(pr forge.PR, obs *lifecycle.Observation, now time.Time) {
 	obs.Allowed = pr.HasLabel(p.cfg.Reviews.AllowLabel)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -82,7 +82,7 @@ func (p *Pool) counted(pr forgejo.PR, obs *lifecycle.Observation, now time.Time)
 // observeBudget reads what decides whether the PR may have a review
 // session: the maintainer's label, the sessions of the last day, and,
 // under reviews.authors collaborators, whether its author is one.
-func (p *Pool) observeBudget(ctx context.Context, pr forgejo.PR, obs *lifecycle.Observation) error {
+func (p *Pool) observeBudget(ctx context.Context, pr forge.PR, obs *lifecycle.Observation) error {
 	now := p.now()
 	p.counted(pr, obs, now)
 	if obs.Allowed || p.cfg.Reviews.Authors == configs.AuthorsAnyone {

@@ -9,7 +9,6 @@ import (
 
 	"pool/claims"
 	"pool/forge"
-	"pool/forgejo"
 	"pool/lifecycle"
 	"pool/texts"
 )
@@ -29,7 +28,7 @@ func TestAdoptionSurvivesAFailedRead(t *testing.T) {
 	trees.live[old.dir] = true
 	runWithTrees(t, testConfig(1), f, a, trees, func(ctx context.Context, _ *Pool) {
 		time.Sleep(300 * time.Millisecond) // many poll intervals: time for a second session
-		f.review(1, "reviewer", forgejo.ReviewApproved)
+		f.review(1, "reviewer", forge.ReviewApproved)
 		a.mu.Lock()
 		old.busy, old.done, old.reply = false, true, approvedReply
 		a.active--
@@ -97,14 +96,14 @@ func TestChangesThatMoveNoUpdateTimeAreDecidedAgain(t *testing.T) {
 	p := &Pool{}
 	at := time.Now()
 	forever := at.Add(time.Hour)
-	fork := forgejo.PR{Number: 1, HeadSHA: "h1", HeadRepo: "someone/r", Updated: at}
+	fork := forge.PR{Number: 1, HeadSHA: "h1", HeadRepo: "someone/r", Updated: at}
 	tr := lifecycle.Track{HeadSHA: "h1", State: lifecycle.AwaitingHuman}
 	for _, tt := range []struct {
 		name   string
-		change func(*forgejo.PR)
+		change func(*forge.PR)
 	}{
-		{"maintainer edits allowed", func(pr *forgejo.PR) { pr.MaintainerCanEdit = true }},
-		{"mergeable again", func(pr *forgejo.PR) { pr.Mergeable = true }},
+		{"maintainer edits allowed", func(pr *forge.PR) { pr.MaintainerCanEdit = true }},
+		{"mergeable again", func(pr *forge.PR) { pr.Mergeable = true }},
 	} {
 		p.index.remember(fork, tr, 0, lifecycle.Action{Kind: lifecycle.Wait}, forever)
 		if _, ok := p.index.unchanged(fork, tr, 0, at); !ok {
@@ -146,7 +145,7 @@ func TestANoteWhoseAnswerWasLostIsNotPostedAgain(t *testing.T) {
 		setup      func(*fakeForge) *fakeAgent
 	}{
 		{"conflict", "Merge conflict detected", func(f *fakeForge) *fakeAgent {
-			f.mergeAnswer[1] = forgejo.MergeResult{Outcome: forgejo.MergeConflict, Status: 409}
+			f.mergeAnswer[1] = forge.MergeResult{Outcome: forge.MergeConflict, Status: 409}
 			return newFakeAgent(approver(f, time.Millisecond))
 		}},
 		{"no review", "Reviews keep failing", func(f *fakeForge) *fakeAgent {

@@ -10,6 +10,7 @@ import (
 
 	"pool/claims"
 	"pool/clone"
+	"pool/forge"
 	"pool/forgejo"
 	"pool/internal/guard"
 	"pool/lifecycle"
@@ -34,7 +35,7 @@ func (r cycleResult) quiet() bool {
 
 // candidate is a PR that needs a session.
 type candidate struct {
-	pr       forgejo.PR
+	pr       forge.PR
 	kind     lifecycle.Kind
 	rereview bool // the pool reviewed an earlier head
 	fresh    bool // a head the pool has not decided on yet (while a cycle sorts what to decide)
@@ -127,7 +128,7 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 
 // stepOne decides one PR and tallies the decision. Only a rejected token
 // is an error: any other failure is retried next cycle.
-func (p *Pool) stepOne(ctx, work context.Context, pr forgejo.PR, res *cycleResult, todo *[]candidate) error {
+func (p *Pool) stepOne(ctx, work context.Context, pr forge.PR, res *cycleResult, todo *[]candidate) error {
 	d, err := p.step(work, pr) // its comments and merges get the shutdown timeout
 	if err != nil {
 		if errors.Is(err, forgejo.ErrUnauthorized) {
@@ -161,7 +162,7 @@ func boolRank(b bool) int {
 	return 0
 }
 
-func (p *Pool) tally(res *cycleResult, n int, act lifecycle.Action, todo *[]candidate, pr forgejo.PR) {
+func (p *Pool) tally(res *cycleResult, n int, act lifecycle.Action, todo *[]candidate, pr forge.PR) {
 	switch act.Kind {
 	case lifecycle.Review, lifecycle.Fix:
 		*todo = append(*todo, candidate{pr: pr, kind: act.Kind, rereview: p.track(n).ReviewedSHA != ""})
@@ -221,7 +222,7 @@ func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) (left, s
 
 // step observes one PR, decides, and performs the decision unless it needs a
 // session, which the caller arranges: a merge goes to the merge queue.
-func (p *Pool) step(ctx context.Context, pr forgejo.PR) (decision, error) {
+func (p *Pool) step(ctx context.Context, pr forge.PR) (decision, error) {
 	return p.decideAndAct(ctx, pr)
 }
 
@@ -233,7 +234,7 @@ type decision struct {
 	at time.Time
 }
 
-func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR) (decision, error) {
+func (p *Pool) decideAndAct(ctx context.Context, pr forge.PR) (decision, error) {
 	obs, err := p.observe(ctx, pr)
 	if err != nil {
 		return decision{}, err
@@ -251,7 +252,7 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forgejo.PR) (decision, error
 
 // observe reads what the decision on the PR needs, as lifecycle.Plan asks
 // for it, round by round, until the decision needs nothing more.
-func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observation, error) {
+func (p *Pool) observe(ctx context.Context, pr forge.PR) (lifecycle.Observation, error) {
 	t := p.track(pr.Number)
 	obs := p.policy.Observe(pr, p.cfg.Repo(), p.now())
 	obs.Protection = p.currentProtection()
@@ -274,8 +275,8 @@ func (p *Pool) observe(ctx context.Context, pr forgejo.PR) (lifecycle.Observatio
 
 // read reads the facts of need into obs. The claims (the PR's comments)
 // are read beside the rest.
-func (p *Pool) read(ctx context.Context, pr forgejo.PR, t lifecycle.Track, need lifecycle.Facts, obs *lifecycle.Observation) error {
-	var comments []forgejo.Comment
+func (p *Pool) read(ctx context.Context, pr forge.PR, t lifecycle.Track, need lifecycle.Facts, obs *lifecycle.Observation) error {
+	var comments []forge.Comment
 	var cerr error
 	done := make(chan struct{})
 	if need.Has(lifecycle.FactClaims) {
@@ -299,7 +300,7 @@ func (p *Pool) read(ctx context.Context, pr forgejo.PR, t lifecycle.Track, need 
 }
 
 // readFacts reads the facts of need but the claims, in turn.
-func (p *Pool) readFacts(ctx context.Context, pr forgejo.PR, t lifecycle.Track, need lifecycle.Facts, obs *lifecycle.Observation) error {
+func (p *Pool) readFacts(ctx context.Context, pr forge.PR, t lifecycle.Track, need lifecycle.Facts, obs *lifecycle.Observation) error {
 	if need.Has(lifecycle.FactReviews) {
 		reviews, err := p.forge.Reviews(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 		if err != nil {
@@ -337,7 +338,7 @@ func (p *Pool) readFacts(ctx context.Context, pr forgejo.PR, t lifecycle.Track, 
 // judging its approval takes: its parents (a merge) or the PR's diff (a
 // rebase), and whether its tree is the merge of the approved head and the
 // base tip (sameTree).
-func (p *Pool) observeUpdate(ctx context.Context, pr forgejo.PR, t lifecycle.Track, need lifecycle.Facts, obs *lifecycle.Observation) error {
+func (p *Pool) observeUpdate(ctx context.Context, pr forge.PR, t lifecycle.Track, need lifecycle.Facts, obs *lifecycle.Observation) error {
 	var err error
 	if need.Has(lifecycle.FactParents) {
 		obs.HeadParents, err = p.forge.CommitParents(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
@@ -405,7 +406,7 @@ func (p *Pool) treeFailed(key string) int {
 }
 
 // judgeClaims reads the PR's comments and says who holds it.
-func (p *Pool) judgeClaims(ctx context.Context, pr forgejo.PR) (claims.Verdict, error) {
+func (p *Pool) judgeClaims(ctx context.Context, pr forge.PR) (claims.Verdict, error) {
 	v, err := p.claimView(ctx, pr)
 	if err != nil {
 		return claims.Free, err
@@ -415,8 +416,8 @@ func (p *Pool) judgeClaims(ctx context.Context, pr forgejo.PR) (claims.Verdict, 
 }
 
 // claimView reads the PR's comments and reviews, at once.
-func (p *Pool) claimView(ctx context.Context, pr forgejo.PR) (claims.View, error) {
-	var reviews []forgejo.Review
+func (p *Pool) claimView(ctx context.Context, pr forge.PR) (claims.View, error) {
+	var reviews []forge.Review
 	var rerr error
 	done := make(chan struct{})
 	guard.Go(ctx, p.log, "reviews read", func() {
@@ -434,8 +435,8 @@ func (p *Pool) claimView(ctx context.Context, pr forgejo.PR) (claims.View, error
 // view is what the claim protocol judges, from this pool's side. Only
 // counted reviews on the head are review activity: a passer-by's review
 // keeps no claim alive.
-func (p *Pool) view(pr forgejo.PR, comments []forgejo.Comment, reviews []forgejo.Review) claims.View {
-	var counted []forgejo.Review
+func (p *Pool) view(pr forge.PR, comments []forge.Comment, reviews []forge.Review) claims.View {
+	var counted []forge.Review
 	for _, r := range reviews {
 		if p.policy.Rule.Counts(pr.Author, pr.HeadSHA, r) {
 			counted = append(counted, r)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"pool/clone"
+	"pool/forge"
 	"pool/forgejo"
 	"pool/lifecycle"
 	"pool/report"
@@ -17,21 +18,21 @@ import (
 type Forge interface {
 	Me(ctx context.Context) (string, error)
 	DefaultBranch(ctx context.Context, owner, repo string) (string, error)
-	OpenPRs(ctx context.Context, owner, repo string) ([]forgejo.PR, error)
+	OpenPRs(ctx context.Context, owner, repo string) ([]forge.PR, error)
 	ChangedPRs(ctx context.Context, owner, repo string, since time.Time) ([]forgejo.PRChange, time.Time, error)
-	PR(ctx context.Context, owner, repo string, n int) (forgejo.PR, error)
-	Comments(ctx context.Context, owner, repo string, n int) ([]forgejo.Comment, error)
-	PostComment(ctx context.Context, owner, repo string, n int, body string) (forgejo.Comment, error)
-	EditComment(ctx context.Context, owner, repo string, id int64, body string) (forgejo.Comment, error)
+	PR(ctx context.Context, owner, repo string, n int) (forge.PR, error)
+	Comments(ctx context.Context, owner, repo string, n int) ([]forge.Comment, error)
+	PostComment(ctx context.Context, owner, repo string, n int, body string) (forge.Comment, error)
+	EditComment(ctx context.Context, owner, repo string, id int64, body string) (forge.Comment, error)
 	DeleteComment(ctx context.Context, owner, repo string, id int64) error
-	Reviews(ctx context.Context, owner, repo string, n int) ([]forgejo.Review, error)
-	StatusHistory(ctx context.Context, owner, repo, sha string) ([]forgejo.Status, error)
+	Reviews(ctx context.Context, owner, repo string, n int) ([]forge.Review, error)
+	StatusHistory(ctx context.Context, owner, repo, sha string) ([]forge.Status, error)
 	OpenDependencies(ctx context.Context, owner, repo string, n int) ([]string, error)
-	Protection(ctx context.Context, owner, repo, branch string) (forgejo.Protection, error)
+	Protection(ctx context.Context, owner, repo, branch string) (forge.Protection, error)
 	Permission(ctx context.Context, owner, repo, account string) (string, error)
 	IsCollaborator(ctx context.Context, owner, repo, account string) (bool, error)
-	Merge(ctx context.Context, owner, repo string, n int, opt forgejo.MergeOptions) (forgejo.MergeResult, error)
-	MarkMerged(ctx context.Context, owner, repo string, n int, commit string) (forgejo.MergeResult, error)
+	Merge(ctx context.Context, owner, repo string, n int, opt forgejo.MergeOptions) (forge.MergeResult, error)
+	MarkMerged(ctx context.Context, owner, repo string, n int, commit string) (forge.MergeResult, error)
 	CancelAutoMerge(ctx context.Context, owner, repo string, n int) error
 	Update(ctx context.Context, owner, repo string, n int, style string) (forgejo.UpdateResult, error)
 	CommitParents(ctx context.Context, owner, repo, sha string) ([]string, error)

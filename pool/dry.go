@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"pool/forge"
 	"pool/forgejo"
 )
 
@@ -17,14 +18,14 @@ type dryForge struct {
 	log *slog.Logger
 }
 
-func (d dryForge) PostComment(_ context.Context, _, _ string, n int, body string) (forgejo.Comment, error) {
+func (d dryForge) PostComment(_ context.Context, _, _ string, n int, body string) (forge.Comment, error) {
 	d.log.Info("dry run: would comment", "pr", n, "body", firstLine(body))
-	return forgejo.Comment{}, nil
+	return forge.Comment{}, nil
 }
 
-func (d dryForge) EditComment(_ context.Context, _, _ string, id int64, body string) (forgejo.Comment, error) {
+func (d dryForge) EditComment(_ context.Context, _, _ string, id int64, body string) (forge.Comment, error) {
 	d.log.Info("dry run: would edit a comment", "comment", id, "body", firstLine(body))
-	return forgejo.Comment{ID: id}, nil
+	return forge.Comment{ID: id}, nil
 }
 
 func (d dryForge) DeleteComment(_ context.Context, _, _ string, id int64) error {
@@ -37,14 +38,14 @@ func (d dryForge) CancelAutoMerge(_ context.Context, _, _ string, n int) error {
 	return nil
 }
 
-func (d dryForge) Merge(_ context.Context, _, _ string, n int, opt forgejo.MergeOptions) (forgejo.MergeResult, error) {
+func (d dryForge) Merge(_ context.Context, _, _ string, n int, opt forgejo.MergeOptions) (forge.MergeResult, error) {
 	d.log.Info("dry run: would merge", "pr", n, "head", opt.HeadSHA)
-	return forgejo.MergeResult{Outcome: forgejo.MergeNotReady, Message: "dry run"}, nil
+	return forge.MergeResult{Outcome: forge.MergeNotReady, Message: "dry run"}, nil
 }
 
-func (d dryForge) MarkMerged(_ context.Context, _, _ string, n int, commit string) (forgejo.MergeResult, error) {
+func (d dryForge) MarkMerged(_ context.Context, _, _ string, n int, commit string) (forge.MergeResult, error) {
 	d.log.Info("dry run: would mark merged", "pr", n, "commit", commit)
-	return forgejo.MergeResult{Outcome: forgejo.MergeNotReady, Message: "dry run"}, nil
+	return forge.MergeResult{Outcome: forge.MergeNotReady, Message: "dry run"}, nil
 }
 
 func (d dryForge) Update(_ context.Context, _, _ string, n int, style string) (forgejo.UpdateResult, error) {

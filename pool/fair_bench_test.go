@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"pool/forgejo"
+	"pool/forge"
 	"pool/slots"
 )
 
@@ -51,7 +51,7 @@ func (l *startLog) reviewer(repo string, f *fakeForge, d time.Duration) func(int
 		start := time.Now()
 		return d, func() {
 			l.tl.add(start, time.Now())
-			f.review(pr, "reviewer", forgejo.ReviewApproved)
+			f.review(pr, "reviewer", forge.ReviewApproved)
 		}, approvedReply
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"pool/forge"
 	"pool/texts"
 	"slices"
 	"strings"
@@ -21,10 +22,10 @@ import (
 type fakeForge struct {
 	mu       sync.Mutex
 	me       string
-	prs      map[int]*forgejo.PR
-	comments map[int][]forgejo.Comment
-	reviews  map[int][]forgejo.Review
-	statuses map[string][]forgejo.Status
+	prs      map[int]*forge.PR
+	comments map[int][]forge.Comment
+	reviews  map[int][]forge.Review
+	statuses map[string][]forge.Status
 	deps     map[int][]string // open issues each PR depends on
 	nextID   int64
 	effects  []string
@@ -38,14 +39,14 @@ type fakeForge struct {
 	// then answers 502, as when a proxy loses the forge's answer.
 	lostNotes map[string]int
 	// mergeAnswer overrides the merge outcome per PR.
-	mergeAnswer map[int]forgejo.MergeResult
+	mergeAnswer map[int]forge.MergeResult
 	// manualMerges: the repository allows marking a PR merged by hand.
 	manualMerges bool
 	// lostRace: the merge of these PRs merges them but answers 409, as
 	// Forgejo does when another merge of the PR won the race.
 	lostRace    map[int]bool
 	permissions map[string]string // account: permission; absent answers 403
-	protection  forgejo.Protection
+	protection  forge.Protection
 	merged      map[int]time.Time // when each PR merged
 	// recheck, when set, is how long the forge takes to test the other open
 	// PRs against the base after a merge: they read not mergeable, and a
@@ -99,15 +100,15 @@ type fakeForge struct {
 }
 
 func newFakeForge(prs ...int) *fakeForge {
-	f := &fakeForge{me: "pool-bot", prs: map[int]*forgejo.PR{}, comments: map[int][]forgejo.Comment{},
-		reviews: map[int][]forgejo.Review{}, statuses: map[string][]forgejo.Status{}, failOps: map[string]error{},
+	f := &fakeForge{me: "pool-bot", prs: map[int]*forge.PR{}, comments: map[int][]forge.Comment{},
+		reviews: map[int][]forge.Review{}, statuses: map[string][]forge.Status{}, failOps: map[string]error{},
 		failTimes: map[string]int{}, failNotes: map[string]int{}, lostNotes: map[string]int{},
-		mergeAnswer: map[int]forgejo.MergeResult{}, lostRace: map[int]bool{}, now: time.Now, calls: map[string]int{},
-		protection: forgejo.Protection{UserCanMerge: true}, merged: map[int]time.Time{}, base: fakeSHA("base-0"),
+		mergeAnswer: map[int]forge.MergeResult{}, lostRace: map[int]bool{}, now: time.Now, calls: map[string]int{},
+		protection: forge.Protection{UserCanMerge: true}, merged: map[int]time.Time{}, base: fakeSHA("base-0"),
 		parents: map[string][]string{}, authorPush: map[int]bool{}, evilMerge: map[int]bool{}, evil: map[string]bool{}, ciAt: map[string]time.Time{},
 		updateAnswer: map[int]forgejo.UpdateResult{}, unreadable: map[int]bool{}}
 	for _, n := range prs {
-		f.prs[n] = &forgejo.PR{Number: n, State: "open", Mergeable: true, HeadSHA: fakeSHA(fmt.Sprintf("sha-%d-a", n)),
+		f.prs[n] = &forge.PR{Number: n, State: "open", Mergeable: true, HeadSHA: fakeSHA(fmt.Sprintf("sha-%d-a", n)),
 			BaseRef: "main", Author: "author", Updated: time.Now(), HeadRepo: "o/r", HeadRef: fmt.Sprintf("feature-%d", n), MergeBase: f.base}
 	}
 	return f
@@ -159,13 +160,13 @@ func (f *fakeForge) DefaultBranch(context.Context, string, string) (string, erro
 	return "main", f.fail("repo")
 }
 
-func (f *fakeForge) OpenPRs(context.Context, string, string) ([]forgejo.PR, error) {
+func (f *fakeForge) OpenPRs(context.Context, string, string) ([]forge.PR, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.fail("list"); err != nil {
 		return nil, err
 	}
-	var out []forgejo.PR
+	var out []forge.PR
 	for n := 1; n <= len(f.prs)+100; n++ {
 		if pr, ok := f.prs[n]; ok && pr.State == "open" {
 			out = append(out, *pr)
@@ -201,16 +202,16 @@ func (f *fakeForge) push(n int, sha string) {
 	f.touch(n)
 }
 
-func (f *fakeForge) PR(_ context.Context, _, _ string, n int) (forgejo.PR, error) {
+func (f *fakeForge) PR(_ context.Context, _, _ string, n int) (forge.PR, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	pr, ok := f.prs[n]
 	if !ok {
-		return forgejo.PR{}, &forgejo.Error{Op: "get", Status: 404, Err: forgejo.ErrNotFound}
+		return forge.PR{}, &forgejo.Error{Op: "get", Status: 404, Err: forgejo.ErrNotFound}
 	}
 	f.trail = append(f.trail, fmt.Sprintf("read #%d", n))
 	if f.unreadable[n] {
-		return forgejo.PR{}, &forgejo.Error{Op: "get", Status: 500, Retryable: true, Err: errors.New("internal error")}
+		return forge.PR{}, &forgejo.Error{Op: "get", Status: 500, Retryable: true, Err: errors.New("internal error")}
 	}
 	out := *pr
 	out.Mergeable = out.Mergeable && !f.checking()
@@ -265,34 +266,34 @@ func (f *fakeForge) DiffHash(_ context.Context, _, _ string, n int) (string, err
 // that a merge just moved. Callers hold mu.
 func (f *fakeForge) checking() bool { return f.now().Before(f.checkedAt) }
 
-func (f *fakeForge) Comments(_ context.Context, _, _ string, n int) ([]forgejo.Comment, error) {
+func (f *fakeForge) Comments(_ context.Context, _, _ string, n int) ([]forge.Comment, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]forgejo.Comment(nil), f.comments[n]...), f.fail("comments")
+	return append([]forge.Comment(nil), f.comments[n]...), f.fail("comments")
 }
 
-func (f *fakeForge) PostComment(ctx context.Context, _, _ string, n int, body string) (forgejo.Comment, error) {
+func (f *fakeForge) PostComment(ctx context.Context, _, _ string, n int, body string) (forge.Comment, error) {
 	if f.started != nil {
 		f.started <- firstLine(body)
 	}
 	select {
 	case <-time.After(f.commentDelay):
 	case <-ctx.Done():
-		return forgejo.Comment{}, ctx.Err()
+		return forge.Comment{}, ctx.Err()
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.fail("comment"); err != nil {
-		return forgejo.Comment{}, err
+		return forge.Comment{}, err
 	}
 	for prefix, left := range f.failNotes {
 		if left > 0 && strings.HasPrefix(body, prefix) {
 			f.failNotes[prefix]--
-			return forgejo.Comment{}, &forgejo.Error{Op: "comment", Status: 502, Retryable: true, Err: errors.New("bad gateway")}
+			return forge.Comment{}, &forgejo.Error{Op: "comment", Status: 502, Retryable: true, Err: errors.New("bad gateway")}
 		}
 	}
 	f.nextID++
-	c := forgejo.Comment{ID: f.nextID, Author: f.me, Body: body, Created: f.now()}
+	c := forge.Comment{ID: f.nextID, Author: f.me, Body: body, Created: f.now()}
 	f.comments[n] = append(f.comments[n], c)
 	if _, ok := f.prs[n]; ok && !f.quiet {
 		f.touch(n)
@@ -301,7 +302,7 @@ func (f *fakeForge) PostComment(ctx context.Context, _, _ string, n int, body st
 	for prefix, left := range f.lostNotes {
 		if left > 0 && strings.HasPrefix(body, prefix) {
 			f.lostNotes[prefix]--
-			return forgejo.Comment{}, &forgejo.Error{Op: "comment", Status: 502, Retryable: true, Err: errors.New("bad gateway")}
+			return forge.Comment{}, &forgejo.Error{Op: "comment", Status: 502, Retryable: true, Err: errors.New("bad gateway")}
 		}
 	}
 	return c, nil
@@ -321,22 +322,22 @@ func (f *fakeForge) DeleteComment(_ context.Context, _, _ string, id int64) erro
 	return nil
 }
 
-func (f *fakeForge) Reviews(_ context.Context, _, _ string, n int) ([]forgejo.Review, error) {
+func (f *fakeForge) Reviews(_ context.Context, _, _ string, n int) ([]forge.Review, error) {
 	f.mu.Lock()
 	delay := f.reviewsDelay[n]
 	f.mu.Unlock()
 	time.Sleep(delay)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]forgejo.Review(nil), f.reviews[n]...), f.fail("reviews")
+	return append([]forge.Review(nil), f.reviews[n]...), f.fail("reviews")
 }
 
 // StatusHistory numbers the statuses in the order they were added, as the
 // forge's ids are.
-func (f *fakeForge) StatusHistory(_ context.Context, _, _, sha string) ([]forgejo.Status, error) {
+func (f *fakeForge) StatusHistory(_ context.Context, _, _, sha string) ([]forge.Status, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := append([]forgejo.Status(nil), f.statuses[sha]...)
+	out := append([]forge.Status(nil), f.statuses[sha]...)
 	for i := range out {
 		if out[i].ID == 0 {
 			out[i].ID = int64(i + 1)
@@ -355,13 +356,13 @@ func (f *fakeForge) OpenDependencies(_ context.Context, _, _ string, n int) ([]s
 	return append([]string(nil), f.deps[n]...), f.fail("dependencies")
 }
 
-func (f *fakeForge) Protection(context.Context, string, string, string) (forgejo.Protection, error) {
+func (f *fakeForge) Protection(context.Context, string, string, string) (forge.Protection, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.protection, f.fail("protection")
 }
 
-func (f *fakeForge) Merge(ctx context.Context, _, _ string, n int, opt forgejo.MergeOptions) (forgejo.MergeResult, error) {
+func (f *fakeForge) Merge(ctx context.Context, _, _ string, n int, opt forgejo.MergeOptions) (forge.MergeResult, error) {
 	f.mu.Lock()
 	f.mergesInAir++
 	f.peakInAir = max(f.peakInAir, f.mergesInAir)
@@ -382,7 +383,7 @@ func (f *fakeForge) Merge(ctx context.Context, _, _ string, n int, opt forgejo.M
 	defer f.mu.Unlock()
 	f.mergesInAir--
 	if cut != nil {
-		return forgejo.MergeResult{}, cut
+		return forge.MergeResult{}, cut
 	}
 	f.calls["merge"]++
 	f.record("#%d: merge at %s", n, opt.HeadSHA)
@@ -390,15 +391,15 @@ func (f *fakeForge) Merge(ctx context.Context, _, _ string, n int, opt forgejo.M
 		return res, serverError("merge", res.Status)
 	}
 	if f.checking() {
-		return forgejo.MergeResult{Outcome: forgejo.MergeNotReady, Status: 405, Message: "Please try again later"}, nil
+		return forge.MergeResult{Outcome: forge.MergeNotReady, Status: 405, Message: "Please try again later"}, nil
 	}
 	if opt.HeadSHA != f.prs[n].HeadSHA {
-		return forgejo.MergeResult{Outcome: forgejo.MergeHeadMoved, Status: 409}, nil
+		return forge.MergeResult{Outcome: forge.MergeHeadMoved, Status: 409}, nil
 	}
 	if f.outdated && f.prs[n].MergeBase != f.base {
 		msg := `{"message":"not ready to merge: The head branch is behind the base branch"}`
-		return forgejo.MergeResult{Outcome: forgejo.ClassifyMerge(405, msg), Status: 405, Message: msg,
-			Rule: forgejo.RefusalRule(405, msg)}, nil
+		return forge.MergeResult{Outcome: forgejo.ClassifyMerge(405, msg), Status: 405, Message: msg,
+			Rule: forge.RefusalRule(405, msg)}, nil
 	}
 	f.setMerged(n)
 	f.trail = append(f.trail, fmt.Sprintf("merged #%d", n))
@@ -406,24 +407,24 @@ func (f *fakeForge) Merge(ctx context.Context, _, _ string, n int, opt forgejo.M
 	f.checkedAt = f.now().Add(f.recheck)
 	if f.lostRace[n] {
 		body := `{"ID":11,"IssueID":0,"HeadRepoID":3,"BaseRepoID":3,"HeadBranch":"feature-1","BaseBranch":"main"}`
-		return forgejo.MergeResult{Outcome: forgejo.ClassifyMerge(409, body), Status: 409, Message: body}, nil
+		return forge.MergeResult{Outcome: forgejo.ClassifyMerge(409, body), Status: 409, Message: body}, nil
 	}
-	return forgejo.MergeResult{Outcome: forgejo.MergeDone, Status: 200}, nil
+	return forge.MergeResult{Outcome: forge.MergeDone, Status: 200}, nil
 }
 
-func (f *fakeForge) MarkMerged(_ context.Context, _, _ string, n int, commit string) (forgejo.MergeResult, error) {
+func (f *fakeForge) MarkMerged(_ context.Context, _, _ string, n int, commit string) (forge.MergeResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.fail("mark merged"); err != nil {
-		return forgejo.MergeResult{}, err
+		return forge.MergeResult{}, err
 	}
 	f.record("#%d: mark merged by %s", n, commit)
 	if !f.manualMerges {
 		msg := "manually-merged is not allowed an allowed merge style for this repository"
-		return forgejo.MergeResult{Outcome: forgejo.ClassifyMerge(405, msg), Status: 405, Message: msg}, nil
+		return forge.MergeResult{Outcome: forgejo.ClassifyMerge(405, msg), Status: 405, Message: msg}, nil
 	}
 	f.setMerged(n)
-	return forgejo.MergeResult{Outcome: forgejo.MergeDone, Status: 200}, nil
+	return forge.MergeResult{Outcome: forge.MergeDone, Status: 200}, nil
 }
 
 // setMerged closes PR n as merged, by the pool's account unless MergedBy
@@ -469,7 +470,7 @@ func (f *fakeForge) CancelAutoMerge(_ context.Context, _, _ string, n int) error
 // review adds a review on the PR's current head by an account with write
 // access: the forge marks approvals and requests for changes official.
 func (f *fakeForge) review(n int, author, state string) {
-	f.addReview(n, author, state, state == forgejo.ReviewApproved || state == forgejo.ReviewRequestChanges)
+	f.addReview(n, author, state, state == forge.ReviewApproved || state == forge.ReviewRequestChanges)
 }
 
 // outsiderReview adds a review by an account without write access.
@@ -479,7 +480,7 @@ func (f *fakeForge) addReview(n int, author, state string, official bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextID++
-	f.reviews[n] = append(f.reviews[n], forgejo.Review{ID: f.nextID, Author: author, State: state,
+	f.reviews[n] = append(f.reviews[n], forge.Review{ID: f.nextID, Author: author, State: state,
 		CommitID: f.prs[n].HeadSHA, Official: official, Submitted: f.now()})
 	if !f.quiet {
 		f.touch(n)
@@ -963,11 +964,11 @@ func (f *fakeForge) mergedAt(n int) time.Time {
 }
 
 // EditComment replaces a comment's body; the forge stamps its update time.
-func (f *fakeForge) EditComment(_ context.Context, _, _ string, id int64, body string) (forgejo.Comment, error) {
+func (f *fakeForge) EditComment(_ context.Context, _, _ string, id int64, body string) (forge.Comment, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.fail("edit comment"); err != nil {
-		return forgejo.Comment{}, err
+		return forge.Comment{}, err
 	}
 	for n, cs := range f.comments {
 		for i := range cs {
@@ -978,5 +979,5 @@ func (f *fakeForge) EditComment(_ context.Context, _, _ string, id int64, body s
 			}
 		}
 	}
-	return forgejo.Comment{}, &forgejo.Error{Op: "edit comment", Status: 404, Err: forgejo.ErrNotFound}
+	return forge.Comment{}, &forgejo.Error{Op: "edit comment", Status: 404, Err: forgejo.ErrNotFound}
 }

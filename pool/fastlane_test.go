@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"pool/forge"
 	"pool/forgejo"
 )
 
@@ -35,12 +36,12 @@ func (o *orderForge) ChangedPRs(ctx context.Context, owner, repo string, since t
 	return o.fakeForge.ChangedPRs(ctx, owner, repo, since)
 }
 
-func (o *orderForge) OpenPRs(ctx context.Context, owner, repo string) ([]forgejo.PR, error) {
+func (o *orderForge) OpenPRs(ctx context.Context, owner, repo string) ([]forge.PR, error) {
 	o.note("list")
 	return o.fakeForge.OpenPRs(ctx, owner, repo)
 }
 
-func (o *orderForge) Reviews(ctx context.Context, owner, repo string, n int) ([]forgejo.Review, error) {
+func (o *orderForge) Reviews(ctx context.Context, owner, repo string, n int) ([]forge.Review, error) {
 	e := fmt.Sprintf("reviews %d", n)
 	if n != o.watch && o.busy != nil && o.busy(o.watch) {
 		e += fmt.Sprintf(" (#%d in a slot)", o.watch)
@@ -56,8 +57,8 @@ func (o *orderForge) Reviews(ctx context.Context, owner, repo string, n int) ([]
 func TestNewPRIsDecidedAndStartedFirst(t *testing.T) {
 	f := newFakeForge(1, 2)
 	for _, n := range []int{1, 2} {
-		f.review(n, "reviewer", forgejo.ReviewApproved)
-		f.statuses[f.prs[n].HeadSHA] = []forgejo.Status{{ID: int64(n), Context: "ci", State: "pending"}}
+		f.review(n, "reviewer", forge.ReviewApproved)
+		f.statuses[f.prs[n].HeadSHA] = []forge.Status{{ID: int64(n), Context: "ci", State: "pending"}}
 	}
 	o := &orderForge{fakeForge: f, watch: 3}
 	a := newFakeAgent(approver(f, 300*time.Millisecond))
@@ -76,14 +77,14 @@ func TestNewPRIsDecidedAndStartedFirst(t *testing.T) {
 			return len(slices.DeleteFunc(slices.Clone(o.log), func(e string) bool { return !strings.HasPrefix(e, "reviews 1") })) >= 3
 		})
 		f.mu.Lock()
-		f.prs[3] = &forgejo.PR{Number: 3, State: "open", Mergeable: true, HeadSHA: fakeSHA("sha-3-a"), BaseRef: "main",
+		f.prs[3] = &forge.PR{Number: 3, State: "open", Mergeable: true, HeadSHA: fakeSHA("sha-3-a"), BaseRef: "main",
 			Author: "author", Updated: time.Now(), HeadRepo: "o/r", HeadRef: "feature-3", MergeBase: f.base}
 		f.mu.Unlock()
 		p.Wake(3)
 		waitFor(ctx, func() bool { return f.claimsOn(3) > 0 })
 		f.mu.Lock()
 		for _, n := range []int{1, 2} {
-			f.statuses[f.prs[n].HeadSHA] = []forgejo.Status{{ID: int64(10 + n), Context: "ci", State: "success"}}
+			f.statuses[f.prs[n].HeadSHA] = []forge.Status{{ID: int64(10 + n), Context: "ci", State: "success"}}
 		}
 		f.mu.Unlock()
 	}()
@@ -123,14 +124,14 @@ type overlapForge struct {
 	overlap []bool     // per reviews read of PR n: were its comments asked for meanwhile
 }
 
-func (o *overlapForge) Comments(ctx context.Context, owner, repo string, n int) ([]forgejo.Comment, error) {
+func (o *overlapForge) Comments(ctx context.Context, owner, repo string, n int) ([]forge.Comment, error) {
 	if n == o.n {
 		o.once.Do(func() { close(o.comments) })
 	}
 	return o.fakeForge.Comments(ctx, owner, repo, n)
 }
 
-func (o *overlapForge) Reviews(ctx context.Context, owner, repo string, n int) ([]forgejo.Review, error) {
+func (o *overlapForge) Reviews(ctx context.Context, owner, repo string, n int) ([]forge.Review, error) {
 	if n == o.n {
 		asked := false
 		select {
@@ -150,7 +151,7 @@ func (o *overlapForge) Reviews(ctx context.Context, owner, repo string, n int) (
 // are, not after.
 func TestNewPRsCommentsAreReadWithItsReviews(t *testing.T) {
 	f := newFakeForge(1)
-	f.review(1, "reviewer", forgejo.ReviewRequestChanges) // waits for its author: no session
+	f.review(1, "reviewer", forge.ReviewRequestChanges) // waits for its author: no session
 	o := &overlapForge{fakeForge: f, n: 2, comments: make(chan struct{})}
 	a := newFakeAgent(approver(f, time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -162,7 +163,7 @@ func TestNewPRsCommentsAreReadWithItsReviews(t *testing.T) {
 	go func() {
 		waitFor(ctx, func() bool { p.mu.Lock(); defer p.mu.Unlock(); return p.stats.cycles >= 2 })
 		f.mu.Lock()
-		f.prs[2] = &forgejo.PR{Number: 2, State: "open", Mergeable: true, HeadSHA: fakeSHA("sha-2-a"), BaseRef: "main",
+		f.prs[2] = &forge.PR{Number: 2, State: "open", Mergeable: true, HeadSHA: fakeSHA("sha-2-a"), BaseRef: "main",
 			Author: "author", Updated: time.Now(), HeadRepo: "o/r", HeadRef: "feature-2", MergeBase: f.base}
 		f.mu.Unlock()
 		p.Wake(2)

@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"pool/clone"
-	"pool/forgejo"
+	"pool/forge"
 	"pool/texts"
 )
 
@@ -16,7 +16,7 @@ import (
 // account's token (clone.PushFix).
 
 // fixFor is what a fixer session on pr may publish.
-func (p *Pool) fixFor(pr forgejo.PR) *clone.Fix {
+func (p *Pool) fixFor(pr forge.PR) *clone.Fix {
 	repo := pr.HeadRepo
 	if repo == "" {
 		repo = p.cfg.Repo()

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"pool/clone"
-	"pool/forgejo"
+	"pool/forge"
 	"pool/sessionmark"
 	"pool/texts"
 )
@@ -38,8 +38,8 @@ func TestTheFixerSessionsCommitsArePushedByThePool(t *testing.T) {
 	for _, refused := range []bool{false, true} {
 		f := newFakeForge(1)
 		head := f.prs[1].HeadSHA
-		f.review(1, "reviewer", forgejo.ReviewApproved)
-		f.statuses[head] = []forgejo.Status{{ID: 1, Context: "ci", State: "failure"}}
+		f.review(1, "reviewer", forge.ReviewApproved)
+		f.statuses[head] = []forge.Status{{ID: 1, Context: "ci", State: "failure"}}
 		a := newFakeAgent(func(int) (time.Duration, func(), string) {
 			return time.Millisecond, nil, "Committed.\nREVIEW-RESULT: {\"decision\": \"commented\", \"merge_status\": \"ci_failing\"}"
 		})
@@ -93,8 +93,8 @@ func TestTheFixerSessionsCommitsArePushedByThePool(t *testing.T) {
 func TestAnAdoptedFixerSessionsCommitsArePushed(t *testing.T) {
 	f := newFakeForge(1, 2)
 	a := newFakeAgent(approver(f, time.Millisecond))
-	f.review(1, "reviewer", forgejo.ReviewApproved)
-	f.review(2, "reviewer", forgejo.ReviewApproved)
+	f.review(1, "reviewer", forge.ReviewApproved)
+	f.review(2, "reviewer", forge.ReviewApproved)
 	given := strings.Repeat("a", 40) // the head the fixer was started on
 	a.sessions["old-fix"] = &fakeSession{id: "old-fix", title: texts.SessionTitle("o/r", 1), dir: "/trees/fix-old", prompted: true, done: true,
 		reply: "Committed.\nREVIEW-RESULT: {\"decision\": \"commented\", \"merge_status\": \"ci_failing\"}"}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"pool/fleet"
-	"pool/forgejo"
+	"pool/forge"
 )
 
 // fleetClock is a fleet's clock that a test moves on.
@@ -85,8 +85,8 @@ func TestSessionsSpreadOverTheAgentServers(t *testing.T) {
 func TestTheFixerRunsOnTheFixServerOnly(t *testing.T) {
 	f := newFakeForge(1, 2, 3)
 	head := f.prs[1].HeadSHA
-	f.review(1, "reviewer", forgejo.ReviewApproved)
-	f.statuses[head] = []forgejo.Status{{ID: 1, Context: "ci", State: "failure"}}
+	f.review(1, "reviewer", forge.ReviewApproved)
+	f.statuses[head] = []forge.Status{{ID: 1, Context: "ci", State: "failure"}}
 	reply := func(int) (time.Duration, func(), string) {
 		return 50 * time.Millisecond, nil, "REVIEW-RESULT: {\"decision\": \"commented\", \"merge_status\": \"none\"}"
 	}

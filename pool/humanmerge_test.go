@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"pool/forgejo"
+	"pool/forge"
 )
 
 // TestAHumansMergeIsNotThePools: the pool reviews two PRs that close
@@ -16,8 +16,8 @@ import (
 func TestAHumansMergeIsNotThePools(t *testing.T) {
 	f := newFakeForge(1, 2)
 	f.prs[1].Body, f.prs[2].Body = "Fixes #5", "Fixes #6"
-	f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{ID: 1, Context: "ci", State: "pending"}}
-	f.statuses[f.prs[2].HeadSHA] = []forgejo.Status{{ID: 2, Context: "ci", State: "pending"}}
+	f.statuses[f.prs[1].HeadSHA] = []forge.Status{{ID: 1, Context: "ci", State: "pending"}}
+	f.statuses[f.prs[2].HeadSHA] = []forge.Status{{ID: 2, Context: "ci", State: "pending"}}
 	a := newFakeAgent(approver(f, time.Millisecond))
 	rep := runPoolWith(t, testConfig(2), f, a, func(ctx context.Context, p *Pool) {
 		waitFor(ctx, func() bool { return p.track(1).WaitedForChecks && p.track(2).WaitedForChecks })
@@ -25,7 +25,7 @@ func TestAHumansMergeIsNotThePools(t *testing.T) {
 		defer f.mu.Unlock()
 		f.prs[1].MergedBy = "alice"
 		f.setMerged(1)
-		f.statuses[f.prs[2].HeadSHA] = []forgejo.Status{{ID: 3, Context: "ci", State: "success"}}
+		f.statuses[f.prs[2].HeadSHA] = []forge.Status{{ID: 3, Context: "ci", State: "success"}}
 	})
 	if rep.Merged != 1 || rep.MergedByHumans != 1 {
 		t.Errorf("report: %d merged by the pool, %d by humans; want 1 and 1", rep.Merged, rep.MergedByHumans)

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"pool/forge"
 	"pool/forgejo"
 	"pool/lifecycle"
 )
@@ -24,7 +25,7 @@ const FullListEvery = 20
 // is therefore trusted only for updates stamped in a second before the forge
 // clock at which the copy was read (final); any other change is read again.
 type index struct {
-	open   map[int]forgejo.PR
+	open   map[int]forge.PR
 	final  map[int]time.Time // per PR: updates stamped before this are in our copy
 	readAt map[int]time.Time // per PR: when our copy was asked for, by this process's clock
 	mark   time.Time         // the next delta asks from here
@@ -51,7 +52,7 @@ type seenPR struct {
 
 // listPRs returns the open PRs, listing them all now and then and otherwise
 // reading only what changed since the last cycle.
-func (p *Pool) listPRs(ctx context.Context) ([]forgejo.PR, error) {
+func (p *Pool) listPRs(ctx context.Context) ([]forge.PR, error) {
 	p.takeFresher()
 	ix := &p.index
 	ix.cycles++
@@ -79,7 +80,7 @@ func (p *Pool) listPRs(ctx context.Context) ([]forgejo.PR, error) {
 // listAll lists every open PR. It first reads the forge's clock (an empty
 // delta from the future), so the listing, made after, holds every update
 // stamped before that moment.
-func (p *Pool) listAll(ctx context.Context) ([]forgejo.PR, error) {
+func (p *Pool) listAll(ctx context.Context) ([]forge.PR, error) {
 	if p.index.open != nil { // New read it for the first
 		p.followBase(ctx)
 	}
@@ -97,7 +98,7 @@ func (p *Pool) listAll(ctx context.Context) ([]forgejo.PR, error) {
 	for _, e := range ix.unread {
 		e.change = nil // the listing holds every open PR as it is now
 	}
-	ix.open = make(map[int]forgejo.PR, len(prs))
+	ix.open = make(map[int]forge.PR, len(prs))
 	ix.final = make(map[int]time.Time, len(prs))
 	ix.readAt = make(map[int]time.Time, len(prs))
 	for _, pr := range prs {
@@ -160,8 +161,8 @@ func (ix *index) advance(t time.Time) {
 	}
 }
 
-func (ix *index) sorted() []forgejo.PR {
-	out := make([]forgejo.PR, 0, len(ix.open))
+func (ix *index) sorted() []forge.PR {
+	out := make([]forge.PR, 0, len(ix.open))
 	for _, pr := range ix.open {
 		out = append(out, pr)
 	}
@@ -171,7 +172,7 @@ func (ix *index) sorted() []forgejo.PR {
 
 // unchanged returns the last decision for a PR that has not changed since
 // and whose quiet period has not ended.
-func (ix *index) unchanged(pr forgejo.PR, t lifecycle.Track, rules int, now time.Time) (lifecycle.Action, bool) {
+func (ix *index) unchanged(pr forge.PR, t lifecycle.Track, rules int, now time.Time) (lifecycle.Action, bool) {
 	s, ok := ix.seen[pr.Number]
 	if !ok || !s.updated.Equal(pr.Updated) || s.head != pr.HeadSHA || s.mergeable != pr.Mergeable || s.mayEdit != pr.MaintainerCanEdit ||
 		s.track != t || s.rules != rules || !now.Before(s.quietUntil) {
@@ -183,7 +184,7 @@ func (ix *index) unchanged(pr forgejo.PR, t lifecycle.Track, rules int, now time
 // forget drops the last decision on PR n: the next cycle decides it.
 func (ix *index) forget(n int) { delete(ix.seen, n) }
 
-func (ix *index) remember(pr forgejo.PR, t lifecycle.Track, rules int, act lifecycle.Action, quietUntil time.Time) {
+func (ix *index) remember(pr forge.PR, t lifecycle.Track, rules int, act lifecycle.Action, quietUntil time.Time) {
 	if ix.seen == nil {
 		ix.seen = map[int]seenPR{}
 	}
@@ -240,7 +241,7 @@ func (p *Pool) quietUntil(t lifecycle.Track, act lifecycle.Action, now time.Time
 // (the forge stamps it when it has processed the push), so without it the
 // loop could decide the old head again, and the queue leave it again,
 // until the next full listing.
-func (p *Pool) fresherRead(pr forgejo.PR, asked time.Time) {
+func (p *Pool) fresherRead(pr forge.PR, asked time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.fresher == nil {
@@ -251,7 +252,7 @@ func (p *Pool) fresherRead(pr forgejo.PR, asked time.Time) {
 
 // freshRead is a read of a PR the merge queue made, and when it asked.
 type freshRead struct {
-	pr    forgejo.PR
+	pr    forge.PR
 	asked time.Time
 }
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"pool/forgejo"
+	"pool/forge"
 	"pool/internal/syncbuf"
 	"pool/lifecycle"
 )
@@ -120,7 +120,7 @@ func TestFullListingTurns(t *testing.T) {
 // full listing: 21 decisions to merge in this test.
 func TestAHeadTheQueueSawIsTheLoopsNext(t *testing.T) {
 	f := newFakeForge(1)
-	f.review(1, "reviewer", forgejo.ReviewApproved)
+	f.review(1, "reviewer", forge.ReviewApproved)
 	f.mu.Lock()
 	f.checkedAt = time.Now().Add(time.Hour) // the forge is still checking: the queue waits
 	f.mu.Unlock()
@@ -188,7 +188,7 @@ func TestAnOlderReadNeverReplacesTheIndexsCopy(t *testing.T) {
 func (f *fakeForge) open(n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.prs[n] = &forgejo.PR{Number: n, State: "open", Mergeable: true, HeadSHA: fakeSHA(fmt.Sprintf("sha-%d-a", n)), BaseRef: "main",
+	f.prs[n] = &forge.PR{Number: n, State: "open", Mergeable: true, HeadSHA: fakeSHA(fmt.Sprintf("sha-%d-a", n)), BaseRef: "main",
 		Author: "author", Updated: f.now(), HeadRepo: "o/r", HeadRef: fmt.Sprintf("feature-%d", n), MergeBase: f.base}
 }
 
@@ -200,7 +200,7 @@ func TestOneUnreadablePRStopsNoOther(t *testing.T) {
 	for _, closed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("closed=%v", closed), func(t *testing.T) {
 			f := newFakeForge(1)
-			f.review(1, "reviewer", forgejo.ReviewRequestChanges)
+			f.review(1, "reviewer", forge.ReviewRequestChanges)
 			cfg := testConfig(1)
 			cfg.IdleExit = 0
 			var cycles func() int64

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"pool/forge"
 	"pool/forgejo"
 	"pool/lifecycle"
 	"pool/store"
@@ -16,7 +17,7 @@ import (
 // next pass posts it, once, and the PR is not merged again.
 func TestFailedConflictNoteIsPostedNextTime(t *testing.T) {
 	f := newFakeForge(1)
-	f.mergeAnswer[1] = forgejo.MergeResult{Outcome: forgejo.MergeConflict, Status: 409}
+	f.mergeAnswer[1] = forge.MergeResult{Outcome: forge.MergeConflict, Status: 409}
 	f.failNotes["Merge conflict detected"] = 1
 	rep := runPool(t, testConfig(1), f, newFakeAgent(approver(f, time.Millisecond)))
 	merges, notes := 0, 0
@@ -82,7 +83,7 @@ func TestASessionsEndIsDecidedByTheLoop(t *testing.T) {
 	f.quiet = true
 	a := newFakeAgent(func(pr int) (time.Duration, func(), string) {
 		return 5 * time.Millisecond, func() {
-			f.review(pr, "reviewer", forgejo.ReviewApproved)
+			f.review(pr, "reviewer", forge.ReviewApproved)
 			f.mu.Lock()
 			f.failTimes["reviews"] = 1 // the follower's read after the session
 			f.mu.Unlock()
@@ -142,8 +143,8 @@ func TestASessionsEndIsObservedOnce(t *testing.T) {
 // busy slots exited after that cycle with the approval never decided.
 func TestOnceJudgesTheSessionsEnd(t *testing.T) {
 	f := newFakeForge(1, 2)
-	f.review(2, "reviewer", forgejo.ReviewApproved)
-	f.statuses[f.prs[2].HeadSHA] = []forgejo.Status{{ID: 1, Context: "ci", State: "pending"}}
+	f.review(2, "reviewer", forge.ReviewApproved)
+	f.statuses[f.prs[2].HeadSHA] = []forge.Status{{ID: 1, Context: "ci", State: "pending"}}
 	f.reviewsDelay = map[int]time.Duration{2: 300 * time.Millisecond} // #2 is decided every cycle, slowly
 	cfg := testConfig(1)
 	cfg.IdleExit, cfg.Once = 0, true

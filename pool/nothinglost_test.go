@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"pool/agent"
-	"pool/forgejo"
+	"pool/forge"
 )
 
 // slowReviews is a forge whose review listing takes a while.
@@ -18,7 +18,7 @@ type slowReviews struct {
 	delay time.Duration
 }
 
-func (f slowReviews) Reviews(ctx context.Context, owner, repo string, n int) ([]forgejo.Review, error) {
+func (f slowReviews) Reviews(ctx context.Context, owner, repo string, n int) ([]forge.Review, error) {
 	time.Sleep(f.delay)
 	return f.fakeForge.Reviews(ctx, owner, repo, n)
 }
@@ -69,9 +69,9 @@ type holdNoteFailsOnce struct {
 	failed atomic.Bool
 }
 
-func (f *holdNoteFailsOnce) PostComment(ctx context.Context, owner, repo string, n int, body string) (forgejo.Comment, error) {
+func (f *holdNoteFailsOnce) PostComment(ctx context.Context, owner, repo string, n int, body string) (forge.Comment, error) {
 	if strings.HasPrefix(body, "Merging is on hold") && f.failed.CompareAndSwap(false, true) {
-		return forgejo.Comment{}, errors.New("fault injected")
+		return forge.Comment{}, errors.New("fault injected")
 	}
 	return f.fakeForge.PostComment(ctx, owner, repo, n, body)
 }
@@ -80,7 +80,7 @@ func (f *holdNoteFailsOnce) PostComment(ctx context.Context, owner, repo string,
 // merge is posted on a later cycle when posting it failed, once.
 func TestAHoldNoteThatFailedIsPostedAgain(t *testing.T) {
 	f := newFakeForge(1)
-	f.protection = forgejo.Protection{Protected: true, UserCanMerge: true, RequiredApprovals: 2}
+	f.protection = forge.Protection{Protected: true, UserCanMerge: true, RequiredApprovals: 2}
 	forge := &holdNoteFailsOnce{fakeForge: f}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

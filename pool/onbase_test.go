@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"pool/forgejo"
+	"pool/forge"
 )
 
 // runWithHistory runs a pool with history as its clone, to its idle exit,
@@ -40,7 +40,7 @@ func runWithHistory(t *testing.T, f *fakeForge, h *fakeHistory, stop func() bool
 // call is answered "try again later".
 func landedButOpen() (*fakeForge, *fakeHistory) {
 	f := newFakeForge(1)
-	f.mergeAnswer[1] = forgejo.MergeResult{Outcome: forgejo.MergeNotReady, Status: 405, Message: "Please try again later"}
+	f.mergeAnswer[1] = forge.MergeResult{Outcome: forge.MergeNotReady, Status: 405, Message: "Please try again later"}
 	return f, &fakeHistory{landed: map[string]string{f.prs[1].HeadSHA: "c0ffee"}}
 }
 

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"pool/forge"
 	"pool/internal/retry"
 	"pool/texts"
 	"strings"
@@ -27,7 +28,6 @@ import (
 
 	"pool/configs"
 	"pool/describe"
-	"pool/forge"
 	"pool/forgejo"
 	"pool/internal/guard"
 	"pool/lifecycle"
@@ -109,7 +109,7 @@ type Pool struct {
 	// listing of the open PRs; rules counts its changes so that decisions
 	// held while it stood are made again. Written by the discovery loop
 	// goroutine only, under mu (slots read it through observe).
-	protection     forgejo.Protection
+	protection     forge.Protection
 	protectionRead time.Time
 	rules          int
 	// learned are the rules of the protection the token cannot read that
@@ -397,7 +397,7 @@ func retryWait(n int, base, max time.Duration, err error) time.Duration {
 }
 
 // comment posts a signed comment.
-func (p *Pool) comment(ctx context.Context, n int, body string) (forgejo.Comment, error) {
+func (p *Pool) comment(ctx context.Context, n int, body string) (forge.Comment, error) {
 	return p.forge.PostComment(ctx, p.cfg.Owner, p.cfg.Name, n, texts.Sign(body))
 }
 

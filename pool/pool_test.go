@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"pool/forge"
 	"pool/texts"
 	"slices"
 	"strings"
@@ -39,7 +40,7 @@ const approvedReply = "LGTM\nREVIEW-RESULT: {\"decision\": \"approved\", \"merge
 // approver is a reviewer that approves after d and leaves merging to the pool.
 func approver(f *fakeForge, d time.Duration) func(int) (time.Duration, func(), string) {
 	return func(pr int) (time.Duration, func(), string) {
-		return d, func() { f.review(pr, "reviewer", forgejo.ReviewApproved) }, approvedReply
+		return d, func() { f.review(pr, "reviewer", forge.ReviewApproved) }, approvedReply
 	}
 }
 
@@ -101,9 +102,9 @@ func TestRunMergesEveryPRWithinTheSlotLimit(t *testing.T) {
 
 func TestReviewerClaimingMergedIsNotBelieved(t *testing.T) {
 	f := newFakeForge(1)
-	f.mergeAnswer[1] = forgejo.MergeResult{Outcome: forgejo.MergeNotReady, Status: 405, Message: "Please try again later"}
+	f.mergeAnswer[1] = forge.MergeResult{Outcome: forge.MergeNotReady, Status: 405, Message: "Please try again later"}
 	liar := func(pr int) (time.Duration, func(), string) {
-		return time.Millisecond, func() { f.review(pr, "reviewer", forgejo.ReviewApproved) },
+		return time.Millisecond, func() { f.review(pr, "reviewer", forge.ReviewApproved) },
 			"REVIEW-RESULT: {\"decision\": \"approved\", \"merge_status\": \"merged\"}"
 	}
 	cfg := testConfig(1)
@@ -126,7 +127,7 @@ func TestGarbageFromTheAgentIsAResultNotACrash(t *testing.T) {
 		if calls == 1 {
 			return time.Millisecond, nil, "}}} not json REVIEW-RESULT: {oops"
 		}
-		return time.Millisecond, func() { f.review(pr, "reviewer", forgejo.ReviewApproved) }, approvedReply
+		return time.Millisecond, func() { f.review(pr, "reviewer", forge.ReviewApproved) }, approvedReply
 	})
 	rep := runPool(t, testConfig(1), f, a)
 	if !f.prs[1].Merged {
@@ -145,10 +146,10 @@ func TestSkipLabelAndForeignClaims(t *testing.T) {
 	f.prs[1].Labels = []string{"Needs Feedback"}
 	now := time.Now()
 	// PR 2: a live claim by another trusted pool blocks it.
-	f.comments[2] = []forgejo.Comment{{ID: 100, Author: "other-pool-bot", Created: now,
+	f.comments[2] = []forge.Comment{{ID: 100, Author: "other-pool-bot", Created: now,
 		Body: claims.Body(claims.Claim{Instance: "other", SHA: f.prs[2].HeadSHA, At: now})}}
 	// PR 3: the same claim by an untrusted account does not.
-	f.comments[3] = []forgejo.Comment{{ID: 101, Author: "mallory", Created: now,
+	f.comments[3] = []forge.Comment{{ID: 101, Author: "mallory", Created: now,
 		Body: claims.Body(claims.Claim{Instance: "fake", SHA: f.prs[3].HeadSHA, At: now})}}
 	f.nextID = 200
 	cfg := testConfig(2)
@@ -169,14 +170,14 @@ func TestSkipLabelAndForeignClaims(t *testing.T) {
 func TestPendingChecksCostOneSession(t *testing.T) {
 	f := newFakeForge(1)
 	head := f.prs[1].HeadSHA
-	f.statuses[head] = []forgejo.Status{{ID: 1, Context: "ci", State: "pending"}}
+	f.statuses[head] = []forge.Status{{ID: 1, Context: "ci", State: "pending"}}
 	a := newFakeAgent(approver(f, time.Millisecond))
 	cfg := testConfig(1)
 	cfg.DiagnosticEvery = 4
 	runPoolWith(t, cfg, f, a, func(ctx context.Context, p *Pool) {
 		waitFor(ctx, func() bool { return len(effectsWith(f, "#1: comment Merge retry")) > 0 })
 		f.mu.Lock()
-		f.statuses[head] = []forgejo.Status{{ID: 2, Context: "ci", State: "success"}}
+		f.statuses[head] = []forge.Status{{ID: 2, Context: "ci", State: "success"}}
 		f.mu.Unlock()
 	})
 	if !f.prs[1].Merged {
@@ -198,7 +199,7 @@ func TestPendingChecksCostOneSession(t *testing.T) {
 
 func TestConflictIsNotedOnceAndNotRetried(t *testing.T) {
 	f := newFakeForge(1)
-	f.mergeAnswer[1] = forgejo.MergeResult{Outcome: forgejo.MergeConflict, Status: 409}
+	f.mergeAnswer[1] = forge.MergeResult{Outcome: forge.MergeConflict, Status: 409}
 	rep := runPool(t, testConfig(1), f, newFakeAgent(approver(f, time.Millisecond)))
 	merges, notes := 0, 0
 	for _, e := range f.Effects() {
@@ -265,10 +266,10 @@ func TestChangesRequestedWaitsForNewHead(t *testing.T) {
 	a := newFakeAgent(func(pr int) (time.Duration, func(), string) {
 		reviews++
 		if reviews == 1 {
-			return time.Millisecond, func() { f.review(pr, "reviewer", forgejo.ReviewRequestChanges) },
+			return time.Millisecond, func() { f.review(pr, "reviewer", forge.ReviewRequestChanges) },
 				"REVIEW-RESULT: {\"decision\": \"changes_requested\", \"merge_status\": \"none\"}"
 		}
-		return time.Millisecond, func() { f.review(pr, "reviewer", forgejo.ReviewApproved) }, approvedReply
+		return time.Millisecond, func() { f.review(pr, "reviewer", forge.ReviewApproved) }, approvedReply
 	})
 	cfg := testConfig(1)
 	cfg.IdleExit = 50 // the push below must come before the idle exit
@@ -302,7 +303,7 @@ func TestRelaunchAdoptsSessionsInsteadOfStartingNewOnes(t *testing.T) {
 	a := newFakeAgent(approver(f, time.Millisecond))
 	// A previous run left a finished session for PR 1 (its reviewer approved)
 	// and a session for PR 2 that it never got to prompt.
-	f.review(1, "reviewer", forgejo.ReviewApproved)
+	f.review(1, "reviewer", forge.ReviewApproved)
 	a.sessions["old-1"] = &fakeSession{id: "old-1", title: texts.SessionTitle("o/r", 1), prompted: true, done: true, reply: approvedReply}
 	a.sessions["old-2"] = &fakeSession{id: "old-2", title: texts.SessionTitle("o/r", 2)}
 	rep := runPool(t, testConfig(2), f, a)
@@ -329,7 +330,7 @@ func TestRelaunchAdoptsSessionsInsteadOfStartingNewOnes(t *testing.T) {
 func TestRelaunchLeavesAnotherRepositorysSessions(t *testing.T) {
 	f := newFakeForge(1, 2)
 	a := newFakeAgent(approver(f, time.Millisecond))
-	f.review(2, "reviewer", forgejo.ReviewApproved)
+	f.review(2, "reviewer", forge.ReviewApproved)
 	a.sessions["theirs-1"] = &fakeSession{id: "theirs-1", title: texts.SessionTitle("o/other", 1), prompted: true, busy: true}
 	a.sessions["theirs-2"] = &fakeSession{id: "theirs-2", title: texts.SessionTitle("o/other", 2)} // never prompted
 	a.sessions["old-2"] = &fakeSession{id: "old-2", title: texts.SessionTitlePrefix + "PR-2", prompted: true, done: true, reply: approvedReply}
@@ -363,9 +364,9 @@ func TestRelaunchLeavesAnotherRepositorysSessions(t *testing.T) {
 
 func TestLostStateRebuildsAttemptsFromDiagnostics(t *testing.T) {
 	f := newFakeForge(1)
-	f.review(1, "reviewer", forgejo.ReviewApproved)
-	f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{ID: 1, Context: "ci", State: "pending"}}
-	f.comments[1] = []forgejo.Comment{
+	f.review(1, "reviewer", forge.ReviewApproved)
+	f.statuses[f.prs[1].HeadSHA] = []forge.Status{{ID: 1, Context: "ci", State: "pending"}}
+	f.comments[1] = []forge.Comment{
 		{ID: 50, Author: "pool-bot", Body: texts.Sign(texts.DiagnosticBody(20, "pending", "checks pending"))},
 		{ID: 51, Author: "mallory", Body: texts.DiagnosticBody(90, "pending", "checks pending")},
 	}
@@ -407,9 +408,9 @@ func TestReReviewPromptCarriesOpenItems(t *testing.T) {
 	a := newFakeAgent(func(pr int) (time.Duration, func(), string) {
 		reviews++
 		if reviews == 1 {
-			return time.Millisecond, func() { f.review(pr, "reviewer", forgejo.ReviewRequestChanges) }, ""
+			return time.Millisecond, func() { f.review(pr, "reviewer", forge.ReviewRequestChanges) }, ""
 		}
-		return time.Millisecond, func() { f.review(pr, "reviewer", forgejo.ReviewApproved) }, approvedReply
+		return time.Millisecond, func() { f.review(pr, "reviewer", forge.ReviewApproved) }, approvedReply
 	})
 	cfg := testConfig(1)
 	cfg.IdleExit = 50
@@ -452,7 +453,7 @@ func TestQuietCycleCostsOneRequest(t *testing.T) {
 	}
 	f := newFakeForge(nums...)
 	for _, n := range nums {
-		f.review(n, "reviewer", forgejo.ReviewRequestChanges)
+		f.review(n, "reviewer", forge.ReviewRequestChanges)
 	}
 	cfg := testConfig(4)
 	cfg.IdleExit = 6
@@ -485,7 +486,7 @@ func hangingThenApproving(f *fakeForge) func(int) (time.Duration, func(), string
 		if calls == 1 {
 			return time.Hour, nil, ""
 		}
-		return time.Millisecond, func() { f.review(pr, "reviewer", forgejo.ReviewApproved) }, approvedReply
+		return time.Millisecond, func() { f.review(pr, "reviewer", forge.ReviewApproved) }, approvedReply
 	}
 }
 
@@ -552,7 +553,7 @@ func TestShutdownLeavesRunningSessionsForTheNextStart(t *testing.T) {
 
 func TestDryRunChangesNothing(t *testing.T) {
 	f := newFakeForge(1, 2)
-	f.review(2, "reviewer", forgejo.ReviewApproved)
+	f.review(2, "reviewer", forge.ReviewApproved)
 	a := newFakeAgent(approver(f, time.Millisecond))
 	cfg := testConfig(2)
 	cfg.DryRun = true
@@ -645,8 +646,8 @@ func TestAQueuedPRListedClosedIsNotIdle(t *testing.T) {
 // each), without a word of a fixer.
 func TestWaitingChecksAreNoSpam(t *testing.T) {
 	f := newFakeForge(1, 2)
-	f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{ID: 1, Context: "ci", State: "pending"}}
-	f.statuses[f.prs[2].HeadSHA] = []forgejo.Status{{ID: 2, Context: "ci", State: "failure"}}
+	f.statuses[f.prs[1].HeadSHA] = []forge.Status{{ID: 1, Context: "ci", State: "pending"}}
+	f.statuses[f.prs[2].HeadSHA] = []forge.Status{{ID: 2, Context: "ci", State: "failure"}}
 	cfg := testConfig(2)
 	cfg.IdleExit, cfg.DiagnosticEvery, cfg.Fixers.Enabled = 0, 10, false
 	const cycles = 200

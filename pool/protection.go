@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"pool/forgejo"
+	"pool/forge"
 	"pool/lifecycle"
 )
 
@@ -59,7 +59,7 @@ func (p *Pool) refreshProtection(ctx context.Context) {
 
 // currentProtection is the last reading of the base branch's protection,
 // with what the forge's refusals taught of the parts the token cannot read.
-func (p *Pool) currentProtection() forgejo.Protection {
+func (p *Pool) currentProtection() forge.Protection {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	prot := p.protection

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"pool/forge"
 	"pool/forgejo"
 	"pool/lifecycle"
 )
@@ -356,7 +357,7 @@ func (p *Pool) workQueue(ctx context.Context) time.Duration {
 // decides it again and carries that out. One whose merge the forge refused
 // for good leaves the queue too. moved is when the queue's last merge was
 // answered, if this is the first PR read mergeable after it.
-func (p *Pool) mergeQueued(ctx context.Context, pr forgejo.PR, moved time.Time) {
+func (p *Pool) mergeQueued(ctx context.Context, pr forge.PR, moved time.Time) {
 	obs, err := p.observe(ctx, pr)
 	if err != nil {
 		p.log.Warn("merge queue: deciding failed; waiting", "pr", pr.Number, "err", err)
@@ -380,11 +381,11 @@ func (p *Pool) mergeQueued(ctx context.Context, pr forgejo.PR, moved time.Time) 
 	case err != nil:
 		p.log.Warn("merge queue: the merge call failed; waiting", "pr", pr.Number, "err", err)
 		p.queue.backOff(pr.Number, p.now(), err)
-	case res.Outcome == forgejo.MergeNotReady:
+	case res.Outcome == forge.MergeNotReady:
 		if p.queue.tryLater(pr.Number, moved, p.now()) {
 			p.checkOnBase(ctx, pr)
 		}
-	case res.Outcome == forgejo.MergeDone || res.Outcome == forgejo.MergeAlready:
+	case res.Outcome == forge.MergeDone || res.Outcome == forge.MergeAlready:
 		p.queue.remove(pr.Number)
 		p.settleMerged(ctx, pr.Number)
 		p.queue.merged(p.now()) // the base moved: the forge tests the next PR against it again
@@ -394,7 +395,7 @@ func (p *Pool) mergeQueued(ctx context.Context, pr forgejo.PR, moved time.Time) 
 }
 
 // queueRead reads PR n for the merge queue, noting when it asked.
-func (p *Pool) queueRead(ctx context.Context, n int) (forgejo.PR, error) {
+func (p *Pool) queueRead(ctx context.Context, n int) (forge.PR, error) {
 	asked := p.now()
 	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, n)
 	p.queue.asked(n, asked)
@@ -407,7 +408,7 @@ func (p *Pool) queueRead(ctx context.Context, n int) (forgejo.PR, error) {
 // the PR open: the forge then never merges it. Such a PR is marked merged
 // at the base's commit that holds its head; if the forge refuses that, the
 // PR waits for a person, with one note. Any other PR keeps waiting.
-func (p *Pool) checkOnBase(ctx context.Context, pr forgejo.PR) {
+func (p *Pool) checkOnBase(ctx context.Context, pr forge.PR) {
 	if p.history == nil {
 		p.queue.notReady(pr.Number, p.now())
 		return
@@ -431,7 +432,7 @@ func (p *Pool) checkOnBase(ctx context.Context, pr forgejo.PR) {
 	p.log.Info("marking merged answered", "pr", pr.Number, "outcome", res.Outcome, "status", res.Status, "message", res.Message)
 	p.queue.remove(pr.Number)
 	switch res.Outcome {
-	case forgejo.MergeDone, forgejo.MergeAlready, forgejo.MergeClosed:
+	case forge.MergeDone, forge.MergeAlready, forge.MergeClosed:
 		p.settleMerged(ctx, pr.Number) // only the forge's word that it merged counts
 		return
 	}
@@ -445,7 +446,7 @@ func (p *Pool) checkOnBase(ctx context.Context, pr forgejo.PR) {
 
 // leaveQueue takes a PR out of the queue because it changed under it; a
 // merged or closed one is settled now.
-func (p *Pool) leaveQueue(ctx context.Context, pr forgejo.PR) {
+func (p *Pool) leaveQueue(ctx context.Context, pr forge.PR) {
 	if pr.Merged || pr.State != "open" {
 		p.queue.remove(pr.Number)
 		p.settleMerged(ctx, pr.Number)
@@ -455,7 +456,7 @@ func (p *Pool) leaveQueue(ctx context.Context, pr forgejo.PR) {
 
 // handBack takes a PR out of the queue and hands it to the discovery loop
 // with the queue's read of it, if newer than the loop's copy (fresherRead).
-func (p *Pool) handBack(pr forgejo.PR) {
+func (p *Pool) handBack(pr forge.PR) {
 	p.fresherRead(pr, p.queue.remove(pr.Number))
 	p.wakeLoop()
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"pool/forgejo"
+	"pool/forge"
 )
 
 // BenchmarkIdleRequests runs the supervisor on the fakes over 80 open PRs
@@ -38,12 +38,12 @@ func idleRun(b *testing.B, idleExit int) (requests, cycles int) {
 		head := f.prs[n].HeadSHA
 		switch (n - 1) / each {
 		case 0:
-			f.review(n, "reviewer", forgejo.ReviewRequestChanges)
+			f.review(n, "reviewer", forge.ReviewRequestChanges)
 		case 1:
 			f.prs[n].Draft = true
 		case 2:
-			f.review(n, "reviewer", forgejo.ReviewApproved)
-			f.statuses[head] = []forgejo.Status{{Context: "ci", State: "success"}}
+			f.review(n, "reviewer", forge.ReviewApproved)
+			f.statuses[head] = []forge.Status{{Context: "ci", State: "success"}}
 			f.deps[n] = []string{"#1000"}
 		case 3:
 			f.prs[n].Labels = []string{"pool-skip"}
@@ -80,7 +80,7 @@ func BenchmarkBacklogRequests(b *testing.B) {
 		}
 		f := newFakeForge(nums...)
 		for _, n := range nums {
-			f.statuses[f.prs[n].HeadSHA] = []forgejo.Status{{Context: "ci", State: "success"}}
+			f.statuses[f.prs[n].HeadSHA] = []forge.Status{{Context: "ci", State: "success"}}
 		}
 		cfg := testConfig(4)
 		cfg.IdleExit = 3

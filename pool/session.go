@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"pool/forge"
 	"pool/texts"
 	"time"
 
@@ -61,7 +62,7 @@ func (p *Pool) runSlot(ctx, work context.Context, c candidate) {
 }
 
 // confirm re-reads the PR so a slot never acts on a stale work list.
-func (p *Pool) confirm(ctx context.Context, c candidate) (forgejo.PR, bool, error) {
+func (p *Pool) confirm(ctx context.Context, c candidate) (forge.PR, bool, error) {
 	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, c.pr.Number)
 	if err != nil {
 		return pr, false, err
@@ -78,7 +79,7 @@ func (p *Pool) confirm(ctx context.Context, c candidate) (forgejo.PR, bool, erro
 // claim posts this pool's claim unless it already holds one, then verifies:
 // the lowest live claim id wins, and a loser deletes its own claim. first
 // is the claims read at pr's head before.
-func (p *Pool) claim(ctx context.Context, pr forgejo.PR, first <-chan viewResult) (bool, error) {
+func (p *Pool) claim(ctx context.Context, pr forge.PR, first <-chan viewResult) (bool, error) {
 	r := <-first
 	v, err := r.view, r.err
 	if err != nil {
@@ -129,7 +130,7 @@ func (p *Pool) deleteLosers(ctx context.Context, v claims.View) error {
 // dispatch starts a session in a new work tree at the PR's head and
 // registers it with the watcher. A session it made but could not prompt is
 // deleted, now or, if the agent server does not answer, later.
-func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind, tree <-chan treeResult) (followed, error) {
+func (p *Pool) dispatch(ctx context.Context, pr forge.PR, kind lifecycle.Kind, tree <-chan treeResult) (followed, error) {
 	in := texts.PromptInput{PR: pr.Number, Repo: p.cfg.Repo(), Head: pr.HeadSHA, Spec: p.spec, Tag: report.NewTag(),
 		Reviewed: p.track(pr.Number).ReviewedSHA != "", Fix: kind == lifecycle.Fix, Base: p.Base(), Rule: p.policy.Rule,
 		PushRepo: pr.HeadRepo, PushBranch: pr.HeadRef,
@@ -180,7 +181,7 @@ func (p *Pool) dispatch(ctx context.Context, pr forgejo.PR, kind lifecycle.Kind,
 // may act on (sessionmark): pool-review refuses any other PR or head, and
 // marks its reviews so that the pool counts them (vouch); and whether it is
 // a fixer's, whose commits the pool pushes, also once a restart adopted it.
-func (p *Pool) recordSession(pr forgejo.PR, dir string, fix bool) func(id string) error {
+func (p *Pool) recordSession(pr forge.PR, dir string, fix bool) func(id string) error {
 	if p.trees == nil || dir == "" {
 		return nil
 	}
@@ -235,7 +236,7 @@ func (p *Pool) keepClaim(ctx context.Context, n int, head string) error {
 	if err != nil {
 		return err
 	}
-	v := p.view(forgejo.PR{HeadSHA: head}, comments, nil)
+	v := p.view(forge.PR{HeadSHA: head}, comments, nil)
 	verdict, cl := claims.Judge(v, p.instance)
 	switch verdict {
 	case claims.Taken:
@@ -369,7 +370,7 @@ func (p *Pool) adopt(ctx, work context.Context) error {
 // later, when a claim posted before the restart may have gone stale and the
 // head be claimed a second time, or by another pool
 // (TestAnAdoptedSessionRenewsItsClaim: 2 claims on the head).
-func (p *Pool) followAdopted(ctx, work context.Context, n int, pr forgejo.PR) {
+func (p *Pool) followAdopted(ctx, work context.Context, n int, pr forge.PR) {
 	if err := p.keepClaim(ctx, n, pr.HeadSHA); err != nil {
 		p.log.Warn("renewing an adopted session's claim failed; the follower tries again", "pr", n, "err", err)
 	}
@@ -380,7 +381,7 @@ func (p *Pool) followAdopted(ctx, work context.Context, n int, pr forgejo.PR) {
 // (its record says so, which the pool wrote where the session cannot) gets
 // the fix fixFor gives, leased on the head the session was given, so that
 // its commits are pushed as those of a fixer of this run are.
-func (p *Pool) adopted(n int, pr forgejo.PR) followed {
+func (p *Pool) adopted(n int, pr forge.PR) followed {
 	s := followed{Session: p.sessions.Of(n), head: pr.HeadSHA}
 	if p.fixes == nil || p.trees == nil || s.Dir == "" {
 		return s
@@ -410,16 +411,16 @@ func (p *Pool) adopted(n int, pr forgejo.PR) followed {
 // mayAdopt reads whether a session left for PR n may be this pool's: the
 // PR is open on the default branch and no other live pool holds it (a
 // shared agent server); and the PR. An error is a read that failed.
-func (p *Pool) mayAdopt(ctx context.Context, n int) (forgejo.PR, bool, error) {
+func (p *Pool) mayAdopt(ctx context.Context, n int) (forge.PR, bool, error) {
 	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, n)
 	if errors.Is(err, forgejo.ErrNotFound) {
-		return forgejo.PR{}, false, nil
+		return forge.PR{}, false, nil
 	}
 	if err != nil {
-		return forgejo.PR{}, false, err
+		return forge.PR{}, false, err
 	}
 	if pr.State != "open" || pr.BaseRef != p.Base() {
-		return forgejo.PR{}, false, nil
+		return forge.PR{}, false, nil
 	}
 	verdict, err := p.judgeClaims(ctx, pr)
 	return pr, verdict != claims.Taken, err

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"pool/forge"
-	"pool/forgejo"
 	"pool/store"
 )
 
@@ -21,8 +20,8 @@ func TestPoolsOfOneRepositoryShareTheDiagnosticPause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeForge(1)
 		f.now = time.Now
-		f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{ID: 1, Context: "ci", State: "pending"}}
-		f.review(1, "reviewer", forgejo.ReviewApproved)
+		f.statuses[f.prs[1].HeadSHA] = []forge.Status{{ID: 1, Context: "ci", State: "pending"}}
+		f.review(1, "reviewer", forge.ReviewApproved)
 		ctx, cancel := context.WithCancel(context.Background())
 		startTwoPools(t, ctx, f, 7*time.Second, func(string) *fakeAgent { return newFakeAgent(approver(f, time.Minute)) }) // cycles not in step
 		time.Sleep(2 * time.Hour)
@@ -43,7 +42,7 @@ func TestPoolsOfOneRepositoryNoteOnce(t *testing.T) {
 		f.now = time.Now
 		f.prs[1].Draft = true
 		f.commentDelay = time.Second // a real forge takes its time: both pools read before either posts
-		f.review(1, "reviewer", forgejo.ReviewApproved)
+		f.review(1, "reviewer", forge.ReviewApproved)
 		ctx, cancel := context.WithCancel(context.Background())
 		startTwoPools(t, ctx, f, 0, func(string) *fakeAgent { return newFakeAgent(approver(f, time.Minute)) })
 		time.Sleep(10 * time.Minute)
@@ -83,7 +82,7 @@ func TestARetriedSessionRenewsItsClaim(t *testing.T) {
 				if id == "pool-1" && sessions[id] < len(lengths) {
 					return lengths[sessions[id]-1], nil, "I could not finish."
 				}
-				return lengths[len(lengths)-1], func() { f.review(pr, "reviewer", forgejo.ReviewApproved) }, approvedReply
+				return lengths[len(lengths)-1], func() { f.review(pr, "reviewer", forge.ReviewApproved) }, approvedReply
 			}
 		}
 		ctx, cancel := context.WithCancel(context.Background())

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"pool/configs"
+	"pool/forge"
 	"pool/forgejo"
 	"pool/store"
 )
@@ -179,7 +180,7 @@ func newSimWorld(seed uint64, days, prs, pools int) *simWorld {
 	f.recheck = 2 * time.Minute // the forge tests the open PRs again after a merge, at its own pace
 	f.ciDelay = 10 * time.Minute
 	f.outsiders = map[string]bool{simOutsider: true}
-	f.protection = forgejo.Protection{Protected: true, UserCanMerge: true, StatusCheck: true, StatusContexts: []string{simCheck}}
+	f.protection = forge.Protection{Protected: true, UserCanMerge: true, StatusCheck: true, StatusContexts: []string{simCheck}}
 	w := &simWorld{rng: rand.New(rand.NewPCG(seed, 1)), f: f, sf: newSimForge(f, seed, 0.02), days: days, prs: prs,
 		start: time.Now(), agentRng: rand.New(rand.NewPCG(seed, 2)), sessions: map[simHead]int{}, noReview: map[simHead]bool{},
 		heads: map[int][]string{}, since: map[int]time.Time{}, hardChange: map[int]time.Time{}}
@@ -222,9 +223,9 @@ func (w *simWorld) review(n int, prompt string) (time.Duration, func(), string) 
 	w.logf("#%d session on %s for %s", n, short(head), d)
 	switch {
 	case r < 0.75:
-		return d, func() { w.fileReview(n, head, forgejo.ReviewApproved) }, approvedReply
+		return d, func() { w.fileReview(n, head, forge.ReviewApproved) }, approvedReply
 	case r < 0.9:
-		return d, func() { w.fileReview(n, head, forgejo.ReviewRequestChanges) },
+		return d, func() { w.fileReview(n, head, forge.ReviewRequestChanges) },
 			"Needs work\nREVIEW-RESULT: {\"decision\": \"changes_requested\", \"merge_status\": \"none\"}"
 	}
 	return d, func() { w.logf("#%d session on %s filed no review", n, short(head)) }, "I could not finish."
@@ -234,7 +235,7 @@ func (w *simWorld) fileReview(n int, head, state string) {
 	w.f.mu.Lock()
 	defer w.f.mu.Unlock()
 	w.f.nextID++
-	w.f.reviews[n] = append(w.f.reviews[n], forgejo.Review{ID: w.f.nextID, Author: simReviewer, State: state,
+	w.f.reviews[n] = append(w.f.reviews[n], forge.Review{ID: w.f.nextID, Author: simReviewer, State: state,
 		CommitID: head, Official: true, Submitted: time.Now()})
 	w.f.touch(n)
 	w.f.mu.Unlock()
@@ -381,7 +382,7 @@ func (w *simWorld) open() {
 	}
 	head := fakeSHA(fmt.Sprintf("pr-%d-1", n))
 	w.f.mu.Lock()
-	w.f.prs[n] = &forgejo.PR{Number: n, Title: fmt.Sprintf("change %d", n), State: "open", Mergeable: true, HeadSHA: head,
+	w.f.prs[n] = &forge.PR{Number: n, Title: fmt.Sprintf("change %d", n), State: "open", Mergeable: true, HeadSHA: head,
 		BaseRef: "main", Author: author, HeadRepo: "o/r", HeadRef: fmt.Sprintf("feature-%d", n), MergeBase: w.f.base}
 	w.f.touch(n)
 	w.f.mu.Unlock()
@@ -399,7 +400,7 @@ func (w *simWorld) newHead(n int, head string) {
 	known := len(w.f.statuses[head]) > 0
 	if !known {
 		w.f.nextID++
-		w.f.statuses[head] = []forgejo.Status{{ID: w.f.nextID, Context: simCheck, State: "pending", Created: time.Now()}}
+		w.f.statuses[head] = []forge.Status{{ID: w.f.nextID, Context: simCheck, State: "pending", Created: time.Now()}}
 	}
 	w.f.mu.Unlock()
 	if !known {
@@ -429,7 +430,7 @@ func (w *simWorld) runCI(n int, head string) {
 func (w *simWorld) ciDone(n int, head, state string) {
 	w.f.mu.Lock()
 	w.f.nextID++
-	w.f.statuses[head] = append(w.f.statuses[head], forgejo.Status{ID: w.f.nextID, Context: simCheck, State: state, Created: time.Now()})
+	w.f.statuses[head] = append(w.f.statuses[head], forge.Status{ID: w.f.nextID, Context: simCheck, State: state, Created: time.Now()})
 	current := w.f.prs[n].HeadSHA == head
 	if current {
 		w.f.touch(n)
@@ -547,9 +548,9 @@ func (w *simWorld) humanReview(n int) {
 	if w.rng.Float64() < 0.4 {
 		author, official = simOutsider, false
 	}
-	state := forgejo.ReviewApproved
+	state := forge.ReviewApproved
 	if w.rng.Float64() < 0.3 {
-		state = forgejo.ReviewRequestChanges
+		state = forge.ReviewRequestChanges
 	}
 	w.f.addReview(n, author, state, official && author == simHuman)
 	if author == simHuman {
@@ -568,11 +569,11 @@ func (w *simWorld) refuse(n int) {
 		w.sf.logLocked("#%d merges accepted again", n)
 		return
 	}
-	res := forgejo.MergeResult{Status: 409, Message: "PushRejected: pre-receive hook declined"}
+	res := forge.MergeResult{Status: 409, Message: "PushRejected: pre-receive hook declined"}
 	if w.rng.Float64() < 0.5 {
-		res = forgejo.MergeResult{Status: 405, Message: "Not allowed to merge: not enough approvals"}
+		res = forge.MergeResult{Status: 405, Message: "Not allowed to merge: not enough approvals"}
 	}
-	res.Outcome, res.Rule = forgejo.ClassifyMerge(res.Status, res.Message), forgejo.RefusalRule(res.Status, res.Message)
+	res.Outcome, res.Rule = forgejo.ClassifyMerge(res.Status, res.Message), forge.RefusalRule(res.Status, res.Message)
 	w.sf.refuse[n] = res
 	w.sf.logLocked("#%d merges refused %d", n, res.Status)
 }

@@ -29,7 +29,7 @@ type simForge struct {
 	faults float64 // the share of requests answered 502, half of writes after they were made
 	// refuse answers the merges of these PRs so (a hook's 409, a 405 rule)
 	// until the world takes it back.
-	refuse   map[int]forgejo.MergeResult
+	refuse   map[int]forge.MergeResult
 	requests map[prHour]int
 	ops      map[prHour]map[string]int // the requests by kind
 	notes    []simNote
@@ -90,7 +90,7 @@ type simNote struct {
 
 func newSimForge(f *fakeForge, seed uint64, faults float64) *simForge {
 	return &simForge{f: f, rng: rand.New(rand.NewPCG(seed, 0x5eed)), faults: faults,
-		refuse: map[int]forgejo.MergeResult{}, start: time.Now(), requests: map[prHour]int{}, ops: map[prHour]map[string]int{}, updated: map[string]string{},
+		refuse: map[int]forge.MergeResult{}, start: time.Now(), requests: map[prHour]int{}, ops: map[prHour]map[string]int{}, updated: map[string]string{},
 		acted: map[int]time.Time{}, waits: map[int]int{}, holds: map[simHead]bool{}, claimed: map[simHead]time.Time{}}
 }
 
@@ -135,7 +135,7 @@ func (s *simForge) DefaultBranch(ctx context.Context, o, r string) (string, erro
 	return s.f.DefaultBranch(ctx, o, r)
 }
 
-func (s *simForge) OpenPRs(ctx context.Context, o, r string) ([]forgejo.PR, error) {
+func (s *simForge) OpenPRs(ctx context.Context, o, r string) ([]forge.PR, error) {
 	if err := s.call(ctx, "list", 0); err != nil {
 		return nil, err
 	}
@@ -156,23 +156,23 @@ func (s *simForge) ChangedPRs(ctx context.Context, o, r string, since time.Time)
 	return s.f.ChangedPRs(ctx, o, r, since)
 }
 
-func (s *simForge) PR(ctx context.Context, o, r string, n int) (forgejo.PR, error) {
+func (s *simForge) PR(ctx context.Context, o, r string, n int) (forge.PR, error) {
 	if err := s.call(ctx, "pr", n); err != nil {
-		return forgejo.PR{}, err
+		return forge.PR{}, err
 	}
 	return s.f.PR(ctx, o, r, n)
 }
 
-func (s *simForge) Comments(ctx context.Context, o, r string, n int) ([]forgejo.Comment, error) {
+func (s *simForge) Comments(ctx context.Context, o, r string, n int) ([]forge.Comment, error) {
 	if err := s.call(ctx, "comments", n); err != nil {
 		return nil, err
 	}
 	return s.f.Comments(ctx, o, r, n)
 }
 
-func (s *simForge) PostComment(ctx context.Context, o, r string, n int, body string) (forgejo.Comment, error) {
+func (s *simForge) PostComment(ctx context.Context, o, r string, n int, body string) (forge.Comment, error) {
 	if err := s.call(ctx, "comment", n); err != nil {
-		return forgejo.Comment{}, err
+		return forge.Comment{}, err
 	}
 	c, err := s.f.PostComment(ctx, o, r, n, body)
 	if err != nil {
@@ -186,7 +186,7 @@ func (s *simForge) PostComment(ctx context.Context, o, r string, n int, body str
 	s.f.mu.Unlock()
 	s.mu.Lock()
 	nt := simNote{id: c.ID, epoch: s.waits[n], by: simPoolOf(ctx), n: n, head: head, at: time.Now(), body: body, kind: noteKind(body)}
-	if cl, ok := claims.Parse(forgejo.Comment{Body: body}); ok {
+	if cl, ok := claims.Parse(forge.Comment{Body: body}); ok {
 		nt.claim = cl.SHA
 	}
 	s.notes = append(s.notes, nt)
@@ -201,9 +201,9 @@ func (s *simForge) PostComment(ctx context.Context, o, r string, n int, body str
 	return c, s.lost("comment")
 }
 
-func (s *simForge) EditComment(ctx context.Context, o, r string, id int64, body string) (forgejo.Comment, error) {
+func (s *simForge) EditComment(ctx context.Context, o, r string, id int64, body string) (forge.Comment, error) {
 	if err := s.call(ctx, "edit comment", 0); err != nil {
-		return forgejo.Comment{}, err
+		return forge.Comment{}, err
 	}
 	c, err := s.f.EditComment(ctx, o, r, id, body)
 	if err != nil {
@@ -238,14 +238,14 @@ func (s *simForge) DeleteComment(ctx context.Context, o, r string, id int64) err
 	return nil
 }
 
-func (s *simForge) Reviews(ctx context.Context, o, r string, n int) ([]forgejo.Review, error) {
+func (s *simForge) Reviews(ctx context.Context, o, r string, n int) ([]forge.Review, error) {
 	if err := s.call(ctx, "reviews", n); err != nil {
 		return nil, err
 	}
 	return s.f.Reviews(ctx, o, r, n)
 }
 
-func (s *simForge) StatusHistory(ctx context.Context, o, r, sha string) ([]forgejo.Status, error) {
+func (s *simForge) StatusHistory(ctx context.Context, o, r, sha string) ([]forge.Status, error) {
 	if err := s.call(ctx, "statuses", s.prOf(sha)); err != nil {
 		return nil, err
 	}
@@ -271,9 +271,9 @@ func (s *simForge) OpenDependencies(ctx context.Context, o, r string, n int) ([]
 	return s.f.OpenDependencies(ctx, o, r, n)
 }
 
-func (s *simForge) Protection(ctx context.Context, o, r, b string) (forgejo.Protection, error) {
+func (s *simForge) Protection(ctx context.Context, o, r, b string) (forge.Protection, error) {
 	if err := s.call(ctx, "protection", 0); err != nil {
-		return forgejo.Protection{}, err
+		return forge.Protection{}, err
 	}
 	return s.f.Protection(ctx, o, r, b)
 }
@@ -295,9 +295,9 @@ func (s *simForge) IsCollaborator(ctx context.Context, o, r, account string) (bo
 // Merge judges the merge as the forge makes it: the head it merges must
 // carry a counted approval (its own, or one of the head a pool's update
 // made it from) and green required checks.
-func (s *simForge) Merge(ctx context.Context, o, r string, n int, opt forgejo.MergeOptions) (forgejo.MergeResult, error) {
+func (s *simForge) Merge(ctx context.Context, o, r string, n int, opt forgejo.MergeOptions) (forge.MergeResult, error) {
 	if err := s.call(ctx, "merge", n); err != nil {
-		return forgejo.MergeResult{}, err
+		return forge.MergeResult{}, err
 	}
 	s.mu.Lock()
 	refusal, refused := s.refuse[n]
@@ -318,7 +318,7 @@ func (s *simForge) Merge(ctx context.Context, o, r string, n int, opt forgejo.Me
 	s.f.mu.Unlock()
 	s.mu.Unlock()
 	res, err := s.f.Merge(ctx, o, r, n, opt)
-	if err == nil && (res.Outcome == forgejo.MergeDone || s.f.isMerged(n)) {
+	if err == nil && (res.Outcome == forge.MergeDone || s.f.isMerged(n)) {
 		s.mu.Lock()
 		s.acted[n] = time.Now()
 		s.logLocked("#%d merged by %s at %s", n, simPoolOf(ctx), short(opt.HeadSHA))
@@ -327,7 +327,7 @@ func (s *simForge) Merge(ctx context.Context, o, r string, n int, opt forgejo.Me
 		}
 		s.mu.Unlock()
 		if err := s.lost("merge"); err != nil {
-			return forgejo.MergeResult{}, err
+			return forge.MergeResult{}, err
 		}
 	}
 	return res, err
@@ -340,21 +340,21 @@ func (s *simForge) approvedLocked(n int, head string) bool {
 	for h := head; h != "" && !chain[h]; h = s.updated[h] {
 		chain[h] = true
 	}
-	return simVerdict(s.f.reviews[n], chain) == forgejo.ReviewApproved
+	return simVerdict(s.f.reviews[n], chain) == forge.ReviewApproved
 }
 
 // simVerdict is what the counted reviews of the heads in chain say: each
 // account's last one counts; a request for changes outweighs approvals.
-func simVerdict(reviews []forgejo.Review, chain map[string]bool) string {
+func simVerdict(reviews []forge.Review, chain map[string]bool) string {
 	last := map[string]string{}
 	for _, rv := range reviews {
-		if chain[rv.CommitID] && simCounts(rv) && (rv.State == forgejo.ReviewApproved || rv.State == forgejo.ReviewRequestChanges) {
+		if chain[rv.CommitID] && simCounts(rv) && (rv.State == forge.ReviewApproved || rv.State == forge.ReviewRequestChanges) {
 			last[rv.Author] = rv.State
 		}
 	}
 	verdict := ""
 	for _, state := range last {
-		if verdict != forgejo.ReviewRequestChanges {
+		if verdict != forge.ReviewRequestChanges {
 			verdict = state
 		}
 	}
@@ -362,7 +362,7 @@ func simVerdict(reviews []forgejo.Review, chain map[string]bool) string {
 }
 
 // simCounts: the reviews whose approval counts (reviewers.humans).
-func simCounts(rv forgejo.Review) bool {
+func simCounts(rv forge.Review) bool {
 	return rv.Official && (rv.Author == simReviewer || rv.Author == simHuman)
 }
 
@@ -378,9 +378,9 @@ func (s *simForge) greenLocked(head string) bool {
 	return state == "success" && !s.f.now().Before(s.f.ciAt[head])
 }
 
-func (s *simForge) MarkMerged(ctx context.Context, o, r string, n int, commit string) (forgejo.MergeResult, error) {
+func (s *simForge) MarkMerged(ctx context.Context, o, r string, n int, commit string) (forge.MergeResult, error) {
 	if err := s.call(ctx, "mark merged", n); err != nil {
-		return forgejo.MergeResult{}, err
+		return forge.MergeResult{}, err
 	}
 	return s.f.MarkMerged(ctx, o, r, n, commit)
 }
@@ -448,7 +448,7 @@ func noteKind(body string) string {
 // noteClaim records when a claim on a head was posted or renewed. Callers
 // hold s.mu.
 func (s *simForge) noteClaim(n int, body string) {
-	if cl, ok := claims.Parse(forgejo.Comment{Body: body}); ok {
+	if cl, ok := claims.Parse(forge.Comment{Body: body}); ok {
 		s.claimed[simHead{n, cl.SHA}] = time.Now()
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"pool/forge"
-	"pool/forgejo"
 )
 
 // check returns the first invariant broken, or "".
@@ -155,7 +154,7 @@ func (w *simWorld) settle(n int, since, now time.Time) {
 // authorsTurn: a counted review of head asks for changes. Callers hold
 // w.f.mu.
 func (w *simWorld) authorsTurn(n int, head string) bool {
-	return simVerdict(w.f.reviews[n], map[string]bool{head: true}) == forgejo.ReviewRequestChanges
+	return simVerdict(w.f.reviews[n], map[string]bool{head: true}) == forge.ReviewRequestChanges
 }
 
 func (w *simWorld) figures() simFigures {

@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"pool/claims"
-	"pool/forgejo"
+	"pool/forge"
 	"pool/internal/guard"
 )
 
@@ -19,7 +19,7 @@ type treeResult struct {
 
 // takeTree starts taking the session's work tree from the clone; the
 // result comes on the channel.
-func (p *Pool) takeTree(ctx context.Context, pr forgejo.PR) <-chan treeResult {
+func (p *Pool) takeTree(ctx context.Context, pr forge.PR) <-chan treeResult {
 	out := make(chan treeResult, 1)
 	if p.trees == nil {
 		out <- treeResult{}
@@ -48,7 +48,7 @@ type viewResult struct {
 
 // readClaims starts reading the claims on pr; the result comes on the
 // channel.
-func (p *Pool) readClaims(ctx context.Context, pr forgejo.PR) <-chan viewResult {
+func (p *Pool) readClaims(ctx context.Context, pr forge.PR) <-chan viewResult {
 	out := make(chan viewResult, 1)
 	guard.Go(ctx, p.log, "claims read", func() {
 		r := viewResult{err: errors.New("reading the claims panicked")}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"pool/forge"
 	"pool/forgejo"
 	"pool/ops"
 )
@@ -147,7 +148,7 @@ func TestMetricsAreCountedWhereThingsHappen(t *testing.T) {
 func TestThePoolsOwnStatusIsNoCheck(t *testing.T) {
 	for _, own := range []string{"pending", "success"} {
 		f := newFakeForge(1)
-		f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{ID: 1, Context: "pool", State: own}, {ID: 2, Context: "ci", State: "success"}}
+		f.statuses[f.prs[1].HeadSHA] = []forge.Status{{ID: 1, Context: "pool", State: own}, {ID: 2, Context: "ci", State: "success"}}
 		a := newFakeAgent(approver(f, time.Millisecond))
 		cfg := testConfig(1)
 		cfg.StatusContext = "pool"
@@ -158,7 +159,7 @@ func TestThePoolsOwnStatusIsNoCheck(t *testing.T) {
 	}
 	// Without the filter the pending pool status would hold the merge.
 	f := newFakeForge(1)
-	f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{ID: 1, Context: "pool", State: "pending"}}
+	f.statuses[f.prs[1].HeadSHA] = []forge.Status{{ID: 1, Context: "pool", State: "pending"}}
 	a := newFakeAgent(approver(f, time.Millisecond))
 	cfg := testConfig(1)
 	cfg.StatusContext = "elsewhere"
@@ -177,15 +178,15 @@ func TestThePoolsOwnStatusIsNoCheck(t *testing.T) {
 func TestOwnStatusRequired(t *testing.T) {
 	tests := []struct {
 		name string
-		prot forgejo.Protection
+		prot forge.Protection
 		ctx  string
 		want bool
 	}{
-		{"no protection", forgejo.Protection{}, "pool", false},
-		{"status checks, no context named", forgejo.Protection{StatusCheck: true}, "pool", true},
-		{"a glob matching it", forgejo.Protection{StatusCheck: true, StatusContexts: []string{"p*"}}, "pool", true},
-		{"other contexts", forgejo.Protection{StatusCheck: true, StatusContexts: []string{"ci/*"}}, "pool", false},
-		{"no commit status", forgejo.Protection{StatusCheck: true}, "", false},
+		{"no protection", forge.Protection{}, "pool", false},
+		{"status checks, no context named", forge.Protection{StatusCheck: true}, "pool", true},
+		{"a glob matching it", forge.Protection{StatusCheck: true, StatusContexts: []string{"p*"}}, "pool", true},
+		{"other contexts", forge.Protection{StatusCheck: true, StatusContexts: []string{"ci/*"}}, "pool", false},
+		{"no commit status", forge.Protection{StatusCheck: true}, "", false},
 	}
 	for _, tt := range tests {
 		cfg := testConfig(1)

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"pool/forge"
 	"pool/forgejo"
 	"pool/lifecycle"
 )
@@ -127,7 +128,7 @@ func (p *Pool) marked(n int, m lifecycle.Marks) {
 }
 
 // mergeAnswered records the forge's answer to the merge of head.
-func (p *Pool) mergeAnswered(n int, head string, res forgejo.MergeResult) (lifecycle.Track, lifecycle.Action) {
+func (p *Pool) mergeAnswered(n int, head string, res forge.MergeResult) (lifecycle.Track, lifecycle.Action) {
 	var act lifecycle.Action
 	t := p.writeTrack(n, apply(func(t lifecycle.Track) lifecycle.Track {
 		t, act = lifecycle.AfterMerge(p.policy, t, head, res, p.now())
@@ -138,7 +139,7 @@ func (p *Pool) mergeAnswered(n int, head string, res forgejo.MergeResult) (lifec
 
 // landed records a head found on the base that the forge refused to mark
 // merged (res) in commit.
-func (p *Pool) landed(n int, commit string, res forgejo.MergeResult) (lifecycle.Track, lifecycle.Action) {
+func (p *Pool) landed(n int, commit string, res forge.MergeResult) (lifecycle.Track, lifecycle.Action) {
 	var act lifecycle.Action
 	t := p.writeTrack(n, apply(func(t lifecycle.Track) lifecycle.Track {
 		t, act = lifecycle.HeadOnBase(t, commit, res)
@@ -151,7 +152,7 @@ func (p *Pool) landed(n int, commit string, res forgejo.MergeResult) (lifecycle.
 // style (diff: the hash of its diff before, for rebase; produced: the head
 // read right after). ok false: nothing
 // follows (an update made, or a PR closed meanwhile).
-func (p *Pool) updateAnswered(pr forgejo.PR, res forgejo.UpdateResult, style, diff, produced string) (lifecycle.Track, lifecycle.Action, bool) {
+func (p *Pool) updateAnswered(pr forge.PR, res forgejo.UpdateResult, style, diff, produced string) (lifecycle.Track, lifecycle.Action, bool) {
 	var act lifecycle.Action
 	switch res.Outcome {
 	case forgejo.UpdateClosed:

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"pool/configs"
+	"pool/forge"
 	"pool/forgejo"
 	"pool/texts"
 )
@@ -255,7 +256,7 @@ func TestSessionMadeWithoutAnAnswerIsFound(t *testing.T) {
 func TestRelaunchKeepsTheTreesOfAdoptedSessions(t *testing.T) {
 	f := newFakeForge(1, 2)
 	a := newFakeAgent(approver(f, time.Millisecond))
-	f.review(1, "reviewer", forgejo.ReviewApproved)
+	f.review(1, "reviewer", forge.ReviewApproved)
 	a.sessions["ses_old1"] = &fakeSession{id: "ses_old1", title: texts.SessionTitle("o/r", 1), dir: "/trees/pr-1-old", prompted: true, done: true, reply: approvedReply}
 	a.sessions["ses_old2"] = &fakeSession{id: "ses_old2", title: texts.SessionTitle("o/r", 2), dir: "/trees/pr-2-old"}
 	trees := newFakeTrees()
@@ -306,7 +307,7 @@ func TestEveryWayOutEndsEveryGoroutine(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeForge(1)
 			a := newFakeAgent(func(pr int) (time.Duration, func(), string) {
-				return tt.session, func() { f.review(pr, "reviewer", forgejo.ReviewApproved) }, approvedReply
+				return tt.session, func() { f.review(pr, "reviewer", forge.ReviewApproved) }, approvedReply
 			})
 			cfg := testConfig(1)
 			if tt.setup != nil {

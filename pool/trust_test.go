@@ -10,6 +10,7 @@ import (
 
 	"pool/claims"
 	"pool/configs"
+	"pool/forge"
 	"pool/forgejo"
 	"pool/lifecycle"
 )
@@ -29,9 +30,9 @@ func effectsWith(f *fakeForge, prefix string) []string {
 // reviewer, who requests changes, and nothing merges.
 func TestOutsiderApprovalStartsAReviewNotAMerge(t *testing.T) {
 	f := newFakeForge(1)
-	f.outsiderReview(1, "mallory", forgejo.ReviewApproved)
+	f.outsiderReview(1, "mallory", forge.ReviewApproved)
 	a := newFakeAgent(func(pr int) (time.Duration, func(), string) {
-		return time.Millisecond, func() { f.review(pr, "reviewer", forgejo.ReviewRequestChanges) },
+		return time.Millisecond, func() { f.review(pr, "reviewer", forge.ReviewRequestChanges) },
 			"REVIEW-RESULT: {\"decision\": \"changes_requested\", \"merge_status\": \"none\"}"
 	})
 	runPool(t, testConfig(1), f, a)
@@ -47,7 +48,7 @@ func TestOutsiderApprovalStartsAReviewNotAMerge(t *testing.T) {
 // changes neither stops the review nor the merge.
 func TestOutsiderRequestForChangesBlocksNothing(t *testing.T) {
 	f := newFakeForge(1)
-	f.outsiderReview(1, "mallory", forgejo.ReviewRequestChanges)
+	f.outsiderReview(1, "mallory", forge.ReviewRequestChanges)
 	runPool(t, testConfig(1), f, newFakeAgent(approver(f, time.Millisecond)))
 	if !f.prs[1].Merged {
 		t.Errorf("not merged: %v", f.Effects())
@@ -59,7 +60,7 @@ func TestOutsiderRequestForChangesBlocksNothing(t *testing.T) {
 // When the rule changes to one approval, the PR merges.
 func TestProtectionIsTheFloor(t *testing.T) {
 	f := newFakeForge(1)
-	f.protection = forgejo.Protection{Protected: true, UserCanMerge: true, RequiredApprovals: 2}
+	f.protection = forge.Protection{Protected: true, UserCanMerge: true, RequiredApprovals: 2}
 	a := newFakeAgent(approver(f, time.Millisecond))
 	cfg := testConfig(1)
 	cfg.IdleExit = 0
@@ -86,7 +87,7 @@ func TestProtectionIsTheFloor(t *testing.T) {
 // context reports success, it merges.
 func TestRequiredContextWithoutStatusesIsNotMerged(t *testing.T) {
 	f := newFakeForge(1)
-	f.protection = forgejo.Protection{Protected: true, UserCanMerge: true, StatusCheck: true, StatusContexts: []string{"ci/*"}}
+	f.protection = forge.Protection{Protected: true, UserCanMerge: true, StatusCheck: true, StatusContexts: []string{"ci/*"}}
 	head := f.prs[1].HeadSHA
 	cfg := testConfig(1)
 	cfg.IdleExit = 0
@@ -97,7 +98,7 @@ func TestRequiredContextWithoutStatusesIsNotMerged(t *testing.T) {
 			t.Errorf("merged with a required context unreported")
 		}
 		f.mu.Lock()
-		f.statuses[head] = []forgejo.Status{{ID: 1, Context: "ci/test", State: "success"}}
+		f.statuses[head] = []forge.Status{{ID: 1, Context: "ci/test", State: "success"}}
 		f.mu.Unlock()
 	}, func() bool { return f.isMerged(1) })
 }
@@ -123,10 +124,10 @@ func TestNoStatusesWaitForTheGrace(t *testing.T) {
 func TestUnofficialReviewDoesNotKeepAClaimAlive(t *testing.T) {
 	f := newFakeForge(1)
 	old := time.Now().Add(-time.Hour)
-	f.comments[1] = []forgejo.Comment{{ID: 100, Author: "pool-bot", Created: old,
+	f.comments[1] = []forge.Comment{{ID: 100, Author: "pool-bot", Created: old,
 		Body: claims.Body(claims.Claim{Instance: "dead-pool", SHA: f.prs[1].HeadSHA, At: old})}}
 	f.nextID = 200
-	f.outsiderReview(1, "mallory", forgejo.ReviewComment)
+	f.outsiderReview(1, "mallory", forge.ReviewComment)
 	runPool(t, testConfig(1), f, newFakeAgent(approver(f, time.Millisecond)))
 	if !f.prs[1].Merged {
 		t.Errorf("a stale claim kept alive by a passer-by's review blocked the PR: %v", f.Effects())
@@ -139,7 +140,7 @@ func TestUnofficialReviewDoesNotKeepAClaimAlive(t *testing.T) {
 func TestReviewerWithoutWriteAccessIsNotedAndRetried(t *testing.T) {
 	f := newFakeForge(1)
 	a := newFakeAgent(func(pr int) (time.Duration, func(), string) {
-		return time.Millisecond, func() { f.outsiderReview(pr, "reviewer", forgejo.ReviewApproved) }, approvedReply
+		return time.Millisecond, func() { f.outsiderReview(pr, "reviewer", forge.ReviewApproved) }, approvedReply
 	})
 	cfg := testConfig(1)
 	cfg.IdleExit = 0
@@ -162,7 +163,7 @@ func TestOutsiderApprovalDuringTheSessionParksNothing(t *testing.T) {
 	var sessions atomic.Int32
 	a := newFakeAgent(func(pr int) (time.Duration, func(), string) {
 		if sessions.Add(1) == 1 {
-			return time.Millisecond, func() { f.outsiderReview(pr, "mallory", forgejo.ReviewApproved) },
+			return time.Millisecond, func() { f.outsiderReview(pr, "mallory", forge.ReviewApproved) },
 				"Already reviewed by mallory.\nREVIEW-RESULT: {\"decision\": \"commented\", \"merge_status\": \"none\"}"
 		}
 		return approver(f, time.Millisecond)(pr)
@@ -212,8 +213,8 @@ func TestMergeQueueWaitsForTheForge(t *testing.T) {
 	f := newFakeForge(prs...)
 	f.recheck, f.mergeDelay = 30*time.Millisecond, 5*time.Millisecond
 	for _, n := range prs {
-		f.review(n, "reviewer", forgejo.ReviewApproved)
-		f.statuses[f.prs[n].HeadSHA] = []forgejo.Status{{Context: "ci", State: "success"}}
+		f.review(n, "reviewer", forge.ReviewApproved)
+		f.statuses[f.prs[n].HeadSHA] = []forge.Status{{Context: "ci", State: "success"}}
 	}
 	cfg := testConfig(4)
 	cfg.DiagnosticEvery = 2
@@ -269,10 +270,10 @@ func readsBetweenMerges(trail []string) []string {
 // reviews meanwhile.
 func TestSlotsRefillWhileTheQueueWaits(t *testing.T) {
 	f := newFakeForge(1, 2, 3)
-	f.review(1, "reviewer", forgejo.ReviewApproved)
+	f.review(1, "reviewer", forge.ReviewApproved)
 	f.mergeGate = make(chan struct{})
 	a := newFakeAgent(func(pr int) (time.Duration, func(), string) {
-		return time.Millisecond, func() { f.review(pr, "reviewer", forgejo.ReviewRequestChanges) }, ""
+		return time.Millisecond, func() { f.review(pr, "reviewer", forge.ReviewRequestChanges) }, ""
 	})
 	cfg := testConfig(1)
 	cfg.IdleExit = 0
@@ -288,7 +289,7 @@ func TestSlotsRefillWhileTheQueueWaits(t *testing.T) {
 func TestOpenDependencyHoldsTheMergeWithOneNote(t *testing.T) {
 	f := newFakeForge(1)
 	f.deps = map[int][]string{1: {"#9"}}
-	f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{Context: "ci", State: "success"}}
+	f.statuses[f.prs[1].HeadSHA] = []forge.Status{{Context: "ci", State: "success"}}
 	cfg := testConfig(1)
 	cfg.IdleExit, cfg.DiagnosticEvery = 0, 2
 	runUntil(t, cfg, f, newFakeAgent(approver(f, time.Millisecond)), func(ctx context.Context, p *Pool) {
@@ -314,8 +315,8 @@ func TestOpenDependencyHoldsTheMergeWithOneNote(t *testing.T) {
 // once the forge takes the merge, the PR merges.
 func TestQuotaRefusalIsNotedOnceAndBacksOff(t *testing.T) {
 	f := newFakeForge(1)
-	f.mergeAnswer[1] = forgejo.MergeResult{Outcome: forgejo.MergeQuota, Status: 413, Message: `{"message":"quota exceeded"}`}
-	f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{Context: "ci", State: "success"}}
+	f.mergeAnswer[1] = forge.MergeResult{Outcome: forge.MergeQuota, Status: 413, Message: `{"message":"quota exceeded"}`}
+	f.statuses[f.prs[1].HeadSHA] = []forge.Status{{Context: "ci", State: "success"}}
 	cfg := testConfig(1)
 	cfg.IdleExit, cfg.DiagnosticEvery = 0, 2
 	const cycles = 40
@@ -345,7 +346,7 @@ func TestQuotaRefusalIsNotedOnceAndBacksOff(t *testing.T) {
 func TestPermanentMergeRefusalsAreNotedOnceAndBackOff(t *testing.T) {
 	tests := []struct {
 		name, note string
-		answer     forgejo.MergeResult
+		answer     forge.MergeResult
 	}{
 		{name: "pre-receive hook", note: "#1: comment Merging is on hold: the forge refused the merge: a hook",
 			answer: forgejo.MergeAnswer(409, `{"message":"PushRejected with remote message: User permission denied for writing"}`)},
@@ -356,7 +357,7 @@ func TestPermanentMergeRefusalsAreNotedOnceAndBackOff(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeForge(1)
 			f.mergeAnswer[1] = tc.answer
-			f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{Context: "ci", State: "success"}}
+			f.statuses[f.prs[1].HeadSHA] = []forge.Status{{Context: "ci", State: "success"}}
 			cfg := testConfig(1)
 			cfg.IdleExit = 0
 			const cycles = 40
@@ -378,7 +379,7 @@ func TestPermanentMergeRefusalsAreNotedOnceAndBackOff(t *testing.T) {
 				f.mu.Unlock()
 				f.push(1, fakeSHA("sha-1-b")) // a new head is reviewed and merged
 				f.mu.Lock()
-				f.statuses[f.prs[1].HeadSHA] = []forgejo.Status{{Context: "ci", State: "success"}}
+				f.statuses[f.prs[1].HeadSHA] = []forge.Status{{Context: "ci", State: "success"}}
 				f.mu.Unlock()
 			}, func() bool { return f.isMerged(1) })
 		})

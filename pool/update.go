@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 
+	"pool/forge"
 	"pool/forgejo"
 	"pool/lifecycle"
 )
@@ -14,7 +15,7 @@ import (
 // after the forge answered that it made it; the PR leaves the queue, and
 // the discovery loop takes its new head (whose approval carries over, or
 // which is reviewed again) through its checks back to the queue.
-func (p *Pool) updateQueued(ctx context.Context, pr forgejo.PR) {
+func (p *Pool) updateQueued(ctx context.Context, pr forge.PR) {
 	if other := p.updatingOther(pr.Number); other != 0 {
 		p.log.Debug("merge queue: another PR of the base is being updated; waiting", "pr", pr.Number, "updating", other)
 		p.queue.notReady(pr.Number, p.now())
@@ -39,7 +40,7 @@ func (p *Pool) updateQueued(ctx context.Context, pr forgejo.PR) {
 }
 
 // afterUpdate folds the forge's answer to an update into the track.
-func (p *Pool) afterUpdate(ctx context.Context, pr forgejo.PR, res forgejo.UpdateResult, style, diff string) {
+func (p *Pool) afterUpdate(ctx context.Context, pr forge.PR, res forgejo.UpdateResult, style, diff string) {
 	produced := ""
 	if res.Outcome == forgejo.UpdateDone {
 		produced = p.producedHead(ctx, pr)
@@ -58,7 +59,7 @@ func (p *Pool) afterUpdate(ctx context.Context, pr forgejo.PR, res forgejo.Updat
 // updated it from pr.HeadSHA: the one commit the approval may carry over
 // to (lifecycle.CarriesOver). "" when the read fails or shows no new head:
 // then whatever head comes next is reviewed again.
-func (p *Pool) producedHead(ctx context.Context, pr forgejo.PR) string {
+func (p *Pool) producedHead(ctx context.Context, pr forge.PR) string {
 	fresh, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 	switch {
 	case err != nil:
@@ -73,7 +74,7 @@ func (p *Pool) producedHead(ctx context.Context, pr forgejo.PR) string {
 
 // approvedDiff is the hash of the PR's diff at the approved head, which a
 // rebase must keep byte for byte for the approval to carry over.
-func (p *Pool) approvedDiff(ctx context.Context, pr forgejo.PR, style string) (string, error) {
+func (p *Pool) approvedDiff(ctx context.Context, pr forge.PR, style string) (string, error) {
 	if style != "rebase" {
 		return "", nil
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"pool/forge"
 	"pool/forgejo"
 )
 
@@ -15,10 +16,10 @@ import (
 func outdatedForge(readable bool, prs ...int) *fakeForge {
 	f := newFakeForge(prs...)
 	f.outdated = true
-	f.protection = forgejo.Protection{Protected: true, Rule: "main", Full: readable, UserCanMerge: true,
+	f.protection = forge.Protection{Protected: true, Rule: "main", Full: readable, UserCanMerge: true,
 		StatusCheck: true, StatusContexts: []string{"ci"}, BlockOnOutdated: readable}
 	for _, n := range prs {
-		f.statuses[f.prs[n].HeadSHA] = []forgejo.Status{{ID: int64(n), Context: "ci", State: "success"}}
+		f.statuses[f.prs[n].HeadSHA] = []forge.Status{{ID: int64(n), Context: "ci", State: "success"}}
 	}
 	return f
 }
@@ -189,7 +190,7 @@ func (f *fakeForge) setCheck(n int, state string) string {
 	defer f.mu.Unlock()
 	head := f.prs[n].HeadSHA
 	f.nextID++
-	f.statuses[head] = append(f.statuses[head], forgejo.Status{ID: f.nextID, Context: "ci", State: state})
+	f.statuses[head] = append(f.statuses[head], forge.Status{ID: f.nextID, Context: "ci", State: state})
 	f.ciAt[head] = time.Time{}
 	f.touch(n)
 	return head

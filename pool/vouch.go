@@ -3,7 +3,7 @@ package pool
 import (
 	"sort"
 
-	"pool/forgejo"
+	"pool/forge"
 )
 
 // vouch marks the reviews of PR n that a session of the pool filed: the
@@ -15,7 +15,7 @@ import (
 // approval) is not the session's. The marks are checked, not remembered:
 // a signed mark holds across restarts and for adopted sessions, with no
 // list of review ids to keep.
-func (p *Pool) vouch(n int, reviews []forgejo.Review) []forgejo.Review {
+func (p *Pool) vouch(n int, reviews []forge.Review) []forge.Review {
 	order := make([]int, len(reviews))
 	for i := range order {
 		order[i] = i
@@ -29,7 +29,7 @@ func (p *Pool) vouch(n int, reviews []forgejo.Review) []forgejo.Review {
 			continue
 		}
 		r.Vouched = true
-		if r.State == forgejo.ReviewApproved || r.State == forgejo.ReviewRequestChanges {
+		if r.State == forge.ReviewApproved || r.State == forge.ReviewRequestChanges {
 			used[r.Mark] = true
 		}
 	}

@@ -3,7 +3,7 @@ package pool
 import (
 	"testing"
 
-	"pool/forgejo"
+	"pool/forge"
 	"pool/sessionmark"
 )
 
@@ -16,13 +16,13 @@ func TestVouchChecksTheMark(t *testing.T) {
 	p := &Pool{cfg: cfg, marks: sessionmark.NewKey(cfg.Token)}
 	mark := p.marks.Mark(cfg.Repo(), 3, "h1", "ses_1")
 	other := sessionmark.NewKey("another pool's token").Mark(cfg.Repo(), 3, "h1", "ses_1")
-	reviews := []forgejo.Review{
-		{ID: 1, State: forgejo.ReviewComment, CommitID: "h1", Mark: mark},
-		{ID: 2, State: forgejo.ReviewRequestChanges, CommitID: "h1", Mark: mark},
-		{ID: 3, State: forgejo.ReviewApproved, CommitID: "h1", Mark: mark},
-		{ID: 4, State: forgejo.ReviewApproved, CommitID: "h2", Mark: mark},
-		{ID: 5, State: forgejo.ReviewApproved, CommitID: "h1", Mark: other},
-		{ID: 6, State: forgejo.ReviewApproved, CommitID: "h1"},
+	reviews := []forge.Review{
+		{ID: 1, State: forge.ReviewComment, CommitID: "h1", Mark: mark},
+		{ID: 2, State: forge.ReviewRequestChanges, CommitID: "h1", Mark: mark},
+		{ID: 3, State: forge.ReviewApproved, CommitID: "h1", Mark: mark},
+		{ID: 4, State: forge.ReviewApproved, CommitID: "h2", Mark: mark},
+		{ID: 5, State: forge.ReviewApproved, CommitID: "h1", Mark: other},
+		{ID: 6, State: forge.ReviewApproved, CommitID: "h1"},
 	}
 	got := p.vouch(3, reviews)
 	want := []bool{true, true, false, false, false, false}
@@ -31,7 +31,7 @@ func TestVouchChecksTheMark(t *testing.T) {
 			t.Errorf("review %d vouched %v, want %v", r.ID, r.Vouched, want[i])
 		}
 	}
-	if p.vouch(4, []forgejo.Review{{ID: 1, State: forgejo.ReviewApproved, CommitID: "h1", Mark: mark}})[0].Vouched {
+	if p.vouch(4, []forge.Review{{ID: 1, State: forge.ReviewApproved, CommitID: "h1", Mark: mark}})[0].Vouched {
 		t.Error("a mark for #3 vouched for a review of #4")
 	}
 }

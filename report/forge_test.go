@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"pool/configs"
+	"pool/forge"
 	"pool/forgejo"
 	"pool/internal/sandbox"
 	"pool/lifecycle"
@@ -447,7 +448,7 @@ func (fx *forgeFixture) autoMergeArmedRoundTrip() {
 	must(fx.t, fx.f.PostStatus(fx.ctx, fx.alice, fx.owner, repo, head, check, "pending", "http://ci.test/required", "running"))
 	res, err := fx.client.Merge(fx.ctx, fx.owner, repo, n, forgejo.MergeOptions{Style: "merge", HeadSHA: head, WhenChecksSucceed: true})
 	must(fx.t, err)
-	if res.Outcome != forgejo.MergeScheduled {
+	if res.Outcome != forge.MergeScheduled {
 		fx.t.Fatalf("scheduling an auto-merge: %+v", res)
 	}
 	armed, err := fx.client.AutoMergeArmed(fx.ctx, fx.owner, repo, n)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"pool/forge"
 	"pool/forgejo"
 )
 
@@ -55,23 +56,23 @@ func hostileSnapshot(body, other, author, path, target string, n int, flags uint
 			b, who = other, "review-bot"
 		}
 		at := t0.Add(time.Duration(i) * time.Second)
-		s.Comments = append(s.Comments, forgejo.Comment{ID: int64(100 + i), Author: who, Body: b, Created: at, Updated: at})
+		s.Comments = append(s.Comments, forge.Comment{ID: int64(100 + i), Author: who, Body: b, Created: at, Updated: at})
 	}
 	s.Reviews = []forgejo.ReviewDetail{
-		{Review: forgejo.Review{ID: 10, Author: author, State: forgejo.ReviewRequestChanges, CommitID: headA, Submitted: t0},
+		{Review: forge.Review{ID: 10, Author: author, State: forge.ReviewRequestChanges, CommitID: headA, Submitted: t0},
 			Body: body, CommentsCount: 2, Updated: t0, URL: target},
-		{Review: forgejo.Review{ID: 11, Author: "review-bot", State: forgejo.ReviewComment, CommitID: headA, Submitted: t0},
+		{Review: forge.Review{ID: 11, Author: "review-bot", State: forge.ReviewComment, CommitID: headA, Submitted: t0},
 			Body: other, Updated: t0},
 	}
 	if flags&4 != 0 {
-		s.Reviews = append(s.Reviews, forgejo.ReviewDetail{Review: forgejo.Review{ID: 12, Author: author,
-			State: forgejo.ReviewApproved, CommitID: headA, Submitted: t0}})
+		s.Reviews = append(s.Reviews, forgejo.ReviewDetail{Review: forge.Review{ID: 12, Author: author,
+			State: forge.ReviewApproved, CommitID: headA, Submitted: t0}})
 	}
 	s.Inline = []forgejo.InlineComment{
 		{ID: 20, ReviewID: 10, Author: author, Body: body, Path: path, Line: 3, Created: t0, Updated: t0, URL: target},
 		{ID: 21, ReviewID: 10, Author: "review-bot", Body: other, Path: path, Line: 3, Created: t0, Updated: t0},
 	}
-	s.Statuses = append(s.Statuses, forgejo.Status{ID: 9, Context: other, State: "failure",
+	s.Statuses = append(s.Statuses, forge.Status{ID: 9, Context: other, State: "failure",
 		Description: body, TargetURL: target, Created: t0})
 	return s
 }
@@ -123,7 +124,7 @@ func checkAnswering(t *testing.T, s Snapshot, d Digest) {
 	}
 	reply := func(author string) Digest {
 		s := s
-		s.Comments = append(append([]forgejo.Comment(nil), s.Comments...), forgejo.Comment{ID: 9999, Author: author,
+		s.Comments = append(append([]forge.Comment(nil), s.Comments...), forge.Comment{ID: 9999, Author: author,
 			Created: t0, Updated: t0, Body: ReplyMarker(strings.Join(toks, ",")) + "\nDone."})
 		return NewDigest(s, TickOptions{})
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"pool/forge"
 	"pool/forgejo"
 	"pool/lifecycle"
 )
@@ -49,25 +50,25 @@ var t0 = time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
 func snapshotFixture() Snapshot {
 	return Snapshot{
 		Target: Target{Owner: "acme", Repo: "widgets", Number: 7},
-		PR: forgejo.PRDetail{PR: forgejo.PR{Number: 7, Title: "Add widgets", Author: "alice", State: "open",
+		PR: forgejo.PRDetail{PR: forge.PR{Number: 7, Title: "Add widgets", Author: "alice", State: "open",
 			Mergeable: true, HeadSHA: headA, HeadRef: "feature-1", BaseRef: "main", Updated: t0,
 			URL: "http://forge.test/acme/widgets/pulls/7", BaseSHA: baseA, MergeBase: baseA}},
 		Self:       "pool-bot",
-		Protection: forgejo.Protection{UserCanMerge: true},
-		Statuses: []forgejo.Status{
+		Protection: forge.Protection{UserCanMerge: true},
+		Statuses: []forge.Status{
 			{ID: 1, Context: "ci / test (pull_request)", State: "failure", Description: "Has been cancelled", TargetURL: "http://ci.test/run/1", Created: t0},
 			{ID: 2, Context: "lint / vet (pull_request)", State: "failure", Description: "go vet found 2 problems", TargetURL: "http://ci.test/run/2", Created: t0},
 			{ID: 3, Context: "ci / test (push)", State: "success", Description: "ok", TargetURL: "http://ci.test/run/3", Created: t0.Add(time.Minute)},
 			{ID: 4, Context: "ci/woodpecker/pr/build", State: "pending", TargetURL: "http://ci.test/wp/4", Created: t0.Add(time.Minute)},
 		},
 		Reviews: []forgejo.ReviewDetail{
-			{Review: forgejo.Review{ID: 10, Author: "review-bot", State: forgejo.ReviewRequestChanges, CommitID: headA, Official: true, Submitted: t0},
+			{Review: forge.Review{ID: 10, Author: "review-bot", State: forge.ReviewRequestChanges, CommitID: headA, Official: true, Submitted: t0},
 				Body: "Please handle the error.", CommentsCount: 1, Updated: t0},
 		},
 		Inline: []forgejo.InlineComment{
 			{ID: 20, ReviewID: 10, Author: "review-bot", Body: "err is ignored here", Path: "main.go", Line: 3, Created: t0, Updated: t0},
 		},
-		Comments: []forgejo.Comment{
+		Comments: []forge.Comment{
 			{ID: 30, Author: "review-bot", Body: "Review started.", Created: t0, Updated: t0},
 			{ID: 31, Author: "alice", Body: "Could you look at the README too?", Created: t0, Updated: t0},
 		},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"pool/forge"
 	"pool/forgejo"
 	"pool/lifecycle"
 )
@@ -45,8 +46,8 @@ func readOnly(p lifecycle.Policy) lifecycle.Policy {
 }
 
 // reviewsOf drops what only the report reads of each review.
-func reviewsOf(details []forgejo.ReviewDetail) []forgejo.Review {
-	reviews := make([]forgejo.Review, len(details))
+func reviewsOf(details []forgejo.ReviewDetail) []forge.Review {
+	reviews := make([]forge.Review, len(details))
 	for i, r := range details {
 		reviews[i] = r.Review
 	}

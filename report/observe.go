@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"strconv"
 
+	"pool/forge"
 	"pool/forgejo"
 )
 
@@ -27,13 +28,13 @@ import (
 type Forge interface {
 	Me(ctx context.Context) (string, error)
 	PRDetail(ctx context.Context, owner, repo string, n int) (forgejo.PRDetail, error)
-	StatusHistory(ctx context.Context, owner, repo, sha string) ([]forgejo.Status, error)
+	StatusHistory(ctx context.Context, owner, repo, sha string) ([]forge.Status, error)
 	ReviewDetails(ctx context.Context, owner, repo string, n int) ([]forgejo.ReviewDetail, error)
 	InlineComments(ctx context.Context, owner, repo string, n int, reviewID int64) ([]forgejo.InlineComment, error)
-	Comments(ctx context.Context, owner, repo string, n int) ([]forgejo.Comment, error)
+	Comments(ctx context.Context, owner, repo string, n int) ([]forge.Comment, error)
 	DefaultBranch(ctx context.Context, owner, repo string) (string, error)
 	AutoMergeArmed(ctx context.Context, owner, repo string, n int) (bool, error)
-	Protection(ctx context.Context, owner, repo, branch string) (forgejo.Protection, error)
+	Protection(ctx context.Context, owner, repo, branch string) (forge.Protection, error)
 	OpenDependencies(ctx context.Context, owner, repo string, n int) ([]string, error)
 }
 
@@ -70,7 +71,7 @@ type Snapshot struct {
 	Self    string
 	SelfErr error
 
-	Statuses    []forgejo.Status // full history on the head commit, oldest first
+	Statuses    []forge.Status // full history on the head commit, oldest first
 	StatusesErr error
 
 	Reviews    []forgejo.ReviewDetail
@@ -79,11 +80,11 @@ type Snapshot struct {
 	Inline    []forgejo.InlineComment
 	InlineErr error
 
-	Comments    []forgejo.Comment
+	Comments    []forge.Comment
 	CommentsErr error
 
 	// Protection is the base branch's protection, the floor of every merge.
-	Protection    forgejo.Protection
+	Protection    forge.Protection
 	ProtectionErr error
 
 	// Dependencies are the open issues the PR depends on: the forge refuses
@@ -180,7 +181,7 @@ func wrapsAny(err error, listed []error) bool {
 // draft, not a review request).
 func submitted(state string) bool {
 	switch state {
-	case forgejo.ReviewApproved, forgejo.ReviewRequestChanges, forgejo.ReviewComment:
+	case forge.ReviewApproved, forge.ReviewRequestChanges, forge.ReviewComment:
 		return true
 	}
 	return false

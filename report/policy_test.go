@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"pool/configs"
+	"pool/forge"
 	"pool/forgejo"
 	"pool/lifecycle"
 )
@@ -17,7 +18,7 @@ func (f snapshotForge) Me(context.Context) (string, error) { return f.s.Self, ni
 func (f snapshotForge) PRDetail(context.Context, string, string, int) (forgejo.PRDetail, error) {
 	return f.s.PR, nil
 }
-func (f snapshotForge) StatusHistory(context.Context, string, string, string) ([]forgejo.Status, error) {
+func (f snapshotForge) StatusHistory(context.Context, string, string, string) ([]forge.Status, error) {
 	return f.s.Statuses, nil
 }
 func (f snapshotForge) ReviewDetails(context.Context, string, string, int) ([]forgejo.ReviewDetail, error) {
@@ -26,7 +27,7 @@ func (f snapshotForge) ReviewDetails(context.Context, string, string, int) ([]fo
 func (f snapshotForge) InlineComments(context.Context, string, string, int, int64) ([]forgejo.InlineComment, error) {
 	return nil, nil
 }
-func (f snapshotForge) Comments(context.Context, string, string, int) ([]forgejo.Comment, error) {
+func (f snapshotForge) Comments(context.Context, string, string, int) ([]forge.Comment, error) {
 	return nil, nil
 }
 func (f snapshotForge) DefaultBranch(context.Context, string, string) (string, error) {
@@ -35,7 +36,7 @@ func (f snapshotForge) DefaultBranch(context.Context, string, string) (string, e
 func (f snapshotForge) AutoMergeArmed(context.Context, string, string, int) (bool, error) {
 	return false, nil
 }
-func (f snapshotForge) Protection(context.Context, string, string, string) (forgejo.Protection, error) {
+func (f snapshotForge) Protection(context.Context, string, string, string) (forge.Protection, error) {
 	return f.s.Protection, nil
 }
 func (f snapshotForge) OpenDependencies(context.Context, string, string, int) ([]string, error) {
@@ -50,9 +51,9 @@ func (f snapshotForge) OpenDependencies(context.Context, string, string, int) ([
 func TestReportAndTickJudgeByTheSupervisorsSettings(t *testing.T) {
 	green := func() Snapshot {
 		s := snapshotFixture()
-		s.Statuses = []forgejo.Status{{ID: 1, Context: "ci", State: "success", Created: t0}}
-		s.Reviews = []forgejo.ReviewDetail{{Review: forgejo.Review{ID: 10, Author: "review-bot",
-			State: forgejo.ReviewApproved, CommitID: headA, Official: true, Submitted: t0}}}
+		s.Statuses = []forge.Status{{ID: 1, Context: "ci", State: "success", Created: t0}}
+		s.Reviews = []forgejo.ReviewDetail{{Review: forge.Review{ID: 10, Author: "review-bot",
+			State: forge.ReviewApproved, CommitID: headA, Official: true, Submitted: t0}}}
 		return s
 	}
 	always := configs.Default()

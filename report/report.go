@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"pool/forge"
 	"pool/forgejo"
 	"pool/lifecycle"
 )
@@ -117,7 +118,7 @@ func headSHA(s string) string {
 
 // addChecks sorts the head's checks as lifecycle judges them; a required
 // context no passing check matches yet is pending too.
-func (r *Report) addChecks(history []forgejo.Status, err error, required []string) {
+func (r *Report) addChecks(history []forge.Status, err error, required []string) {
 	if err != nil || len(history) == 0 {
 		return // an empty answer is unknown, not green
 	}
@@ -163,7 +164,7 @@ func (r *Report) addReviewers(s Snapshot, rule lifecycle.ReviewRule) {
 		r.Reviewers = append(r.Reviewers, rv)
 	}
 	if s.ReviewsErr == nil {
-		r.ChangesRequested = headVerdict(s, rule).State == forgejo.ReviewRequestChanges
+		r.ChangesRequested = headVerdict(s, rule).State == forge.ReviewRequestChanges
 	}
 }
 
@@ -192,9 +193,9 @@ func reviewerStatus(account string, reviews []forgejo.ReviewDetail, head string)
 
 func reviewerWord(state string) string {
 	switch state {
-	case forgejo.ReviewApproved:
+	case forge.ReviewApproved:
 		return reviewerApproved
-	case forgejo.ReviewRequestChanges:
+	case forge.ReviewRequestChanges:
 		return reviewerChanges
 	}
 	return reviewerCommented
@@ -202,7 +203,7 @@ func reviewerWord(state string) string {
 
 // commentsBy counts the PR comments the accounts wrote, leaving out the
 // pool's own marked comments (claims, retries, replies).
-func commentsBy(comments []forgejo.Comment, accounts []string) int {
+func commentsBy(comments []forge.Comment, accounts []string) int {
 	n := 0
 	for _, c := range comments {
 		if hasAccount(accounts, c.Author) && !hasMark(c.Body) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"pool/forge"
 	"pool/forgejo"
 	"pool/lifecycle"
 )
@@ -230,9 +231,9 @@ func reviewItems(reviews []forgejo.ReviewDetail, answered, voices map[string]boo
 		}
 		var reason string
 		switch {
-		case r.State == forgejo.ReviewRequestChanges && !approvedLater(r, reviews):
+		case r.State == forge.ReviewRequestChanges && !approvedLater(r, reviews):
 			reason = ReasonChangesRequested
-		case r.State == forgejo.ReviewComment && strings.TrimSpace(r.Body) != "" && !isPoolMark(r.Body, r.Author, voices):
+		case r.State == forge.ReviewComment && strings.TrimSpace(r.Body) != "" && !isPoolMark(r.Body, r.Author, voices):
 			reason = ReasonNewReview
 		default:
 			continue
@@ -253,14 +254,14 @@ func reviewItems(reviews []forgejo.ReviewDetail, answered, voices map[string]boo
 
 func approvedLater(r forgejo.ReviewDetail, reviews []forgejo.ReviewDetail) bool {
 	for _, o := range reviews {
-		if o.ID > r.ID && strings.EqualFold(o.Author, r.Author) && o.State == forgejo.ReviewApproved && !o.Dismissed {
+		if o.ID > r.ID && strings.EqualFold(o.Author, r.Author) && o.State == forge.ReviewApproved && !o.Dismissed {
 			return true
 		}
 	}
 	return false
 }
 
-func commentItems(comments []forgejo.Comment, answered, voices map[string]bool) []Item {
+func commentItems(comments []forge.Comment, answered, voices map[string]bool) []Item {
 	var out []Item
 	for _, c := range comments {
 		if isPoolMark(c.Body, c.Author, voices) {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 
-	"pool/forgejo"
+	"pool/forge"
 	"pool/internal/redact"
 	"pool/report"
 )
@@ -88,7 +88,7 @@ func (t *tool) prData(ctx context.Context, target report.Target) (prView, error)
 	return v, nil
 }
 
-func prState(pr forgejo.PR) string {
+func prState(pr forge.PR) string {
 	if pr.Merged {
 		return "merged"
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"pool/forge"
 	"pool/forgejo"
 	"pool/internal/redact"
 	"pool/report"
@@ -19,9 +20,9 @@ import (
 
 // verdicts maps the tool's verdict words to the forge's review events.
 var verdicts = map[string]string{
-	"approve":         forgejo.ReviewApproved,
-	"request-changes": forgejo.ReviewRequestChanges,
-	"comment":         forgejo.ReviewComment,
+	"approve":         forge.ReviewApproved,
+	"request-changes": forge.ReviewRequestChanges,
+	"comment":         forge.ReviewComment,
 }
 
 var lineCommentRE = regexp.MustCompile(`(?s)^([^:]+):([0-9]+):(.+)$`)
@@ -90,7 +91,7 @@ func runLine(ctx context.Context, t *tool, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return usageErr(stderr, "line", err)
 	}
-	r := forgejo.NewReview{Event: forgejo.ReviewComment, CommitID: *commit,
+	r := forgejo.NewReview{Event: forge.ReviewComment, CommitID: *commit,
 		Comments: []forgejo.LineComment{{Path: *path, Line: *line, Body: text}}}
 	return t.postReview(ctx, target, r, stdout, stderr)
 }
@@ -220,7 +221,7 @@ func (t *tool) checkVerdictOpen(ctx context.Context, c *forgejo.Client, target r
 			continue
 		}
 		filed++
-		if r.State == forgejo.ReviewApproved || r.State == forgejo.ReviewRequestChanges || filed >= maxSessionReviews {
+		if r.State == forge.ReviewApproved || r.State == forge.ReviewRequestChanges || filed >= maxSessionReviews {
 			return &usageError{fmt.Errorf("this session filed its verdict already (review %d, %s): one verdict a session", r.ID, r.State)}
 		}
 	}

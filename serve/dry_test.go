@@ -12,6 +12,7 @@ import (
 
 	"pool/agent"
 	"pool/configs"
+	"pool/forge"
 	"pool/forgejo"
 	"pool/pool"
 )
@@ -31,8 +32,8 @@ func (f *readForge) wrote(format string, args ...any) {
 	f.writes = append(f.writes, fmt.Sprintf(format, args...))
 }
 
-func (f *readForge) pr(n int) forgejo.PR {
-	return forgejo.PR{Number: n, State: "open", Mergeable: true, HeadSHA: fmt.Sprintf("h%d", n), BaseRef: "main",
+func (f *readForge) pr(n int) forge.PR {
+	return forge.PR{Number: n, State: "open", Mergeable: true, HeadSHA: fmt.Sprintf("h%d", n), BaseRef: "main",
 		Author: "author", HeadRepo: "o/r", Updated: time.Unix(1, 0)}
 }
 
@@ -43,28 +44,28 @@ func (f *readForge) IsCollaborator(context.Context, string, string, string) (boo
 func (f *readForge) DefaultBranch(context.Context, string, string) (string, error) {
 	return "main", nil
 }
-func (f *readForge) Protection(context.Context, string, string, string) (forgejo.Protection, error) {
-	return forgejo.Protection{UserCanMerge: true}, nil
+func (f *readForge) Protection(context.Context, string, string, string) (forge.Protection, error) {
+	return forge.Protection{UserCanMerge: true}, nil
 }
-func (f *readForge) OpenPRs(context.Context, string, string) ([]forgejo.PR, error) {
-	return []forgejo.PR{f.pr(1), f.pr(2)}, nil
+func (f *readForge) OpenPRs(context.Context, string, string) ([]forge.PR, error) {
+	return []forge.PR{f.pr(1), f.pr(2)}, nil
 }
 func (f *readForge) ChangedPRs(context.Context, string, string, time.Time) ([]forgejo.PRChange, time.Time, error) {
 	return nil, time.Now(), nil
 }
-func (f *readForge) PR(_ context.Context, _, _ string, n int) (forgejo.PR, error) {
+func (f *readForge) PR(_ context.Context, _, _ string, n int) (forge.PR, error) {
 	return f.pr(n), nil
 }
-func (f *readForge) Comments(context.Context, string, string, int) ([]forgejo.Comment, error) {
+func (f *readForge) Comments(context.Context, string, string, int) ([]forge.Comment, error) {
 	return nil, nil
 }
-func (f *readForge) Reviews(_ context.Context, _, _ string, n int) ([]forgejo.Review, error) {
+func (f *readForge) Reviews(_ context.Context, _, _ string, n int) ([]forge.Review, error) {
 	if n != 1 {
 		return nil, nil
 	}
-	return []forgejo.Review{{ID: 1, Author: "reviewer", State: forgejo.ReviewApproved, CommitID: "h1", Official: true}}, nil
+	return []forge.Review{{ID: 1, Author: "reviewer", State: forge.ReviewApproved, CommitID: "h1", Official: true}}, nil
 }
-func (f *readForge) StatusHistory(context.Context, string, string, string) ([]forgejo.Status, error) {
+func (f *readForge) StatusHistory(context.Context, string, string, string) ([]forge.Status, error) {
 	return nil, nil
 }
 func (f *readForge) OpenDependencies(_ context.Context, _, _ string, n int) ([]string, error) {
@@ -73,13 +74,13 @@ func (f *readForge) OpenDependencies(_ context.Context, _, _ string, n int) ([]s
 	}
 	return nil, nil
 }
-func (f *readForge) PostComment(_ context.Context, _, _ string, n int, body string) (forgejo.Comment, error) {
+func (f *readForge) PostComment(_ context.Context, _, _ string, n int, body string) (forge.Comment, error) {
 	f.wrote("#%d: comment %q", n, body)
-	return forgejo.Comment{}, nil
+	return forge.Comment{}, nil
 }
-func (f *readForge) Merge(_ context.Context, _, _ string, n int, _ forgejo.MergeOptions) (forgejo.MergeResult, error) {
+func (f *readForge) Merge(_ context.Context, _, _ string, n int, _ forgejo.MergeOptions) (forge.MergeResult, error) {
 	f.wrote("#%d: merge", n)
-	return forgejo.MergeResult{Outcome: forgejo.MergeDone, Status: 200}, nil
+	return forge.MergeResult{Outcome: forge.MergeDone, Status: 200}, nil
 }
 
 // idleAgent is an agent server with the pool's agent and no session.

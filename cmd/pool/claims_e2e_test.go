@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"pool/claims"
-	"pool/forgejo"
+	"pool/forge"
 	"pool/internal/sandbox"
 )
 
@@ -124,8 +124,8 @@ func TestStaleClaimIsTakenOver(t *testing.T) {
 
 const sigterm = syscall.SIGTERM
 
-func commentOf(c apiComment) forgejo.Comment {
-	return forgejo.Comment{ID: c.ID, Author: c.User.Login, Body: c.Body}
+func commentOf(c apiComment) forge.Comment {
+	return forge.Comment{ID: c.ID, Author: c.User.Login, Body: c.Body}
 }
 
 func sessionCount(t *testing.T, ctx context.Context, sb *sandbox.Sandbox) int {
