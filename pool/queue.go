@@ -352,28 +352,23 @@ func (p *Pool) workQueue(ctx context.Context) time.Duration {
 }
 
 // mergeQueued decides once more on fresh reads and, if the decision still
-// is to merge (or update), makes the call itself. A PR the decision no
-// longer merges leaves the queue, its track as it was: the discovery loop
-// decides it again and carries that out. One whose merge the forge refused
-// for good leaves the queue too. moved is when the queue's last merge was
-// answered, if this is the first PR read mergeable after it.
+// is to merge, makes the merge call. A PR the decision no longer merges, or
+// whose merge the forge refused for good, leaves the queue; the discovery
+// loop decides it again. moved is when the queue's last merge was answered,
+// if this is the first PR read mergeable after it.
 func (p *Pool) mergeQueued(ctx context.Context, pr forge.PR, moved time.Time) {
-	obs, err := p.observe(ctx, pr)
+	act, err := p.decideAndAct(ctx, pr)
 	if err != nil {
 		p.log.Warn("merge queue: deciding failed; waiting", "pr", pr.Number, "err", err)
 		p.queue.notReady(pr.Number, p.now())
 		return
 	}
-	next, act, ok := p.queueDecided(pr.Number, obs)
-	if !ok {
-		p.log.Debug("merge queue: the PR is no longer to merge; the discovery loop decides it", "pr", pr.Number, "decision", act.Kind)
-		p.handBack(pr)
-		return
-	}
-	p.logDecision(pr.Number, next, act)
-	p.book.Decided(pr, next, act, p.now())
 	if act.Kind == lifecycle.Update {
 		p.updateQueued(ctx, pr)
+		return
+	}
+	if act.Kind != lifecycle.Merge {
+		p.handBack(pr) // the discovery loop takes the PR back
 		return
 	}
 	res, err := p.merge(ctx, pr)

@@ -103,23 +103,6 @@ func (p *Pool) decided(n int, obs lifecycle.Observation) (lifecycle.Track, lifec
 	return t, act
 }
 
-// queueDecided records the merge queue's decision on an observation of
-// the PR if it merges or updates it, which the queue does itself (ok). Any
-// other leaves the track as it was, for the discovery loop to decide and
-// carry out: a note or a diagnostic the decision asks for is the loop's.
-func (p *Pool) queueDecided(n int, obs lifecycle.Observation) (lifecycle.Track, lifecycle.Action, bool) {
-	var act lifecycle.Action
-	t := p.writeTrack(n, func(t lifecycle.Track, had bool) (lifecycle.Track, bool) {
-		next, a := lifecycle.Decide(p.policy, t, obs)
-		act = a
-		if a.Kind != lifecycle.Merge && a.Kind != lifecycle.Update {
-			return t, had
-		}
-		return next, true
-	})
-	return t, act, act.Kind == lifecycle.Merge || act.Kind == lifecycle.Update
-}
-
 // marked records the marks of an action that succeeded.
 func (p *Pool) marked(n int, m lifecycle.Marks) {
 	if m != (lifecycle.Marks{}) {
