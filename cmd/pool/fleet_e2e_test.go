@@ -198,3 +198,68 @@ func fleetEnv(t *testing.T, sb *sandbox.Sandbox, tmp string, extra ...string) []
 	}
 	return env
 }
+
+// TestAKilledAgentServerIsUsedAgainOnceRestarted: two real agent servers
+// of one slot each, the first listed on a scripted model of its own. It is
+// killed, marked down, and restarted on its port and data (as an operator
+// would); once the pool says it answers again, PRs opened after are
+// reviewed on it too: on equal load the first server listed takes the
+// session, so the first PR after the restart goes to it unless it is left
+// out.
+func TestAKilledAgentServerIsUsedAgainOnceRestarted(t *testing.T) {
+	parallel(t)
+	ctx := testContext(t)
+	script := approveOnly("")
+	sb := startSandbox(t, ctx, 0, script)
+	model, err := sandbox.StartModel(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(model.Close)
+	victim, err := sb.Agent.AnotherOn(ctx, filepath.Join(t.TempDir(), "victim"), model.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = victim.Stop() })
+	tmp := t.TempDir()
+	file := serversConfig(t, tmp, fmt.Sprintf("{url: %q, workers: 1, role: both}", victim.URL),
+		fmt.Sprintf("{url: %q, workers: 1, role: both}", sb.Agent.URL))
+	pool := startPool(t, ctx, buildPool(t), fleetEnv(t, sb, tmp, "POOL_IDLE_EXIT=0"), "--config", file)
+
+	if err := victim.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "the killed server marked down", func() bool {
+		return strings.Contains(pool.stderr.String(), "agent server does not answer; no session starts on it")
+	}, pool)
+	restarted, err := victim.Restart(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = restarted.Stop() })
+	eventually(t, ctx, "the restarted server used again", func() bool {
+		return strings.Contains(pool.stderr.String(), "agent server answers again; placing sessions on it")
+	}, pool)
+	var prs []int
+	for i := range 4 {
+		n, err := sb.AddPR(ctx, i+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prs = append(prs, n)
+	}
+	for _, n := range prs {
+		eventually(t, ctx, fmt.Sprintf("PR #%d merged", n), func() bool { return getPR(t, ctx, sb, n).Merged }, pool)
+	}
+	if err := pool.cmd.Process.Signal(sigterm); err != nil {
+		t.Fatal(err)
+	}
+	pool.wait(t, ctx)
+	if got := len(model.Prompts()); got == 0 {
+		t.Errorf("no session on the restarted server; the other ran %d", len(sb.Model.Prompts()))
+	}
+	want := regexp.MustCompile(`(?m)^  - ` + regexp.QuoteMeta(victim.URL) + `: [1-9]\d* started, 0 lost$`)
+	if report := pool.stdout.String(); !want.MatchString(report) {
+		t.Errorf("report lacks %q:\n%s", want, report)
+	}
+}
