@@ -162,33 +162,17 @@ func trusted(list []string, author string) bool {
 	return false
 }
 
-// Verdict is a pool's reading of the claims on a PR.
-type Verdict int
-
-const (
-	// Free: no live claim; the pool may claim.
-	Free Verdict = iota
-	// Ours: this instance holds the winning live claim.
-	Ours
-	// Taken: another instance holds the winning live claim.
-	Taken
-)
-
-func (v Verdict) String() string {
-	return [...]string{"free", "ours", "taken"}[v]
-}
-
 // Judge says who holds the PR for the view's head, from the instance's side.
 // It returns the winning claim when there is one.
-func Judge(v View, instance string) (Verdict, Claim) {
+func Judge(v View, instance string) (forge.ClaimVerdict, Claim) {
 	live := Live(v)
 	if len(live) == 0 {
-		return Free, Claim{}
+		return forge.ClaimFree, Claim{}
 	}
 	if live[0].Instance == instance {
-		return Ours, live[0]
+		return forge.ClaimOurs, live[0]
 	}
-	return Taken, live[0]
+	return forge.ClaimTaken, live[0]
 }
 
 // Losers returns this instance's live claims that do not win: the comments a

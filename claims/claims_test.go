@@ -58,44 +58,44 @@ func TestJudge(t *testing.T) {
 		comments []forge.Comment
 		reviews  []forge.Review
 		now      time.Time
-		want     Verdict
+		want     forge.ClaimVerdict
 		winner   string
 	}{
-		{name: "no comments", now: t0, want: Free},
+		{name: "no comments", now: t0, want: forge.ClaimFree},
 		{name: "own fresh claim", comments: []forge.Comment{claimComment(1, "bot", "me", "head", t0)},
-			now: t0.Add(time.Minute), want: Ours, winner: "me"},
+			now: t0.Add(time.Minute), want: forge.ClaimOurs, winner: "me"},
 		{name: "other fresh claim", comments: []forge.Comment{claimComment(1, "other-bot", "them", "head", t0)},
-			now: t0.Add(29 * time.Minute), want: Taken, winner: "them"},
+			now: t0.Add(29 * time.Minute), want: forge.ClaimTaken, winner: "them"},
 		{name: "tie-break lowest id wins", comments: []forge.Comment{
 			claimComment(5, "bot", "me", "head", t0), claimComment(4, "other-bot", "them", "head", t0)},
-			now: t0, want: Taken, winner: "them"},
+			now: t0, want: forge.ClaimTaken, winner: "them"},
 		{name: "tie-break we are first", comments: []forge.Comment{
 			claimComment(4, "bot", "me", "head", t0), claimComment(5, "other-bot", "them", "head", t0)},
-			now: t0, want: Ours, winner: "me"},
+			now: t0, want: forge.ClaimOurs, winner: "me"},
 		{name: "untrusted author is ignored", comments: []forge.Comment{claimComment(1, "mallory", "fake", "head", t0)},
-			now: t0, want: Free},
+			now: t0, want: forge.ClaimFree},
 		{name: "claim on an older head is irrelevant", comments: []forge.Comment{claimComment(1, "other-bot", "them", "old", t0)},
-			now: t0, want: Free},
+			now: t0, want: forge.ClaimFree},
 		{name: "stale after ttl", comments: []forge.Comment{claimComment(1, "other-bot", "them", "head", t0)},
-			now: t0.Add(ttl), want: Free},
+			now: t0.Add(ttl), want: forge.ClaimFree},
 		{name: "claimant comment keeps it live", comments: []forge.Comment{
 			claimComment(1, "other-bot", "them", "head", t0),
 			{ID: 2, Author: "other-bot", Body: "still working", Created: t0.Add(20 * time.Minute)}},
-			now: t0.Add(45 * time.Minute), want: Taken, winner: "them"},
+			now: t0.Add(45 * time.Minute), want: forge.ClaimTaken, winner: "them"},
 		{name: "another instance's claim by the same account does not", comments: []forge.Comment{
 			claimComment(1, "other-bot", "them", "head", t0),
 			claimComment(2, "other-bot", "someone", "old-head", t0.Add(20*time.Minute))},
-			now: t0.Add(45 * time.Minute), want: Free},
+			now: t0.Add(45 * time.Minute), want: forge.ClaimFree},
 		{name: "someone else's comment does not", comments: []forge.Comment{
 			claimComment(1, "other-bot", "them", "head", t0),
 			{ID: 2, Author: "alice", Body: "ping", Created: t0.Add(20 * time.Minute)}},
-			now: t0.Add(45 * time.Minute), want: Free},
+			now: t0.Add(45 * time.Minute), want: forge.ClaimFree},
 		{name: "an edit of the claim keeps it live", comments: []forge.Comment{
 			edited(claimComment(1, "other-bot", "them", "head", t0), t0.Add(20*time.Minute))},
-			now: t0.Add(45 * time.Minute), want: Taken, winner: "them"},
+			now: t0.Add(45 * time.Minute), want: forge.ClaimTaken, winner: "them"},
 		{name: "review activity keeps it live", comments: []forge.Comment{claimComment(1, "other-bot", "them", "head", t0)},
 			reviews: []forge.Review{{ID: 9, Author: "rev", State: forge.ReviewComment, Submitted: t0.Add(10 * time.Minute)}},
-			now:     t0.Add(35 * time.Minute), want: Taken, winner: "them"},
+			now:     t0.Add(35 * time.Minute), want: forge.ClaimTaken, winner: "them"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

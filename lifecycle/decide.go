@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"pool/claims"
 	"pool/forge"
 )
 
@@ -137,7 +136,7 @@ func unreviewed(p Policy, t Track, o Observation) (Track, Action) {
 		return t, reading(need)
 	}
 	switch {
-	case o.Claim == claims.Taken:
+	case o.Claim == forge.ClaimTaken:
 		return t, Action{Kind: Wait, Reason: "claimed by another pool"}
 	case o.Now.Before(t.NotBefore):
 		return t, Action{Kind: Wait, Reason: "backing off after a session that left no review"}
@@ -226,7 +225,7 @@ func approvedAfterConflict(p Policy, t Track, o Observation, hint string) (Track
 			return t, Action{Kind: Wait, Reason: "checks failing; " + noFixer(p, o), Diagnostic: diag}
 		case claimsNeeded(o) != 0:
 			return t, reading(claimsNeeded(o))
-		case o.Claim == claims.Taken:
+		case o.Claim == forge.ClaimTaken:
 			return t, Action{Kind: Wait, Reason: "checks failing; another pool holds the PR", Diagnostic: diag}
 		case o.Now.Before(t.NotBefore):
 			return t, Action{Kind: Wait, Reason: "checks failing; backing off after a fixer that could not start", Diagnostic: diag}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"pool/claims"
 	"pool/forge"
 )
 
@@ -60,9 +59,9 @@ func (c DecisionCase) Inputs() (Policy, Track, Observation) {
 // and `pool report` both.
 var DecisionTable = []DecisionCase{
 	{Name: "new PR gets a review", WantKind: Review, WantState: Unreviewed},
-	{Name: "claimed elsewhere waits", Obs: func(o Observation) Observation { o.Claim = claims.Taken; return o },
+	{Name: "claimed elsewhere waits", Obs: func(o Observation) Observation { o.Claim = forge.ClaimTaken; return o },
 		WantKind: Wait, WantState: Unreviewed},
-	{Name: "our own claim is resumed", Obs: func(o Observation) Observation { o.Claim = claims.Ours; return o },
+	{Name: "our own claim is resumed", Obs: func(o Observation) Observation { o.Claim = forge.ClaimOurs; return o },
 		WantKind: Review, WantState: Unreviewed},
 	{Name: "skip label is left to humans", Obs: func(o Observation) Observation { o.Skip = true; return o },
 		WantKind: Skip, WantState: AwaitingHuman},
@@ -104,7 +103,7 @@ var DecisionTable = []DecisionCase{
 		Obs: approvedWith(status("ci", "failure")), WantKind: Wait, WantState: CIFailing},
 	{Name: "another pool's fixer is not doubled", Obs: func(o Observation) Observation {
 		o = approvedWith(status("ci", "failure"))(o)
-		o.Claim = claims.Taken
+		o.Claim = forge.ClaimTaken
 		return o
 	}, WantKind: Wait, WantState: CIFailing},
 	{Name: "sessions that left no review are retried once the back-off ends",

@@ -13,15 +13,14 @@
 // the facts (Facts) the decision needs read next: the pool reads only
 // those, and decides once.
 //
-// It is pure: it links nothing but package forge (the forge's plain data),
-// claims and internal/backoff, never the forge's SDK or an HTTP client
-// (TestLinksOnlyTheLeaf keeps it so).
+// It is pure: it links nothing but package forge (the forge's plain data,
+// the claims' verdict included), never an HTTP client (TestLinksOnlyTheLeaf
+// and internal/layers keep it so).
 package lifecycle
 
 import (
 	"time"
 
-	"pool/claims"
 	"pool/forge"
 )
 
@@ -232,7 +231,7 @@ type Observation struct {
 	// in the last 24 hours on this PR and on its author's PRs.
 	Outsider, Allowed          bool
 	PRSessions, AuthorSessions int
-	Claim                      claims.Verdict
+	Claim                      forge.ClaimVerdict
 	Now                        time.Time
 	// Read are the facts read into the observation so far (Plan).
 	Read Facts

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"pool/claims"
 	"pool/forge"
 )
 
@@ -15,7 +14,7 @@ func unread(full Observation) Observation {
 	o := full
 	o.Reviews, o.HeadParents, o.DiffHash, o.TreeDiffers = nil, nil, "", false
 	o.Allowed, o.Outsider, o.PRSessions, o.AuthorSessions = false, false, 0, 0
-	o.Checks, o.OpenDependencies, o.Claim, o.Read = nil, nil, claims.Free, 0
+	o.Checks, o.OpenDependencies, o.Claim, o.Read = nil, nil, forge.ClaimFree, 0
 	return o
 }
 

@@ -406,10 +406,10 @@ func (p *Pool) treeFailed(key string) int {
 }
 
 // judgeClaims reads the PR's comments and says who holds it.
-func (p *Pool) judgeClaims(ctx context.Context, pr forge.PR) (claims.Verdict, error) {
+func (p *Pool) judgeClaims(ctx context.Context, pr forge.PR) (forge.ClaimVerdict, error) {
 	v, err := p.claimView(ctx, pr)
 	if err != nil {
-		return claims.Free, err
+		return forge.ClaimFree, err
 	}
 	verdict, _ := claims.Judge(v, p.instance)
 	return verdict, nil

@@ -86,9 +86,9 @@ func (p *Pool) claim(ctx context.Context, pr forge.PR, first <-chan viewResult) 
 		return false, err
 	}
 	switch verdict, held := claims.Judge(v, p.instance); verdict {
-	case claims.Taken:
+	case forge.ClaimTaken:
 		return false, nil
-	case claims.Ours:
+	case forge.ClaimOurs:
 		// A claim an earlier session of this head left: renewed now, so
 		// that it lives a whole claim's life from this session's start
 		// (follow renews it next after half of it). Unrenewed, another pool
@@ -107,8 +107,8 @@ func (p *Pool) claim(ctx context.Context, pr forge.PR, first <-chan viewResult) 
 		return false, err
 	}
 	verdict, winner := claims.Judge(v, p.instance)
-	p.metrics.ClaimRace(verdict == claims.Ours)
-	if verdict != claims.Ours {
+	p.metrics.ClaimRace(verdict == forge.ClaimOurs)
+	if verdict != forge.ClaimOurs {
 		p.log.Info("lost the claim; yielding", "pr", pr.Number, "winner", winner.Instance)
 		// no hot loop of claim and retreat
 		p.lostClaim(pr.Number, p.now().Add(p.cfg.PollInterval))
@@ -239,10 +239,10 @@ func (p *Pool) keepClaim(ctx context.Context, n int, head string) error {
 	v := p.view(forge.PR{HeadSHA: head}, comments, nil)
 	verdict, cl := claims.Judge(v, p.instance)
 	switch verdict {
-	case claims.Taken:
+	case forge.ClaimTaken:
 		p.log.Warn("another pool holds the claim on the head a session of this pool works on", "pr", n, "holder", cl.Instance)
 		return nil
-	case claims.Free:
+	case forge.ClaimFree:
 		cl = claims.Claim{Instance: p.instance, SHA: head, At: p.now().UTC(), Takeover: p.takenOver(v)}
 		_, err = p.comment(ctx, n, claims.Body(cl))
 		return err
@@ -423,7 +423,7 @@ func (p *Pool) mayAdopt(ctx context.Context, n int) (forge.PR, bool, error) {
 		return forge.PR{}, false, nil
 	}
 	verdict, err := p.judgeClaims(ctx, pr)
-	return pr, verdict != claims.Taken, err
+	return pr, verdict != forge.ClaimTaken, err
 }
 
 // takeOver registers a session left for PR n and holds its PR; false for

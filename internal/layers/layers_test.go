@@ -21,7 +21,7 @@ var small = []struct {
 	// the pure decision packages: no HTTP at all, no project package that speaks it
 	{"pool/forge", []string{"net/http", "pool/forgejo", "pool/ops", "pool/report"}},
 	{"pool/claims", []string{"net/http", "pool/forgejo", "pool/ops", "pool/report"}},
-	{"pool/lifecycle", []string{"net/http", "pool/forgejo", "pool/ops", "pool/report"}},
+	{"pool/lifecycle", []string{"net/http", "pool/forgejo", "pool/ops", "pool/report", "pool/claims"}},
 	{"pool/slots", []string{"net/http", "pool/forgejo", "pool/ops"}},
 	// the prompt texts and the descriptions: no loop, no status server
 	{"pool/texts", []string{"pool/pool", "pool/serve", "pool/ops"}},
