@@ -64,7 +64,7 @@ func snapshotOf(o lifecycle.Observation) report.Snapshot {
 		pr.HeadRepo, pr.MaintainerCanEdit = "someone/r", o.MayUpdate
 	}
 	pr.Draft = o.Draft
-	s := report.Snapshot{Target: report.Target{Owner: "o", Repo: "r", Number: 1},
+	s := report.Snapshot{Target: forge.Target{Owner: "o", Repo: "r", Number: 1},
 		PR: forgejo.PRDetail{PR: pr, Draft: o.Draft}, Protection: o.Protection, Dependencies: o.OpenDependencies}
 	for _, r := range o.Reviews {
 		s.Reviews = append(s.Reviews, forgejo.ReviewDetail{Review: r})

@@ -160,7 +160,7 @@ func (fx *forgeFixture) report(forgeURL string, extra ...string) string {
 	if *wait {
 		w = &Wait{Interval: *interval, Cap: *capAfter}
 	}
-	r, err := Produce(fx.ctx, c, Target{Owner: fx.owner, Repo: fx.repo, Number: fx.n}, settings.Policy(), settings.StatusContext, w)
+	r, err := Produce(fx.ctx, c, forge.Target{Owner: fx.owner, Repo: fx.repo, Number: fx.n}, settings.Policy(), settings.StatusContext, w)
 	must(fx.t, err)
 	out := r.Render()
 	if *asJSON {

@@ -49,7 +49,7 @@ var t0 = time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
 // changes from one bot and nothing yet from the other.
 func snapshotFixture() Snapshot {
 	return Snapshot{
-		Target: Target{Owner: "acme", Repo: "widgets", Number: 7},
+		Target: forge.Target{Owner: "acme", Repo: "widgets", Number: 7},
 		PR: forgejo.PRDetail{PR: forge.PR{Number: 7, Title: "Add widgets", Author: "alice", State: "open",
 			Mergeable: true, HeadSHA: headA, HeadRef: "feature-1", BaseRef: "main", Updated: t0,
 			URL: "http://forge.test/acme/widgets/pulls/7", BaseSHA: baseA, MergeBase: baseA}},

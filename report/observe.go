@@ -16,9 +16,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
-
 	"pool/forge"
 	"pool/forgejo"
 )
@@ -38,33 +35,10 @@ type Forge interface {
 	OpenDependencies(ctx context.Context, owner, repo string, n int) ([]string, error)
 }
 
-// Target names one pull request.
-type Target struct {
-	Owner, Repo string
-	Number      int
-}
-
-var targetRE = regexp.MustCompile(`^([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)#([0-9]+)$`)
-
-// ParseTarget reads "OWNER/REPO#N".
-func ParseTarget(s string) (Target, error) {
-	m := targetRE.FindStringSubmatch(s)
-	if m == nil {
-		return Target{}, fmt.Errorf("want OWNER/REPO#N, got %q", s)
-	}
-	n, err := strconv.Atoi(m[3])
-	if err != nil || n <= 0 {
-		return Target{}, fmt.Errorf("bad PR number in %q", s)
-	}
-	return Target{Owner: m[1], Repo: m[2], Number: n}, nil
-}
-
-func (t Target) String() string { return fmt.Sprintf("%s/%s#%d", t.Owner, t.Repo, t.Number) }
-
 // Snapshot is one read of a PR: every part the forge answered, and for every
 // part it did not, the error.
 type Snapshot struct {
-	Target
+	forge.Target
 	PR forgejo.PRDetail
 
 	// Self is the token's account: its reply markers answer items.
@@ -105,7 +79,7 @@ var errNoHead = errors.New("statuses: the PR names no head commit")
 // observe reads the PR and everything about it. Only an unreadable PR is an
 // error; any other failed read is recorded in the snapshot. Statuses under
 // ownContext (the pool's own commit status) are no checks and are left out.
-func observe(ctx context.Context, f Forge, t Target, autoMerge bool, ownContext string) (Snapshot, error) {
+func observe(ctx context.Context, f Forge, t forge.Target, autoMerge bool, ownContext string) (Snapshot, error) {
 	s := Snapshot{Target: t}
 	pr, err := f.PRDetail(ctx, t.Owner, t.Repo, t.Number)
 	if err != nil {
@@ -132,7 +106,7 @@ func observe(ctx context.Context, f Forge, t Target, autoMerge bool, ownContext 
 
 // inlineComments reads the inline comments of every submitted review that
 // has some. Without the reviews they are unknown.
-func inlineComments(ctx context.Context, f Forge, t Target, reviews []forgejo.ReviewDetail, reviewsErr error) ([]forgejo.InlineComment, error) {
+func inlineComments(ctx context.Context, f Forge, t forge.Target, reviews []forgejo.ReviewDetail, reviewsErr error) ([]forgejo.InlineComment, error) {
 	if reviewsErr != nil {
 		return nil, fmt.Errorf("inline comments: reviews unread: %w", reviewsErr)
 	}

@@ -13,30 +13,6 @@ import (
 	"pool/lifecycle"
 )
 
-func TestParseTarget(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    Target
-		wantErr bool
-	}{
-		{in: "acme/widgets#7", want: Target{"acme", "widgets", 7}},
-		{in: "a.b/c-d_e#12", want: Target{"a.b", "c-d_e", 12}},
-		{in: "acme/widgets", wantErr: true},
-		{in: "acme#7", wantErr: true},
-		{in: "acme/widgets#0", wantErr: true},
-		{in: "acme/widgets#x", wantErr: true},
-		{in: "acme/wid/gets#1", wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			got, err := ParseTarget(tt.in)
-			if (err != nil) != tt.wantErr || got != tt.want {
-				t.Errorf("ParseTarget(%q) = %v, %v; want %v, err %v", tt.in, got, err, tt.want, tt.wantErr)
-			}
-		})
-	}
-}
-
 // greenReport is a report where nothing applies but "may merge".
 func greenReport() Report {
 	return Report{Number: 1, Branch: "b", HeadSHA: headA, State: "open", Mergeable: boolp(true),

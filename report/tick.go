@@ -105,10 +105,10 @@ func TickOptionsFor(p lifecycle.Policy, ownContext string, autoMerge bool) TickO
 // Tick observes the PR once, read-only, and returns its digest. Only an
 // unreadable PR is an error; other failed reads are listed in the digest.
 func Tick(ctx context.Context, c Forge, owner, repo string, n int, opt TickOptions) (Digest, error) {
-	return tick(ctx, c, Target{Owner: owner, Repo: repo, Number: n}, opt)
+	return tick(ctx, c, forge.Target{Owner: owner, Repo: repo, Number: n}, opt)
 }
 
-func tick(ctx context.Context, f Forge, t Target, opt TickOptions) (Digest, error) {
+func tick(ctx context.Context, f Forge, t forge.Target, opt TickOptions) (Digest, error) {
 	s, err := observe(ctx, f, t, opt.AutoMerge, opt.OwnContext)
 	if err != nil {
 		return Digest{}, fmt.Errorf("report: tick %s: %w", t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"pool/forge"
 	"pool/forgejo"
 	"pool/internal/retry"
 	"pool/lifecycle"
@@ -25,7 +26,7 @@ type Wait struct {
 // report under the supervisor's policy p (configs.Config.Policy): the
 // report judges by it and lists its rule's reviewers. ownContext is the
 // pool's own commit status context, which is no check.
-func Produce(ctx context.Context, f Forge, t Target, p lifecycle.Policy, ownContext string, w *Wait) (Report, error) {
+func Produce(ctx context.Context, f Forge, t forge.Target, p lifecycle.Policy, ownContext string, w *Wait) (Report, error) {
 	observeOnce := func(ctx context.Context) (Report, error) {
 		s, err := observe(ctx, f, t, false, ownContext)
 		if err != nil {

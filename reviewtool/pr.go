@@ -6,7 +6,6 @@ import (
 
 	"pool/forge"
 	"pool/internal/redact"
-	"pool/report"
 )
 
 // prView is what `pr` prints. Everything but the numbers and SHAs was
@@ -60,7 +59,7 @@ func runPR(ctx context.Context, t *tool, args []string, stdout, stderr io.Writer
 }
 
 // prData reads the PR target and its reviews.
-func (t *tool) prData(ctx context.Context, target report.Target) (prView, error) {
+func (t *tool) prData(ctx context.Context, target forge.Target) (prView, error) {
 	c, err := t.connect(ctx)
 	if err != nil {
 		return prView{}, err

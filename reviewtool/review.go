@@ -14,7 +14,6 @@ import (
 	"pool/forge"
 	"pool/forgejo"
 	"pool/internal/redact"
-	"pool/report"
 	"pool/sessionmark"
 )
 
@@ -137,7 +136,7 @@ func sign(text string) string {
 
 // postReview files r on the session's PR (fileReview) and prints what
 // was filed.
-func (t *tool) postReview(ctx context.Context, target report.Target, r forgejo.NewReview, stdout, stderr io.Writer) int {
+func (t *tool) postReview(ctx context.Context, target forge.Target, r forgejo.NewReview, stdout, stderr io.Writer) int {
 	filed, err := t.fileReview(ctx, target, r, false)
 	var refused *usageError
 	switch {
@@ -158,7 +157,7 @@ type usageError struct{ error }
 // review land on a head pushed during the session, which no one read. The
 // body ends with the session's mark. once refuses a second review of the
 // session (one that carries its mark is on the PR already).
-func (t *tool) fileReview(ctx context.Context, target report.Target, r forgejo.NewReview, once bool) (map[string]any, error) {
+func (t *tool) fileReview(ctx context.Context, target forge.Target, r forgejo.NewReview, once bool) (map[string]any, error) {
 	head := t.session.Head
 	switch {
 	case r.CommitID == "":
@@ -210,7 +209,7 @@ const maxSessionReviews = 3
 // checkVerdictOpen refuses a review once the session filed its verdict
 // (an approval or a request for changes carrying its mark is on the PR),
 // or maxSessionReviews reviews: a session decides once.
-func (t *tool) checkVerdictOpen(ctx context.Context, c *forgejo.Client, target report.Target) error {
+func (t *tool) checkVerdictOpen(ctx context.Context, c *forgejo.Client, target forge.Target) error {
 	reviews, err := c.ReviewDetails(ctx, target.Owner, target.Repo, target.Number)
 	if err != nil {
 		return err

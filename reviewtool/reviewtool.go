@@ -36,10 +36,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"pool/forge"
 	"pool/forgejo"
 	"pool/internal/loopback"
 	"pool/internal/redact"
-	"pool/report"
 	"pool/sessionmark"
 )
 
@@ -254,7 +254,7 @@ func ownSession() (string, sessionmark.Record, error) {
 
 // parse parses args and reads the one target, OWNER/REPO#N (or OWNER/REPO
 // N), which must be the session's own PR.
-func (t *tool) parse(fs *pflag.FlagSet, args []string, stderr io.Writer) (report.Target, bool) {
+func (t *tool) parse(fs *pflag.FlagSet, args []string, stderr io.Writer) (forge.Target, bool) {
 	target, ok := parse(fs, args, stderr)
 	if !ok {
 		return target, false
@@ -268,9 +268,9 @@ func (t *tool) parse(fs *pflag.FlagSet, args []string, stderr io.Writer) (report
 }
 
 // parse parses args and reads the one target, OWNER/REPO#N (or OWNER/REPO N).
-func parse(fs *pflag.FlagSet, args []string, stderr io.Writer) (report.Target, bool) {
+func parse(fs *pflag.FlagSet, args []string, stderr io.Writer) (forge.Target, bool) {
 	if err := fs.Parse(args); err != nil {
-		return report.Target{}, false
+		return forge.Target{}, false
 	}
 	rest := fs.Args()
 	if len(rest) == 2 && !strings.Contains(rest[0], "#") {
@@ -278,12 +278,12 @@ func parse(fs *pflag.FlagSet, args []string, stderr io.Writer) (report.Target, b
 	}
 	if len(rest) != 1 {
 		fmt.Fprintf(stderr, "%s: want one OWNER/REPO#N, got %q\n", fs.Name(), rest)
-		return report.Target{}, false
+		return forge.Target{}, false
 	}
-	t, err := report.ParseTarget(rest[0])
+	t, err := forge.ParseTarget(rest[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
-		return report.Target{}, false
+		return forge.Target{}, false
 	}
 	return t, true
 }

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"pool/forge"
 	"pool/forgejo"
 	"pool/internal/redact"
-	"pool/report"
 	"pool/sessionmark"
 )
 
@@ -171,9 +171,9 @@ func (s *Server) blank(text string) string {
 	return strings.ReplaceAll(text, s.token, "[token]")
 }
 
-func (t *tool) target() report.Target {
+func (t *tool) target() forge.Target {
 	owner, repo, _ := strings.Cut(t.session.Repo, "/")
-	return report.Target{Owner: owner, Repo: repo, Number: t.session.PR}
+	return forge.Target{Owner: owner, Repo: repo, Number: t.session.PR}
 }
 
 func runPRTool(ctx context.Context, s *Server, t *tool, args json.RawMessage) (string, error) {

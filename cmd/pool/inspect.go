@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"pool/configs"
+	"pool/forge"
 	"pool/forgejo"
 	"pool/report"
 )
@@ -143,19 +144,19 @@ func newFlagSet(cmd, usage string, stderr io.Writer) *pflag.FlagSet {
 
 // parseArgs parses flags and the one OWNER/REPO#N argument. A code >= 0
 // means stop with that exit code.
-func parseArgs(fs *pflag.FlagSet, args []string, stderr io.Writer, cmd string) (report.Target, int) {
+func parseArgs(fs *pflag.FlagSet, args []string, stderr io.Writer, cmd string) (forge.Target, int) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			return report.Target{}, exitOK
+			return forge.Target{}, exitOK
 		}
-		return report.Target{}, exitBadArgs // pflag has printed the error and usage
+		return forge.Target{}, exitBadArgs // pflag has printed the error and usage
 	}
 	if fs.NArg() != 1 {
-		return report.Target{}, usageError(stderr, cmd, fmt.Errorf("want one OWNER/REPO#N, got %d arguments", fs.NArg()))
+		return forge.Target{}, usageError(stderr, cmd, fmt.Errorf("want one OWNER/REPO#N, got %d arguments", fs.NArg()))
 	}
-	t, err := report.ParseTarget(fs.Arg(0))
+	t, err := forge.ParseTarget(fs.Arg(0))
 	if err != nil {
-		return report.Target{}, usageError(stderr, cmd, err)
+		return forge.Target{}, usageError(stderr, cmd, err)
 	}
 	return t, -1
 }

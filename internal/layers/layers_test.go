@@ -29,7 +29,7 @@ var small = []struct {
 	{"pool/store", []string{"pool/pool", "pool/serve"}},
 	{"pool/sessions", []string{"pool/pool", "pool/serve", "pool/forgejo", "pool/ops"}},
 	// the reviewer's tool, installed where the agent runs
-	{"pool/cmd/pool-review", []string{"pool/pool", "pool/serve", "pool/ops", "pool/agent", "pool/fleet", "pool/store", "bbolt"}},
+	{"pool/cmd/pool-review", []string{"pool/pool", "pool/serve", "pool/ops", "pool/agent", "pool/fleet", "pool/store", "bbolt", "pool/report", "pool/lifecycle"}},
 }
 
 // TestSmallPackagesLinkNothingHeavy: none of small links heavy or its own
