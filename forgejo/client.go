@@ -1,30 +1,32 @@
 // Package forgejo is the only package that knows the forge's API and speaks
-// HTTP to it, directly (no SDK): lists are paged here (page.go); merges,
-// statuses, reviews, comments and hooks are plain calls (http.go). Every
-// call goes through one http.Client whose transport caps each answer's body
+// HTTP to it: the Forgejo SDK for a few plain calls, direct HTTP for every
+// list (paged here, see page.go), merges, statuses and hooks. Every call goes
+// through one http.Client whose transport caps each answer's body
 // (limits.max_body) and times the call out; every method takes a context.
+// Because the SDK's context is client-wide, each SDK call builds a light SDK
+// client of its own that shares that http.Client.
 //
 // The forge's answers are hostile data: a null entry, a missing field, a
 // wrong type or truncated JSON is an error for the call, never a panic. Lists
 // of PRs skip such an entry (it cannot be told which PR it was) and log it.
 //
 // The answers come back as package forge's plain types (PR, Review, Status,
-// Protection, MergeResult...).
+// Protection, MergeResult...); the aliases in types.go keep the old names.
 package forgejo
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	sdk "codeberg.org/mvdkleijn/forgejo-sdk/forgejo/v2"
 
 	"pool/forge"
 	"pool/internal/bounded"
@@ -60,9 +62,8 @@ type Client struct {
 	skipped map[string]int // guarded by mu: unreadable entries last seen per list
 }
 
-// New checks the server and returns a client. It reads the server's version
-// (GET /version, without the token) and the forge's page size once (GET
-// /settings/api). A rejected token is a permanent error.
+// New checks the server and returns a client. It reads the forge's page size
+// once (GET /settings/api). A rejected token is a permanent error.
 func New(ctx context.Context, url, token string, opt Options) (*Client, error) {
 	if opt.MaxBody <= 0 {
 		opt.MaxBody = bounded.DefaultMaxBody
@@ -72,49 +73,20 @@ func New(ctx context.Context, url, token string, opt Options) (*Client, error) {
 	}
 	c := &Client{url: strings.TrimRight(url, "/"), token: token, maxBody: opt.MaxBody,
 		hc: bounded.Client(opt.Transport, opt.MaxBody, callTimeout), log: opt.Log, skipped: map[string]int{}}
-	v, err := c.serverVersion(ctx)
+	probe, err := sdk.NewClient(c.url, sdk.SetHTTPClient(c.hc), sdk.SetContext(ctx))
 	if err != nil {
-		return nil, err
+		return nil, classify("connect", nil, err)
+	}
+	v, resp, err := probe.ServerVersion()
+	if err != nil {
+		return nil, classify("server version", resp, err)
 	}
 	c.version = v
+	if _, err := sdk.NewClient(c.url, sdk.SetForgejoVersion(v)); err != nil {
+		c.version = "" // unparsable version: tell the SDK to skip its version checks
+	}
 	c.pageSize = c.readPageSize(ctx)
 	return c, nil
-}
-
-// oldestMinor is the oldest server version the client talks to: 1.11.
-const oldestMinor = 11
-
-var versionRE = regexp.MustCompile(`^v?([0-9]{1,9})\.([0-9]{1,9})`)
-
-// serverVersion reads the server's version and refuses one that is not a
-// version (a server built without one says "development") or is older
-// than 1.11. Every failure is a connect error with no status: worth trying
-// again (a forge still starting), unless the answer was over the body cap.
-func (c *Client) serverVersion(ctx context.Context) (string, error) {
-	const op = "connect"
-	a, err := c.sendAs(ctx, "", op, http.MethodGet, "/version", nil)
-	if err != nil {
-		return "", err
-	}
-	if a.status != http.StatusOK {
-		return "", newError(op, 0, fmt.Errorf("server version: HTTP %d: %s", a.status, snippet(a.body)))
-	}
-	var v struct {
-		Version string `json:"version"`
-	}
-	if err := json.Unmarshal(a.body, &v); err != nil {
-		return "", newError(op, 0, fmt.Errorf("server version: %w", err))
-	}
-	m := versionRE.FindStringSubmatch(v.Version)
-	if m == nil {
-		return "", newError(op, 0, fmt.Errorf("unknown version: %s", redact.Clip(v.Version, 100)))
-	}
-	major, _ := strconv.Atoi(m[1])
-	minor, _ := strconv.Atoi(m[2])
-	if major < 1 || major == 1 && minor < oldestMinor {
-		return "", newError(op, 0, fmt.Errorf("forgejo server at %s is older than 1.%d.0", c.url, oldestMinor))
-	}
-	return v.Version, nil
 }
 
 // URL is the server's base URL.
@@ -125,6 +97,13 @@ func (c *Client) Version() string { return c.version }
 
 // PageSize is the number of entries the client asks for per page.
 func (c *Client) PageSize() int { return c.pageSize }
+
+// api returns an SDK client bound to ctx for one operation.
+func (c *Client) api(ctx context.Context) *sdk.Client {
+	cl, _ := sdk.NewClient(c.url, sdk.SetHTTPClient(c.hc), sdk.SetToken(c.token),
+		sdk.SetForgejoVersion(c.version), sdk.SetContext(ctx))
+	return cl
+}
 
 // Error is a failed forge call: the operation, the HTTP status when there was
 // one, and whether trying again later may help.
@@ -203,6 +182,19 @@ func IsTooLarge(err error) bool {
 	return errors.As(err, &tl)
 }
 
+func classify(op string, resp *sdk.Response, err error) error {
+	if err == nil {
+		return nil
+	}
+	status := 0
+	var wait time.Duration
+	if resp != nil && resp.Response != nil {
+		status = resp.StatusCode
+		wait = retryAfter(status, resp.Header, time.Now())
+	}
+	return withRetryAfter(newError(op, status, err), wait)
+}
+
 // withRetryAfter records on a forge error the wait the answer asked for.
 func withRetryAfter(err error, wait time.Duration) error {
 	var fe *Error
@@ -235,14 +227,14 @@ func malformed(op string, err error) error {
 // Me returns the login of the token's account.
 func (c *Client) Me(ctx context.Context) (string, error) {
 	const op = "who am i"
-	var u *apiUser
-	if err := c.getJSON(ctx, op, "/user", &u); err != nil {
-		return "", err
+	u, resp, err := c.api(ctx).GetMyUserInfo()
+	if err != nil {
+		return "", classify(op, resp, err)
 	}
-	if u.login() == "" {
+	if u == nil || u.UserName == "" {
 		return "", malformed(op, errors.New("no login"))
 	}
-	return u.Login, nil
+	return u.UserName, nil
 }
 
 // Permission returns an account's permission on the repository (none,
@@ -292,11 +284,9 @@ func (c *Client) IsCollaborator(ctx context.Context, owner, repo, account string
 // DefaultBranch returns the repository's default branch.
 func (c *Client) DefaultBranch(ctx context.Context, owner, repo string) (string, error) {
 	op := "get repo " + owner + "/" + repo
-	var r *struct {
-		DefaultBranch string `json:"default_branch"`
-	}
-	if err := c.getJSON(ctx, op, repoPath(owner, repo), &r); err != nil {
-		return "", err
+	r, resp, err := c.api(ctx).GetRepo(owner, repo)
+	if err != nil {
+		return "", classify(op, resp, err)
 	}
 	if r == nil || r.DefaultBranch == "" {
 		return "", malformed(op, errors.New("no default branch"))
@@ -359,42 +349,44 @@ func (c *Client) Comments(ctx context.Context, owner, repo string, n int) ([]for
 // PostComment adds a comment to an issue or PR.
 func (c *Client) PostComment(ctx context.Context, owner, repo string, n int, body string) (forge.Comment, error) {
 	op := fmt.Sprintf("comment on %s/%s#%d", owner, repo, n)
-	var cm *apiComment
-	path := fmt.Sprintf("%s/issues/%d/comments", repoPath(owner, repo), n)
-	if err := c.writeJSON(ctx, op, http.MethodPost, path, map[string]string{"body": body}, &cm); err != nil {
-		return forge.Comment{}, err
+	cm, resp, err := c.api(ctx).CreateIssueComment(owner, repo, int64(n), sdk.CreateIssueCommentOption{Body: body})
+	if err != nil {
+		return forge.Comment{}, classify(op, resp, err)
 	}
 	if cm == nil || cm.ID <= 0 {
 		return forge.Comment{}, malformed(op, errors.New("no comment id"))
 	}
-	return cm.comment(), nil
+	out := forge.Comment{ID: cm.ID, Body: cm.Body, Created: cm.Created, Updated: cm.Updated}
+	if cm.Poster != nil {
+		out.Author = cm.Poster.UserName
+	}
+	return out, nil
 }
 
 // EditComment replaces a comment's body; the forge moves its update time.
 func (c *Client) EditComment(ctx context.Context, owner, repo string, id int64, body string) (forge.Comment, error) {
 	op := fmt.Sprintf("edit comment %d on %s/%s", id, owner, repo)
-	var cm *apiComment
-	path := fmt.Sprintf("%s/issues/comments/%d", repoPath(owner, repo), id)
-	if err := c.writeJSON(ctx, op, http.MethodPatch, path, map[string]string{"body": body}, &cm); err != nil {
-		return forge.Comment{}, err
+	cm, resp, err := c.api(ctx).EditIssueComment(owner, repo, id, sdk.EditIssueCommentOption{Body: body})
+	if err != nil {
+		return forge.Comment{}, classify(op, resp, err)
 	}
 	if cm == nil || cm.ID != id {
 		return forge.Comment{}, malformed(op, errors.New("not the comment edited"))
 	}
-	return cm.comment(), nil
+	out := forge.Comment{ID: cm.ID, Body: cm.Body, Created: cm.Created, Updated: cm.Updated}
+	if cm.Poster != nil {
+		out.Author = cm.Poster.UserName
+	}
+	return out, nil
 }
 
 // DeleteComment removes a comment; one already gone is not an error.
 func (c *Client) DeleteComment(ctx context.Context, owner, repo string, id int64) error {
-	op := fmt.Sprintf("delete comment %d on %s/%s", id, owner, repo)
-	status, body, err := c.do(ctx, op, http.MethodDelete, fmt.Sprintf("%s/issues/comments/%d", repoPath(owner, repo), id), nil)
-	switch {
-	case err != nil:
-		return err
-	case status/100 == 2 || status == http.StatusNotFound:
-		return nil
+	resp, err := c.api(ctx).DeleteIssueComment(owner, repo, id)
+	if err != nil && !(resp != nil && resp.StatusCode == http.StatusNotFound) {
+		return classify(fmt.Sprintf("delete comment %d on %s/%s", id, owner, repo), resp, err)
 	}
-	return newError(op, status, fmt.Errorf("%s", snippet(body)))
+	return nil
 }
 
 // Reviews lists a PR's reviews (all pages).

@@ -24,11 +24,6 @@ type answer struct {
 // included), and a 429 or 503 asking to retry after a while, is an *Error;
 // any other HTTP error status is returned for the caller to interpret.
 func (c *Client) send(ctx context.Context, op, method, path string, body any) (answer, error) {
-	return c.sendAs(ctx, c.token, op, method, path, body)
-}
-
-// sendAs is send with token, or with no token when it is empty.
-func (c *Client) sendAs(ctx context.Context, token, op, method, path string, body any) (answer, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -41,9 +36,7 @@ func (c *Client) sendAs(ctx context.Context, token, op, method, path string, bod
 	if err != nil {
 		return answer{}, &Error{Op: op, Err: err}
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "token "+token)
-	}
+	req.Header.Set("Authorization", "token "+c.token)
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -82,23 +75,6 @@ func (c *Client) getJSON(ctx context.Context, op, path string, out any) error {
 	}
 	if err := json.Unmarshal(body, out); err != nil {
 		return malformed(op, err)
-	}
-	return nil
-}
-
-// writeJSON is do for writes that answer 2xx with JSON, decoded into out. An
-// answer it cannot decode is an error not worth retrying: the write may
-// have been made.
-func (c *Client) writeJSON(ctx context.Context, op, method, path string, body, out any) error {
-	status, answer, err := c.do(ctx, op, method, path, body)
-	if err != nil {
-		return err
-	}
-	if status/100 != 2 {
-		return newError(op, status, fmt.Errorf("%s", snippet(answer)))
-	}
-	if err := json.Unmarshal(answer, out); err != nil {
-		return newError(op, status, fmt.Errorf("malformed answer: %w", err))
 	}
 	return nil
 }

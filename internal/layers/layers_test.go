@@ -9,8 +9,13 @@ import (
 )
 
 // heavy are what no small package may link: the config loader (and viper
-// inside it), the forge SDK the client no longer uses, and go-git.
-var heavy = []string{"pool/configs", "github.com/spf13/viper", "codeberg.org/mvdkleijn/forgejo-sdk", "github.com/go-git/go-git"}
+// inside it) and go-git.
+var heavy = []string{"pool/configs", "github.com/spf13/viper", "github.com/go-git/go-git"}
+
+// sdk is the Forgejo SDK, which the forge client (pool/forgejo) uses for a
+// few calls: the packages that link that client (the reviewer's tool, texts
+// and store, through report and commitstatus) link it too; the others must not.
+const sdk = "codeberg.org/mvdkleijn/forgejo-sdk"
 
 // small are the packages that must stay small, each with what it must not
 // link beyond heavy. A path names a package and everything under it.
@@ -19,16 +24,17 @@ var small = []struct {
 	forbidden []string
 }{
 	// the pure decision packages: no HTTP at all, no project package that speaks it
-	{"pool/forge", []string{"net/http", "pool/forgejo", "pool/ops", "pool/report"}},
-	{"pool/claims", []string{"net/http", "pool/forgejo", "pool/ops", "pool/report"}},
-	{"pool/lifecycle", []string{"net/http", "pool/forgejo", "pool/ops", "pool/report", "pool/claims"}},
-	{"pool/slots", []string{"net/http", "pool/forgejo", "pool/ops"}},
+	{"pool/forge", []string{sdk, "net/http", "pool/forgejo", "pool/ops", "pool/report"}},
+	{"pool/claims", []string{sdk, "net/http", "pool/forgejo", "pool/ops", "pool/report"}},
+	{"pool/lifecycle", []string{sdk, "net/http", "pool/forgejo", "pool/ops", "pool/report", "pool/claims"}},
+	{"pool/slots", []string{sdk, "net/http", "pool/forgejo", "pool/ops"}},
 	// the prompt texts and the descriptions: no loop, no status server
 	{"pool/texts", []string{"pool/pool", "pool/serve", "pool/ops"}},
-	{"pool/describe", []string{"pool/pool", "pool/serve", "pool/forgejo"}},
+	{"pool/describe", []string{sdk, "pool/pool", "pool/serve", "pool/forgejo"}},
 	{"pool/store", []string{"pool/pool", "pool/serve"}},
-	{"pool/sessions", []string{"pool/pool", "pool/serve", "pool/forgejo", "pool/ops"}},
-	// the reviewer's tool, installed where the agent runs
+	{"pool/sessions", []string{sdk, "pool/pool", "pool/serve", "pool/forgejo", "pool/ops"}},
+	// the reviewer's tool, installed where the agent runs (it links the SDK
+	// through the forge client)
 	{"pool/cmd/pool-review", []string{"pool/pool", "pool/serve", "pool/ops", "pool/agent", "pool/fleet", "pool/store", "bbolt", "pool/report", "pool/lifecycle"}},
 }
 
