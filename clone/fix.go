@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 
+	"pool/internal/bwrap"
+
 	"github.com/go-git/go-billy/v5/memfs"
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -110,6 +112,34 @@ func (c *Clone) PushFix(ctx context.Context, dir string, f Fix) (string, error) 
 // command line.
 func tokenEnv(token string) []string {
 	return []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraHeader", "GIT_CONFIG_VALUE_0=Authorization: token " + token}
+}
+
+// MarkReviewer records whether the session given work tree dir reviews
+// (its shell, fixer-sh, runs commands as they are) or not (a fixer: its
+// shell runs every command in the sandbox, package bwrap). The marks live
+// in <clone>/reviewers, which the tree group may pass through and nothing
+// more; a tree without a mark is sandboxed.
+func (c *Clone) MarkReviewer(dir string, reviewer bool) error {
+	if !c.Owns(dir) {
+		return fmt.Errorf("clone: mark %s: not a work tree of the clone", dir)
+	}
+	mark := bwrap.ReviewerMark(dir)
+	if !reviewer {
+		if err := os.Remove(mark); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("clone: mark %s a fixer's: %w", dir, err)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(mark), 0o700); err != nil {
+		return fmt.Errorf("clone: mark %s a reviewer's: %w", dir, err)
+	}
+	if err := AllowTraverse(c.group, filepath.Dir(mark)); err != nil {
+		return err
+	}
+	if err := os.WriteFile(mark, nil, 0o600); err != nil {
+		return fmt.Errorf("clone: mark %s a reviewer's: %w", dir, err)
+	}
+	return nil
 }
 
 // fix is what readFix found: the new head and the objects it adds.

@@ -104,6 +104,7 @@ func TestShippedReviewerGitStaysInItsTree(t *testing.T) {
 	refused := []sandbox.Turn{
 		{Bash: "git diff /dev/null " + tf},
 		{Bash: `git diff "/dev/null" "` + tf + `"`},
+		{Bash: "git diff /dev/null $" + sandbox.EnvReviewTokenFile},
 		{Bash: "git diff " + up + " README"},
 		{Bash: "git log --format=%s"},
 	}

@@ -98,6 +98,9 @@ type Trees interface {
 // pool, not the agent, pushes them (clone.PushFix). The clone implements it.
 type Fixes interface {
 	PushFix(ctx context.Context, dir string, f clone.Fix) (head string, err error)
+	// MarkReviewer says whether the session in work tree dir reviews (its
+	// commands run as they are) or fixes (they run in the sandbox).
+	MarkReviewer(dir string, reviewer bool) error
 }
 
 // History tells whether a PR's head is already on the base branch, and in

@@ -33,6 +33,15 @@ func (p *Pool) fixFor(pr forge.PR) *clone.Fix {
 		Secrets: secrets}
 }
 
+// markTree says, before a session starts in work tree dir, whether its
+// commands run in the sandbox: a fixer's do.
+func (p *Pool) markTree(dir string, fix bool) error {
+	if p.fixes == nil || dir == "" {
+		return nil
+	}
+	return p.fixes.MarkReviewer(dir, !fix)
+}
+
 // pushFix pushes what the fixer session s committed, before its work tree
 // goes back. A fix the checks refuse is logged and noted on the PR.
 func (p *Pool) pushFix(ctx context.Context, s followed) {

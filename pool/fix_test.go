@@ -19,7 +19,19 @@ type fakeFixes struct {
 	mu    sync.Mutex
 	fixes []clone.Fix
 	dirs  []string
+	marks []string // "reviewer <dir>" or "fixer <dir>", in order
 	err   error
+}
+
+func (x *fakeFixes) MarkReviewer(dir string, reviewer bool) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	kind := "fixer"
+	if reviewer {
+		kind = "reviewer"
+	}
+	x.marks = append(x.marks, kind+" "+dir)
+	return nil
 }
 
 func (x *fakeFixes) PushFix(_ context.Context, dir string, f clone.Fix) (string, error) {
@@ -69,6 +81,9 @@ func TestTheFixerSessionsCommitsArePushedByThePool(t *testing.T) {
 		if got.PR != want.PR || got.Head != want.Head || got.URL != want.URL || got.Branch != want.Branch || got.Token != want.Token ||
 			!slices.Contains(got.Secrets, "t") || !slices.Contains(got.Secrets, "fixer-token") || !slices.Contains(got.Secrets, "hook-secret") {
 			t.Errorf("refused=%v: push %+v, want %+v with the pool's token, the fixer's and the webhook secret as secrets", refused, got, want)
+		}
+		if !slices.Equal(fixes.marks, []string{"fixer " + fixes.dirs[0]}) {
+			t.Errorf("refused=%v: trees marked %v, want the fixer's tree marked a fixer's before its session", refused, fixes.marks)
 		}
 		if !strings.Contains(strings.Join(trees.effects, "\n"), "take "+fixes.dirs[0]+" ") {
 			t.Errorf("pushed from %s, not a tree the session was given: %v", fixes.dirs[0], trees.effects)

@@ -152,6 +152,10 @@ func (p *Pool) dispatch(ctx context.Context, pr forge.PR, kind lifecycle.Kind, t
 	if t.err != nil {
 		return followed{}, t.err
 	}
+	if err := p.markTree(t.dir, in.Fix); err != nil {
+		p.sessions.GiveTree(ctx, t.dir)
+		return followed{}, err
+	}
 	in.Dir = t.dir
 	started, err := p.sessions.Start(ctx, pr.Number, kind, texts.SessionTitle(p.cfg.Repo(), pr.Number), in.Dir, p.cfg.AgentName, texts.Prompt(in),
 		p.recordSession(pr, in.Dir, in.Fix))

@@ -18,9 +18,9 @@
 //
 // The command form (Main: pool-review pr|review|line|comment), kept for an
 // operator, reads the forge's URL and the token file's path from its
-// environment (POOL_REVIEW_FORGE_URL, POOL_REVIEW_TOKEN_FILE); no agent
-// runs it. Linked as fixer-sh, the same binary is the sandboxed shell of
-// every session (Shell).
+// environment (POOL_REVIEW_FORGE_URL, POOL_REVIEW_TOKEN_FILE). Linked as
+// git, the same binary is the git guard (GitGuard); as fixer-sh, the
+// fixers' sandboxed shell (Shell).
 package reviewtool
 
 import (

@@ -24,6 +24,10 @@ func TestSignatureIsThePools(t *testing.T) {
 	if !slices.Equal(ReviewerScopes, sandbox.ReviewerScopes) {
 		t.Errorf("the sandbox's reviewer has scopes %v, the tool says it needs %v", sandbox.ReviewerScopes, ReviewerScopes)
 	}
+	if EnvForgeURL != sandbox.EnvReviewForgeURL || EnvTokenFile != sandbox.EnvReviewTokenFile {
+		t.Errorf("the sandbox sets %s and %s, the tool reads %s and %s",
+			sandbox.EnvReviewForgeURL, sandbox.EnvReviewTokenFile, EnvForgeURL, EnvTokenFile)
+	}
 }
 
 func TestCheckForgeURL(t *testing.T) {

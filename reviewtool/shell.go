@@ -17,11 +17,11 @@ const ShellName = "fixer-sh"
 // Shell runs `fixer-sh -c COMMAND` in the sandbox (package bwrap): in the
 // work tree of the working directory, the only place it may write, with no
 // network, a fixed environment and none of the machine's files but its
-// programs and libraries and the clone's objects the tree borrows. Every
-// session's command does, whatever its kind: the reviewer has no shell
-// (its tools are pool-review's, reviewtool.Serve), and an agent server
-// configured to give it one still gives it only the sandbox. Outside a
-// work tree of the pool's it runs nothing. It returns only on failure.
+// programs and libraries and the clone's objects the tree borrows. In a
+// tree the pool marked a reviewer's (bwrap.ReviewerMark) it runs the
+// command as it is, with /bin/sh: a reviewer runs no code of the PR's and
+// needs pool-review to reach the forge. Outside a work tree of the pool's
+// it runs nothing. It returns only on failure.
 func Shell(args []string, stderr io.Writer) int {
 	if len(args) != 2 || args[0] != "-c" {
 		fmt.Fprintf(stderr, "%s: usage: %s -c COMMAND\n", ShellName, ShellName)
@@ -36,6 +36,11 @@ func Shell(args []string, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: refused: %v\n", ShellName, err)
 		return exitUsage
+	}
+	if _, err := os.Stat(bwrap.ReviewerMark(tree)); err == nil {
+		err = syscall.Exec("/bin/sh", []string{"sh", "-c", args[1]}, os.Environ())
+		fmt.Fprintf(stderr, "%s: run /bin/sh: %v\n", ShellName, err)
+		return exitFail
 	}
 	var env []string
 	for _, k := range bwrap.Identity {

@@ -14,7 +14,10 @@
 //	pool-review comment OWNER/REPO#N --body TEXT
 //
 // Called as fixer-sh (the shell of the agent server that runs fixers), it
-// runs each command in a sandbox (reviewtool.Shell).
+// runs each command in a sandbox (reviewtool.Shell). Called as git (a link
+// named git, first on the agent server's PATH), it is a guard: it runs
+// the real git only with arguments that stay in the work tree
+// (reviewtool.GitGuard).
 //
 // Exit codes: 0 done; 1 the forge or git refused or could not be reached;
 // 2 bad arguments or environment.
@@ -32,6 +35,8 @@ import (
 
 func main() {
 	switch filepath.Base(os.Args[0]) {
+	case "git":
+		os.Exit(reviewtool.GitGuard(os.Args[1:], os.Getenv, os.Stderr))
 	case reviewtool.ShellName:
 		os.Exit(reviewtool.Shell(os.Args[1:], os.Stderr))
 	}

@@ -126,3 +126,12 @@ func WorkTree(dir string) (tree, objects string, err error) {
 	}
 	return "", "", fmt.Errorf("bwrap: %s is in no work tree of the pool's", dir)
 }
+
+// ReviewerMark is the file whose presence says the session in work tree
+// tree reviews: its shell runs commands as they are, for pool-review to
+// reach the forge. The pool writes it in <clone>/reviewers, a directory
+// the agent server's user may pass through but not write; without it, as
+// for a fixer, every command runs in the sandbox.
+func ReviewerMark(tree string) string {
+	return filepath.Join(filepath.Dir(filepath.Dir(tree)), "reviewers", filepath.Base(tree))
+}

@@ -16,9 +16,16 @@ import (
 	"pool/deploy"
 )
 
-// ReviewerScopes (reviewtool.ReviewerScopes; the sandbox cannot import that
-// package, whose forgejo tests import the sandbox, so a reviewtool test
-// keeps them equal) are the scopes of the scripted reviewer's token: what the
+// The environment pool-review reads, and the scopes of the reviewer's token
+// (reviewtool.EnvForgeURL, EnvTokenFile and ReviewerScopes; the sandbox
+// cannot import that package, whose forgejo tests import the sandbox, so a
+// reviewtool test keeps them equal).
+const (
+	EnvReviewForgeURL  = "POOL_REVIEW_FORGE_URL"
+	EnvReviewTokenFile = "POOL_REVIEW_TOKEN_FILE"
+)
+
+// ReviewerScopes are the scopes of the scripted reviewer's token: what the
 // README tells an operator to give the reviewer's.
 var ReviewerScopes = []string{"write:repository", "write:issue"}
 
@@ -87,12 +94,13 @@ type ReviewerSetup struct {
 	MCP []string
 }
 
-// SetUpReviewer builds cmd/pool-review into dir/bin (and links it as
-// fixer-sh there), writes the reviewer's token to dir/reviewer-token, and
-// returns the tool server's command vector, which alone names the forge and
-// the token file, and the agent server's environment: PATH with the tool
-// first, and a git identity for a fixer's commits. Neither the token nor
-// its file is in any variable.
+// SetUpReviewer builds cmd/pool-review into dir/bin, links it as git in
+// dir/guard (the git guard), writes the reviewer's token to
+// dir/reviewer-token, and returns the tool server's command vector and the
+// agent server's environment: PATH with
+// the guard and the tool first, the forge's URL and the token file's path for
+// the tool, and a git identity for a fixer's commits. The token itself is in
+// no variable.
 func SetUpReviewer(ctx context.Context, dir, forgeURL, reviewerToken string) (ReviewerSetup, error) {
 	bin := filepath.Join(dir, "bin")
 	s := ReviewerSetup{Bin: filepath.Join(bin, "pool-review"), TokenFile: filepath.Join(dir, "reviewer-token")}
@@ -101,6 +109,15 @@ func SetUpReviewer(ctx context.Context, dir, forgeURL, reviewerToken string) (Re
 	}
 	if err := buildReviewTool(ctx, s.Bin); err != nil {
 		return s, err
+	}
+	// As the README installs it: git, first on the server's PATH, is the
+	// tool's guard, which runs the real git further on.
+	guard := filepath.Join(dir, "guard")
+	if err := os.MkdirAll(guard, 0o755); err != nil {
+		return s, fmt.Errorf("sandbox: git guard: %w", err)
+	}
+	if err := os.Symlink(s.Bin, filepath.Join(guard, "git")); err != nil {
+		return s, fmt.Errorf("sandbox: git guard: %w", err)
 	}
 	// As the README installs it: fixer-sh, the shell that runs a fixer's
 	// commands in the sandbox (WithFixerShell).
@@ -116,8 +133,10 @@ func SetUpReviewer(ctx context.Context, dir, forgeURL, reviewerToken string) (Re
 	}
 	s.MCP = []string{s.Bin, "mcp", "--forge", forgeURL, "--token-file", s.TokenFile, "--git", git}
 	s.Env = map[string]string{
-		"PATH":            strings.Join([]string{bin, os.Getenv("PATH")}, string(os.PathListSeparator)),
-		"GIT_AUTHOR_NAME": "reviewer", "GIT_AUTHOR_EMAIL": "reviewer@example.com",
+		"PATH":             strings.Join([]string{guard, bin, os.Getenv("PATH")}, string(os.PathListSeparator)),
+		EnvReviewForgeURL:  forgeURL,
+		EnvReviewTokenFile: s.TokenFile,
+		"GIT_AUTHOR_NAME":  "reviewer", "GIT_AUTHOR_EMAIL": "reviewer@example.com",
 		"GIT_COMMITTER_NAME": "reviewer", "GIT_COMMITTER_EMAIL": "reviewer@example.com",
 	}
 	return s, nil
