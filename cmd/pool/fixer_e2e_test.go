@@ -34,21 +34,7 @@ func TestFailingCheckGetsOneFixer(t *testing.T) {
 	// its work tree and commits; no push.
 	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir()), "--workers", "1", "--agent", deploy.Fixer)
 
-	// The stand-in CI: a head pushed by the fixer passes.
-	var fixed string
-	eventually(t, ctx, "a new head pushed by the fixer", func() bool {
-		fixed = getPR(t, ctx, sb, n).Head.Sha
-		return fixed != first
-	}, pool)
-	if err := sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, fixed, ci, "success", "http://ci.invalid/run/2", "passed"); err != nil {
-		t.Fatal(err)
-	}
-	pool.wait(t, ctx)
-
-	final := getPR(t, ctx, sb, n)
-	if !final.Merged || final.Head.Sha != fixed {
-		t.Fatalf("merged=%v at %s, want merged at the fixer's head %s", final.Merged, final.Head.Sha, fixed)
-	}
+	fixed := mergedAtTheFixersHead(t, ctx, sb, pool, n, first, ci)
 	var fixers, reviews []string
 	for _, p := range sb.Model.Prompts() {
 		_, _, head, _ := sandbox.PromptTarget(p)
@@ -157,4 +143,24 @@ func TestFixersOffStartNone(t *testing.T) {
 	if fixers := noFixerFor(t, ctx, sb, n, head, "--fixers=false"); len(fixers) != 0 {
 		t.Errorf("%d fixer sessions with fixers off, want none", len(fixers))
 	}
+}
+
+// mergedAtTheFixersHead waits for a fixer to push a head of PR n other than
+// first, passes check ci on it as a stand-in CI would, waits for the pool's
+// exit and requires n merged at that head, which it returns.
+func mergedAtTheFixersHead(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, pool *poolProc, n int, first, ci string) string {
+	t.Helper()
+	var fixed string
+	eventually(t, ctx, "a new head pushed by the fixer", func() bool {
+		fixed = getPR(t, ctx, sb, n).Head.Sha
+		return fixed != first
+	}, pool)
+	if err := sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, fixed, ci, "success", "http://ci.invalid/run/2", "passed"); err != nil {
+		t.Fatal(err)
+	}
+	pool.wait(t, ctx)
+	if final := getPR(t, ctx, sb, n); !final.Merged || final.Head.Sha != fixed {
+		t.Fatalf("merged=%v at %s, want merged at the fixer's head %s", final.Merged, final.Head.Sha, fixed)
+	}
+	return fixed
 }

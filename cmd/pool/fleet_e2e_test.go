@@ -132,19 +132,7 @@ func TestReviewerAndFixerOnDifferentServers(t *testing.T) {
 		fmt.Sprintf("{url: %q, workers: 1, role: fix}", fixServer.URL))
 	pool := startPool(t, ctx, buildPool(t), fleetEnv(t, sb, tmp), "--config", file, "--agent", deploy.Fixer)
 
-	var fixed string
-	eventually(t, ctx, "a new head pushed by the fixer", func() bool {
-		fixed = getPR(t, ctx, sb, n).Head.Sha
-		return fixed != first
-	}, pool)
-	if err := sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, fixed, ci, "success", "http://ci.invalid/run/2", "passed"); err != nil {
-		t.Fatal(err)
-	}
-	pool.wait(t, ctx)
-
-	if final := getPR(t, ctx, sb, n); !final.Merged || final.Head.Sha != fixed {
-		t.Fatalf("merged=%v at %s, want merged at the fixer's head %s", final.Merged, final.Head.Sha, fixed)
-	}
+	fixed := mergedAtTheFixersHead(t, ctx, sb, pool, n, first, ci)
 	onFix, onReview := sessionsByKind(fixModel.Prompts()), sessionsByKind(sb.Model.Prompts())
 	want := map[string][]string{"fixer": {first}}
 	if fmt.Sprint(onFix) != fmt.Sprint(want) {
