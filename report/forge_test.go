@@ -469,16 +469,20 @@ func (fx *forgeFixture) autoMergeArmedRoundTrip() {
 func testBaseMoves(fx *forgeFixture) {
 	_, err := fx.f.PushFile(fx.ctx, fx.alice, fx.owner, fx.repo, "main", "NOTES.md", "notes\n", "add notes")
 	must(fx.t, err)
+	fx.tickUntil(ReasonStaleBase)
+	// Behind its base, green and approved: the supervisor merges it as it
+	// is by default (once the forge has tested it against the moved base),
+	// and updates it first under merge.update always.
+	fx.reportUntil("recommendation: " + RecommendGreen)
+	// While the forge tests the PR against the moved base it reads the PR
+	// not mergeable (its API has no separate "checking"), so the digest is
+	// judged once that test is done: behind, and no conflict.
 	d := fx.tickUntil(ReasonStaleBase)
 	for _, it := range d.Items {
 		if it.Reason == ReasonMergeConflict {
 			fx.t.Errorf("a change elsewhere reported as a conflict: %q", itemSummary(d))
 		}
 	}
-	// Behind its base, green and approved: the supervisor merges it as it
-	// is by default (once the forge has tested it against the moved base),
-	// and updates it first under merge.update always.
-	fx.reportUntil("recommendation: " + RecommendGreen)
 	fx.poolFile("merge:\n  update: always\n")
 	wantLines(fx.t, fx.report(fx.f.URL), "recommendation: "+RecommendHeld)
 	fx.t.Setenv("POOL_CONFIG", "")
