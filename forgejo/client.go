@@ -1,21 +1,22 @@
-// Package forgejo is the only package that knows the forge's API and speaks
-// HTTP to it: the Forgejo SDK for a few plain calls, direct HTTP for every
-// list (paged here, see page.go), merges, statuses and hooks. Every call goes
-// through one http.Client whose transport caps each answer's body
-// (limits.max_body) and times the call out; every method takes a context.
-// Because the SDK's context is client-wide, each SDK call builds a light SDK
-// client of its own that shares that http.Client.
+// Package forgejo knows the forge's API and speaks plain HTTP to it: reads
+// (lists paged here, see page.go), reviews, comments, merges, statuses and
+// hooks. Every call goes through one http.Client whose transport caps each
+// answer's body (limits.max_body) and times the call out; every method takes
+// a context. It links no SDK, so the reviewer's tool (pool-review), which
+// needs only this, stays small; the supervisor's client (forgejo/sdkclient)
+// adds the few calls it makes with the Forgejo SDK.
 //
 // The forge's answers are hostile data: a null entry, a missing field, a
 // wrong type or truncated JSON is an error for the call, never a panic. Lists
 // of PRs skip such an entry (it cannot be told which PR it was) and log it.
 //
 // The answers come back as package forge's plain types (PR, Review, Status,
-// Protection, MergeResult...); the aliases in types.go keep the old names.
+// Protection, MergeResult...).
 package forgejo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,8 +26,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	sdk "codeberg.org/mvdkleijn/forgejo-sdk/forgejo/v2"
 
 	"pool/forge"
 	"pool/internal/bounded"
@@ -46,13 +45,16 @@ type Options struct {
 	Transport http.RoundTripper
 	// Log receives warnings about unreadable list entries; nil discards.
 	Log *slog.Logger
+	// Check, when set, is New's first call to the forge, and its error
+	// New's: the supervisor's client checks the server's version there
+	// (package sdkclient).
+	Check func(ctx context.Context, c *Client) error
 }
 
 // Client talks to one Forgejo (or Gitea) server with one token.
 type Client struct {
 	url      string
 	token    string
-	version  string
 	hc       *http.Client
 	maxBody  int64
 	pageSize int // the forge's max_response_items
@@ -62,8 +64,9 @@ type Client struct {
 	skipped map[string]int // guarded by mu: unreadable entries last seen per list
 }
 
-// New checks the server and returns a client. It reads the forge's page size
-// once (GET /settings/api). A rejected token is a permanent error.
+// New returns a client after opt.Check, if any, passed. It reads the
+// forge's page size once (GET /settings/api). A rejected token is a
+// permanent error.
 func New(ctx context.Context, url, token string, opt Options) (*Client, error) {
 	if opt.MaxBody <= 0 {
 		opt.MaxBody = bounded.DefaultMaxBody
@@ -73,17 +76,10 @@ func New(ctx context.Context, url, token string, opt Options) (*Client, error) {
 	}
 	c := &Client{url: strings.TrimRight(url, "/"), token: token, maxBody: opt.MaxBody,
 		hc: bounded.Client(opt.Transport, opt.MaxBody, callTimeout), log: opt.Log, skipped: map[string]int{}}
-	probe, err := sdk.NewClient(c.url, sdk.SetHTTPClient(c.hc), sdk.SetContext(ctx))
-	if err != nil {
-		return nil, classify("connect", nil, err)
-	}
-	v, resp, err := probe.ServerVersion()
-	if err != nil {
-		return nil, classify("server version", resp, err)
-	}
-	c.version = v
-	if _, err := sdk.NewClient(c.url, sdk.SetForgejoVersion(v)); err != nil {
-		c.version = "" // unparsable version: tell the SDK to skip its version checks
+	if opt.Check != nil {
+		if err := opt.Check(ctx, c); err != nil {
+			return nil, err
+		}
 	}
 	c.pageSize = c.readPageSize(ctx)
 	return c, nil
@@ -92,18 +88,12 @@ func New(ctx context.Context, url, token string, opt Options) (*Client, error) {
 // URL is the server's base URL.
 func (c *Client) URL() string { return c.url }
 
-// Version is the server's reported version.
-func (c *Client) Version() string { return c.version }
+// HTTPClient is the http.Client every call goes through, with the body cap
+// and the timeout: the SDK's calls share it.
+func (c *Client) HTTPClient() *http.Client { return c.hc }
 
 // PageSize is the number of entries the client asks for per page.
 func (c *Client) PageSize() int { return c.pageSize }
-
-// api returns an SDK client bound to ctx for one operation.
-func (c *Client) api(ctx context.Context) *sdk.Client {
-	cl, _ := sdk.NewClient(c.url, sdk.SetHTTPClient(c.hc), sdk.SetToken(c.token),
-		sdk.SetForgejoVersion(c.version), sdk.SetContext(ctx))
-	return cl
-}
 
 // Error is a failed forge call: the operation, the HTTP status when there was
 // one, and whether trying again later may help.
@@ -182,17 +172,12 @@ func IsTooLarge(err error) bool {
 	return errors.As(err, &tl)
 }
 
-func classify(op string, resp *sdk.Response, err error) error {
-	if err == nil {
-		return nil
-	}
-	status := 0
-	var wait time.Duration
-	if resp != nil && resp.Response != nil {
-		status = resp.StatusCode
-		wait = retryAfter(status, resp.Header, time.Now())
-	}
-	return withRetryAfter(newError(op, status, err), wait)
+// Classify is the error of the call op that failed with err, having had
+// an answer of status (0 for none) with header: a rejected token or a
+// missing object, worth retrying or not, and the wait a 429 or 503 asked
+// for. The SDK's calls (package sdkclient) are classified here too.
+func Classify(op string, status int, header http.Header, err error) error {
+	return withRetryAfter(newError(op, status, err), retryAfter(status, header, time.Now()))
 }
 
 // withRetryAfter records on a forge error the wait the answer asked for.
@@ -218,23 +203,10 @@ func newError(op string, status int, err error) error {
 	return &Error{Op: op, Status: status, Retryable: retry, Err: err}
 }
 
-// malformed is an answer that could be read but not used: a null, a
+// Malformed is an answer that could be read but not used: a null, a
 // missing field, a wrong type. The forge may answer better next time.
-func malformed(op string, err error) error {
+func Malformed(op string, err error) error {
 	return &Error{Op: op, Retryable: true, Err: fmt.Errorf("malformed answer: %w", err)}
-}
-
-// Me returns the login of the token's account.
-func (c *Client) Me(ctx context.Context) (string, error) {
-	const op = "who am i"
-	u, resp, err := c.api(ctx).GetMyUserInfo()
-	if err != nil {
-		return "", classify(op, resp, err)
-	}
-	if u == nil || u.UserName == "" {
-		return "", malformed(op, errors.New("no login"))
-	}
-	return u.UserName, nil
 }
 
 // Permission returns an account's permission on the repository (none,
@@ -249,7 +221,7 @@ func (c *Client) Permission(ctx context.Context, owner, repo, account string) (s
 		return "", err
 	}
 	if p.Permission == "" {
-		return "", malformed(op, errors.New("no permission"))
+		return "", Malformed(op, errors.New("no permission"))
 	}
 	return p.Permission, nil
 }
@@ -279,19 +251,6 @@ func (c *Client) IsCollaborator(ctx context.Context, owner, repo, account string
 		}
 	}
 	return false, nil
-}
-
-// DefaultBranch returns the repository's default branch.
-func (c *Client) DefaultBranch(ctx context.Context, owner, repo string) (string, error) {
-	op := "get repo " + owner + "/" + repo
-	r, resp, err := c.api(ctx).GetRepo(owner, repo)
-	if err != nil {
-		return "", classify(op, resp, err)
-	}
-	if r == nil || r.DefaultBranch == "" {
-		return "", malformed(op, errors.New("no default branch"))
-	}
-	return r.DefaultBranch, nil
 }
 
 // OpenPRs lists every open PR of the repository (all pages). An entry the
@@ -339,54 +298,33 @@ func (c *Client) Comments(ctx context.Context, owner, repo string, n int) ([]for
 	out := make([]forge.Comment, 0, len(batch))
 	for i, cm := range batch {
 		if err := cm.check(); err != nil {
-			return nil, malformed(op, fmt.Errorf("entry %d: %w", i, err))
+			return nil, Malformed(op, fmt.Errorf("entry %d: %w", i, err))
 		}
 		out = append(out, cm.comment())
 	}
 	return out, nil
 }
 
-// PostComment adds a comment to an issue or PR.
+// PostComment adds a comment to an issue or PR. An answer that cannot be
+// read is an error not worth retrying: the comment may have been made.
 func (c *Client) PostComment(ctx context.Context, owner, repo string, n int, body string) (forge.Comment, error) {
 	op := fmt.Sprintf("comment on %s/%s#%d", owner, repo, n)
-	cm, resp, err := c.api(ctx).CreateIssueComment(owner, repo, int64(n), sdk.CreateIssueCommentOption{Body: body})
+	path := fmt.Sprintf("%s/issues/%d/comments", repoPath(owner, repo), n)
+	status, answer, err := c.do(ctx, op, http.MethodPost, path, map[string]string{"body": body})
 	if err != nil {
-		return forge.Comment{}, classify(op, resp, err)
+		return forge.Comment{}, err
+	}
+	if status/100 != 2 {
+		return forge.Comment{}, newError(op, status, errors.New(snippet(answer)))
+	}
+	var cm *apiComment
+	if err := json.Unmarshal(answer, &cm); err != nil {
+		return forge.Comment{}, newError(op, status, fmt.Errorf("malformed answer: %w", err))
 	}
 	if cm == nil || cm.ID <= 0 {
-		return forge.Comment{}, malformed(op, errors.New("no comment id"))
+		return forge.Comment{}, Malformed(op, errors.New("no comment id"))
 	}
-	out := forge.Comment{ID: cm.ID, Body: cm.Body, Created: cm.Created, Updated: cm.Updated}
-	if cm.Poster != nil {
-		out.Author = cm.Poster.UserName
-	}
-	return out, nil
-}
-
-// EditComment replaces a comment's body; the forge moves its update time.
-func (c *Client) EditComment(ctx context.Context, owner, repo string, id int64, body string) (forge.Comment, error) {
-	op := fmt.Sprintf("edit comment %d on %s/%s", id, owner, repo)
-	cm, resp, err := c.api(ctx).EditIssueComment(owner, repo, id, sdk.EditIssueCommentOption{Body: body})
-	if err != nil {
-		return forge.Comment{}, classify(op, resp, err)
-	}
-	if cm == nil || cm.ID != id {
-		return forge.Comment{}, malformed(op, errors.New("not the comment edited"))
-	}
-	out := forge.Comment{ID: cm.ID, Body: cm.Body, Created: cm.Created, Updated: cm.Updated}
-	if cm.Poster != nil {
-		out.Author = cm.Poster.UserName
-	}
-	return out, nil
-}
-
-// DeleteComment removes a comment; one already gone is not an error.
-func (c *Client) DeleteComment(ctx context.Context, owner, repo string, id int64) error {
-	resp, err := c.api(ctx).DeleteIssueComment(owner, repo, id)
-	if err != nil && !(resp != nil && resp.StatusCode == http.StatusNotFound) {
-		return classify(fmt.Sprintf("delete comment %d on %s/%s", id, owner, repo), resp, err)
-	}
-	return nil
+	return cm.comment(), nil
 }
 
 // Reviews lists a PR's reviews (all pages).

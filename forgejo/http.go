@@ -74,7 +74,7 @@ func (c *Client) getJSON(ctx context.Context, op, path string, out any) error {
 		return newError(op, status, fmt.Errorf("%s", snippet(body)))
 	}
 	if err := json.Unmarshal(body, out); err != nil {
-		return malformed(op, err)
+		return Malformed(op, err)
 	}
 	return nil
 }

@@ -102,10 +102,10 @@ func (c *Client) PRDetail(ctx context.Context, owner, repo string, n int) (PRDet
 		return PRDetail{}, err
 	}
 	if p == nil {
-		return PRDetail{}, malformed(op, errors.New("null"))
+		return PRDetail{}, Malformed(op, errors.New("null"))
 	}
 	if err := p.check(); err != nil {
-		return PRDetail{}, malformed(op, err)
+		return PRDetail{}, Malformed(op, err)
 	}
 	return p.detail(), nil
 }
@@ -313,7 +313,7 @@ func (c *Client) InlineComments(ctx context.Context, owner, repo string, n int, 
 	out := make([]InlineComment, 0, len(batch))
 	for i, rc := range batch {
 		if rc == nil || rc.ID <= 0 {
-			return nil, malformed(op, fmt.Errorf("entry %d is null or has no id", i))
+			return nil, Malformed(op, fmt.Errorf("entry %d is null or has no id", i))
 		}
 		out = append(out, InlineComment{ID: rc.ID, ReviewID: rc.ReviewID, Author: rc.User.login(),
 			Body: rc.Body, Path: rc.Path, Line: rc.Line, OldLine: rc.OldLine, Resolver: rc.Resolver.login(),

@@ -17,9 +17,6 @@ import (
 func pagedStatuses(t *testing.T, n int) *Client {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.HandleFunc("/api/v1/version", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprint(w, `{"version":"1.26.0"}`)
-	})
 	mux.HandleFunc("/api/v1/repos/o/r/commits/abc/statuses", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("sort") != "highestindex" {
 			t.Errorf("statuses read without a total order: %s", r.URL.RawQuery)
@@ -66,7 +63,6 @@ func TestStatusHistoryPages(t *testing.T) {
 
 func TestInspectDecoding(t *testing.T) {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/api/v1/version", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"version":"1.26.0"}`) })
 	mux.HandleFunc("/api/v1/repos/o/r/pulls/3", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, `{"number":3,"state":"open","mergeable":false,"merged_by":{"login":"carol"},"draft":true,"merge_base":"m1",
 			"user":{"login":"alice"},"head":{"ref":"f","sha":"h1"},"base":{"ref":"main","sha":"b1"},"labels":[{"name":"x"}]}`)

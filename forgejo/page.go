@@ -102,7 +102,7 @@ func (c *Client) eachPage(ctx context.Context, l listing, read func(page int, bo
 		}
 		n, err := read(page, a.body, a.header)
 		if err != nil {
-			return malformed(l.op, err)
+			return Malformed(l.op, err)
 		}
 		switch {
 		case !l.filtered && n < size:

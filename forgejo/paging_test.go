@@ -24,7 +24,6 @@ func TestFilteredListsReadToAnEmptyPage(t *testing.T) {
 	}
 	events := []map[string]any{{"type": "comment"}, {"type": "review"}, {"type": "pull_scheduled_merge"}}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/api/v1/version", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"version":"1.26.0"}`) })
 	mux.HandleFunc("/api/v1/repos/o/r/pulls/1/reviews", func(w http.ResponseWriter, r *http.Request) { servePage(w, r, reviews) })
 	mux.HandleFunc("/api/v1/repos/o/r/issues/1/timeline", func(w http.ResponseWriter, r *http.Request) { servePage(w, r, events) })
 	gitea := httptest.NewServer(mux)

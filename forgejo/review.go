@@ -55,10 +55,10 @@ func (c *Client) PostReview(ctx context.Context, owner, repo string, n int, r Ne
 	}
 	var got *apiReview
 	if err := json.Unmarshal(answer, &got); err != nil || got == nil {
-		return forge.Review{}, malformed(op, fmt.Errorf("review: %v", err))
+		return forge.Review{}, Malformed(op, fmt.Errorf("review: %v", err))
 	}
 	if err := got.check(); err != nil {
-		return forge.Review{}, malformed(op, err)
+		return forge.Review{}, Malformed(op, err)
 	}
 	return forge.Review{ID: got.ID, Author: got.User.login(), State: got.State, CommitID: got.CommitID,
 		Stale: got.Stale, Dismissed: got.Dismissed, Official: got.Official, Submitted: got.Submitted}, nil

@@ -15,7 +15,6 @@ import (
 func TestUpdateAndParents(t *testing.T) {
 	answers := map[string]int{"1": 200, "2": 409, "3": 403, "4": 422, "5": 500}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/api/v1/version", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"version":"1.26.0"}`) })
 	mux.HandleFunc("POST /api/v1/repos/o/r/pulls/{n}/update", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("style") != "rebase" {
 			http.Error(w, "style", http.StatusBadRequest)

@@ -19,6 +19,7 @@ import (
 	"pool/configs"
 	"pool/forge"
 	"pool/forgejo"
+	"pool/forgejo/sdkclient"
 	"pool/internal/sandbox"
 	"pool/lifecycle"
 )
@@ -31,7 +32,7 @@ type forgeFixture struct {
 	ctx    context.Context
 	t      *testing.T // the running subtest
 	f      *sandbox.Forge
-	client *forgejo.Client // pool-bot's
+	client *sdkclient.Client // pool-bot's
 
 	alice, reviewer, fixer, mallory string // tokens
 	reviewerName, fixerName         string
@@ -51,7 +52,7 @@ func newForgeFixture(t *testing.T, ctx context.Context, f *sandbox.Forge, repo s
 	fx.fixer = fx.user(fx.fixerName)
 	fx.mallory = fx.user("mallory")
 	var err error
-	fx.client, err = forgejo.New(ctx, f.URL, fx.fixer, forgejo.Options{})
+	fx.client, err = sdkclient.New(ctx, f.URL, fx.fixer, forgejo.Options{})
 	must(t, err)
 	fx.n, fx.head = fx.openPR(repo, nil)
 	fx.target = fmt.Sprintf("%s/%s#%d", fx.owner, repo, fx.n)
@@ -154,7 +155,7 @@ func (fx *forgeFixture) report(forgeURL string, extra ...string) string {
 	must(fx.t, fs.Parse(append([]string{"--forgejo-url", forgeURL, "--reviewers", fx.reviewerName}, extra...)))
 	settings, err := resolve()
 	must(fx.t, err)
-	c, err := forgejo.New(fx.ctx, settings.ForgejoURL, settings.Token, forgejo.Options{})
+	c, err := sdkclient.New(fx.ctx, settings.ForgejoURL, settings.Token, forgejo.Options{})
 	must(fx.t, err)
 	var w *Wait
 	if *wait {
@@ -402,7 +403,7 @@ func testStatuses500(fx *forgeFixture) {
 	if !strings.Contains(fx.lastStderr, "HTTP 500") {
 		fx.t.Errorf("stderr does not name the failed read: %q", fx.lastStderr)
 	}
-	c, err := forgejo.New(fx.ctx, proxyURL, fx.alice, forgejo.Options{})
+	c, err := sdkclient.New(fx.ctx, proxyURL, fx.alice, forgejo.Options{})
 	must(fx.t, err)
 	d, err := Tick(fx.ctx, c, fx.owner, fx.repo, fx.n, TickOptions{})
 	must(fx.t, err)

@@ -21,7 +21,7 @@ import (
 )
 
 // Forge is the read-only part of the forge an observation uses;
-// *forgejo.Client has it.
+// *sdkclient.Client has it.
 type Forge interface {
 	Me(ctx context.Context) (string, error)
 	PRDetail(ctx context.Context, owner, repo string, n int) (forgejo.PRDetail, error)

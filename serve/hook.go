@@ -7,6 +7,7 @@ import (
 
 	"pool/configs"
 	"pool/forgejo"
+	"pool/forgejo/sdkclient"
 	"pool/webhook"
 )
 
@@ -15,7 +16,7 @@ func InstallHook(ctx context.Context, cfg configs.Config) error {
 	if cfg.HookURL == "" || cfg.WebhookSecret == "" {
 		return &configs.Error{Key: "webhook.url", Reason: "hook install needs webhook.url (--hook-url) and webhook.secret"}
 	}
-	fc, err := forgejo.New(ctx, cfg.ForgejoURL, cfg.Token, forgejo.Options{MaxBody: cfg.MaxBody})
+	fc, err := sdkclient.New(ctx, cfg.ForgejoURL, cfg.Token, forgejo.Options{MaxBody: cfg.MaxBody})
 	if err != nil {
 		return fmt.Errorf("pool: connect to the forge: %w", err)
 	}

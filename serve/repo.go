@@ -9,7 +9,7 @@ import (
 	"pool/clone"
 	"pool/commitstatus"
 	"pool/configs"
-	"pool/forgejo"
+	"pool/forgejo/sdkclient"
 	"pool/internal/guard"
 	"pool/pool"
 	"pool/report"
@@ -88,7 +88,7 @@ func shareTheWay(cfg configs.Config, st *store.Store) error {
 // run runs the repository's pool, keeping its commit statuses unless
 // there are none to keep (none configured, or a dry run). several: its
 // status page shows several repositories.
-func (r *repo) run(ctx context.Context, fc *forgejo.Client, log *slog.Logger, several bool) (pool.Report, error) {
+func (r *repo) run(ctx context.Context, fc *sdkclient.Client, log *slog.Logger, several bool) (pool.Report, error) {
 	if r.cfg.StatusContext == "" || r.cfg.DryRun {
 		return r.pool.Run(ctx)
 	}
@@ -133,7 +133,7 @@ func runPublishing(ctx context.Context, cfg configs.Config, p *pool.Pool, log *s
 
 // tickDigester reads digests with the same code as `pool tick`.
 type tickDigester struct {
-	c   *forgejo.Client
+	c   *sdkclient.Client
 	cfg configs.Config
 }
 

@@ -17,6 +17,7 @@ import (
 	"pool/configs"
 	"pool/fleet"
 	"pool/forgejo"
+	"pool/forgejo/sdkclient"
 	"pool/internal/bwrap"
 	"pool/internal/guard"
 	"pool/metrics"
@@ -48,7 +49,7 @@ func Run(ctx context.Context, cfg configs.Config, log *slog.Logger) (pool.Report
 		ended: make(chan struct{})}
 	s.metrics = metrics.New(func() metrics.Gauges { return gauges(s.status()) })
 	err := retryStart(ctx, log, "connect to the forge", startFirstWait, forgeRetryable, func() (err error) {
-		s.fc, err = forgejo.New(ctx, cfg.ForgejoURL, cfg.Token, forgejo.Options{MaxBody: cfg.MaxBody,
+		s.fc, err = sdkclient.New(ctx, cfg.ForgejoURL, cfg.Token, forgejo.Options{MaxBody: cfg.MaxBody,
 			Transport: s.metrics.ForgeTransport(nil), Log: log.With("component", "forgejo")})
 		return err
 	})
@@ -102,7 +103,7 @@ type process struct {
 	log      *slog.Logger
 	warnings *ops.Warnings
 	metrics  *metrics.Metrics
-	fc       *forgejo.Client
+	fc       *sdkclient.Client
 	agents   *fleet.Fleet  // the agent servers, one agent for every pool
 	hub      *eventHub     // the agent servers' event streams, one for every pool
 	slots    *slots.Slots  // shared by several repositories' pools; nil for one

@@ -17,6 +17,7 @@ import (
 	"pool/configs"
 	"pool/forge"
 	"pool/forgejo"
+	"pool/forgejo/sdkclient"
 	"pool/report"
 )
 
@@ -196,12 +197,12 @@ func addConnFlags(fs *pflag.FlagSet) connFlags {
 // not be read.
 // The settings are returned too: the pool's own commit status context is
 // among them (its status is no check).
-func (f connFlags) client(ctx context.Context, stderr io.Writer, cmd string) (*forgejo.Client, configs.Config, int) {
+func (f connFlags) client(ctx context.Context, stderr io.Writer, cmd string) (*sdkclient.Client, configs.Config, int) {
 	cfg, err := f.resolve()
 	if err != nil {
 		return nil, cfg, usageError(stderr, cmd, err)
 	}
-	c, err := forgejo.New(ctx, cfg.ForgejoURL, cfg.Token, forgejo.Options{MaxBody: cfg.MaxBody})
+	c, err := sdkclient.New(ctx, cfg.ForgejoURL, cfg.Token, forgejo.Options{MaxBody: cfg.MaxBody})
 	if err != nil {
 		fmt.Fprintf(stderr, "pool %s: %v\n", cmd, err)
 		return nil, cfg, exitNoPR

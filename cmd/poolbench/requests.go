@@ -15,6 +15,7 @@ import (
 	"pool/agent"
 	"pool/configs"
 	"pool/forgejo"
+	"pool/forgejo/sdkclient"
 	"pool/pool"
 	"pool/store"
 )
@@ -124,7 +125,7 @@ func (b *bench) runInProcess(ctx context.Context, name string, forgeTransport ht
 // receiver and the review-item digests (only re-reviews and fixes read
 // them; quiet PRs get neither).
 func runPoolInProcess(ctx context.Context, cfg configs.Config, forgeTransport http.RoundTripper, log *slog.Logger) (pool.Report, error) {
-	fc, err := forgejo.New(ctx, cfg.ForgejoURL, cfg.Token, forgejo.Options{MaxBody: cfg.MaxBody, Transport: forgeTransport})
+	fc, err := sdkclient.New(ctx, cfg.ForgejoURL, cfg.Token, forgejo.Options{MaxBody: cfg.MaxBody, Transport: forgeTransport})
 	if err != nil {
 		return pool.Report{}, fmt.Errorf("in-process pool: connect to the forge: %w", err)
 	}

@@ -9,13 +9,9 @@ import (
 )
 
 // heavy are what no small package may link: the config loader (and viper
-// inside it) and go-git.
-var heavy = []string{"pool/configs", "github.com/spf13/viper", "github.com/go-git/go-git"}
-
-// sdk is the Forgejo SDK, which the forge client (pool/forgejo) uses for a
-// few calls: the packages that link that client (the reviewer's tool, texts
-// and store, through report and commitstatus) link it too; the others must not.
-const sdk = "codeberg.org/mvdkleijn/forgejo-sdk"
+// inside it), go-git and the Forgejo SDK, which only the supervisor's forge
+// client (pool/forgejo/sdkclient) uses.
+var heavy = []string{"pool/configs", "github.com/spf13/viper", "github.com/go-git/go-git", "codeberg.org/mvdkleijn/forgejo-sdk"}
 
 // small are the packages that must stay small, each with what it must not
 // link beyond heavy. A path names a package and everything under it.
@@ -24,18 +20,18 @@ var small = []struct {
 	forbidden []string
 }{
 	// the pure decision packages: no HTTP at all, no project package that speaks it
-	{"pool/forge", []string{sdk, "net/http", "pool/forgejo", "pool/ops", "pool/report"}},
-	{"pool/claims", []string{sdk, "net/http", "pool/forgejo", "pool/ops", "pool/report"}},
-	{"pool/lifecycle", []string{sdk, "net/http", "pool/forgejo", "pool/ops", "pool/report", "pool/claims"}},
-	{"pool/slots", []string{sdk, "net/http", "pool/forgejo", "pool/ops"}},
+	{"pool/forge", []string{"net/http", "pool/forgejo", "pool/ops", "pool/report"}},
+	{"pool/claims", []string{"net/http", "pool/forgejo", "pool/ops", "pool/report"}},
+	{"pool/lifecycle", []string{"net/http", "pool/forgejo", "pool/ops", "pool/report", "pool/claims"}},
+	{"pool/slots", []string{"net/http", "pool/forgejo", "pool/ops"}},
 	// the prompt texts and the descriptions: no loop, no status server
 	{"pool/texts", []string{"pool/pool", "pool/serve", "pool/ops"}},
-	{"pool/describe", []string{sdk, "pool/pool", "pool/serve", "pool/forgejo"}},
+	{"pool/describe", []string{"pool/pool", "pool/serve", "pool/forgejo"}},
 	{"pool/store", []string{"pool/pool", "pool/serve"}},
-	{"pool/sessions", []string{sdk, "pool/pool", "pool/serve", "pool/forgejo", "pool/ops"}},
-	// the reviewer's tool, installed where the agent runs (it links the SDK
-	// through the forge client)
-	{"pool/cmd/pool-review", []string{"pool/pool", "pool/serve", "pool/ops", "pool/agent", "pool/fleet", "pool/store", "bbolt", "pool/report", "pool/lifecycle"}},
+	{"pool/sessions", []string{"pool/pool", "pool/serve", "pool/forgejo", "pool/ops"}},
+	// the reviewer's tool, installed where the agent runs: the plain forge
+	// client, not the supervisor's
+	{"pool/cmd/pool-review", []string{"pool/forgejo/sdkclient", "pool/pool", "pool/serve", "pool/ops", "pool/agent", "pool/fleet", "pool/store", "bbolt", "pool/report", "pool/lifecycle"}},
 }
 
 // TestSmallPackagesLinkNothingHeavy: none of small links heavy or its own
