@@ -2,8 +2,10 @@
 // request, its comments, reviews and commit statuses (and the newest status
 // per context), the branch protection in force, and the classified answer
 // to a merge call with the protection rule a refusal names; and the grammar
-// of the hidden markers the pool writes into comments (marker.go); and the
-// wait before the next try after failures (backoff.go). It
+// of the hidden markers the pool writes into comments (marker.go); the wait
+// before the next try after failures (backoff.go); and an item of a PR's
+// digest, something on it that needs an answer or a fix (item.go), which
+// report finds and texts puts into a prompt. It
 // imports nothing of the project and no SDK, so the pure decision packages
 // (lifecycle, claims) link only this and the standard library; package
 // forgejo talks to the forge and converts its answers into these types.

@@ -398,7 +398,7 @@ func (d *fakeDigests) Digest(_ context.Context, n int) (report.Digest, error) {
 	if d.f.prs[n].HeadSHA != fakeSHA("sha-1-b") {
 		return report.Digest{}, nil
 	}
-	return report.Digest{PR: n, Items: []report.Item{{Reason: "changes-requested", Source: "review", ID: 9,
+	return report.Digest{PR: n, Items: []forge.Item{{Reason: "changes-requested", Source: "review", ID: 9,
 		Body: "please handle the nil case", Answers: "r9-0badc0de"}}}, nil
 }
 

@@ -131,10 +131,10 @@ func (p *Pool) deleteLosers(ctx context.Context, v claims.View) error {
 // registers it with the watcher. A session it made but could not prompt is
 // deleted, now or, if the agent server does not answer, later.
 func (p *Pool) dispatch(ctx context.Context, pr forge.PR, kind lifecycle.Kind, tree <-chan treeResult) (followed, error) {
-	in := texts.PromptInput{PR: pr.Number, Repo: p.cfg.Repo(), Head: pr.HeadSHA, Spec: p.spec, Tag: report.NewTag(),
+	in := texts.PromptInput{PR: pr.Number, Repo: p.cfg.Repo(), Head: pr.HeadSHA, Spec: p.spec, Tag: texts.NewTag(),
 		Reviewed: p.track(pr.Number).ReviewedSHA != "", Fix: kind == lifecycle.Fix, Base: p.Base(), Rule: p.policy.Rule,
 		PushRepo: pr.HeadRepo, PushBranch: pr.HeadRef,
-		Data: report.Data{Target: fmt.Sprintf("%s#%d", p.cfg.Repo(), pr.Number)}}
+		Data: texts.Data{Target: fmt.Sprintf("%s#%d", p.cfg.Repo(), pr.Number)}}
 	if in.Fix {
 		history, err := p.forge.StatusHistory(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
 		if err != nil {
@@ -500,7 +500,7 @@ func (p *Pool) logItems(ctx context.Context, s followed) {
 	p.log.Info("open items after the session", "pr", s.PR, "gone", tokens(gone), "remaining", tokens(remaining))
 }
 
-func tokens(items []report.Item) []string {
+func tokens(items []forge.Item) []string {
 	out := make([]string, len(items))
 	for i, it := range items {
 		out[i] = it.Answers

@@ -348,15 +348,15 @@ func testReviewAndReplies(fx *forgeFixture) {
 }
 
 // aliceComment is the digest's item for alice's conversation comment.
-func (fx *forgeFixture) aliceComment(d Digest) Item {
+func (fx *forgeFixture) aliceComment(d Digest) forge.Item {
 	fx.t.Helper()
 	for _, it := range d.Items {
-		if it.Reason == ReasonNewComment && it.Author == "alice" {
+		if it.Reason == forge.ReasonNewComment && it.Author == "alice" {
 			return it
 		}
 	}
 	fx.t.Fatalf("no comment item by alice: %q", itemSummary(d))
-	return Item{}
+	return forge.Item{}
 }
 
 func itemSummary(d Digest) []string {
@@ -364,9 +364,9 @@ func itemSummary(d Digest) []string {
 	for _, it := range d.Items {
 		s := it.Reason
 		switch it.Source {
-		case SourceInline:
+		case forge.SourceInline:
 			s += fmt.Sprintf(" %s:%d", it.File, it.Line)
-		case SourceComment:
+		case forge.SourceComment:
 			s += " " + it.Author
 		}
 		out = append(out, s)
@@ -408,7 +408,7 @@ func testStatuses500(fx *forgeFixture) {
 	must(fx.t, err)
 	d, err := Tick(fx.ctx, c, fx.owner, fx.repo, fx.n, TickOptions{})
 	must(fx.t, err)
-	if d.Checks != nil || len(d.Errors) != 1 || itemSummary(d)[0] == ReasonFailingCheck {
+	if d.Checks != nil || len(d.Errors) != 1 || itemSummary(d)[0] == forge.ReasonFailingCheck {
 		fx.t.Errorf("digest with unread statuses: checks %v errors %q items %q", d.Checks, d.Errors, itemSummary(d))
 	}
 }
@@ -475,7 +475,7 @@ func testBaseMoves(fx *forgeFixture) {
 	// reads the PR not mergeable meanwhile, and just before, mergeable as
 	// against the old base (its API shows neither apart). So each state is
 	// awaited, never read once: behind, and in the end no conflict.
-	fx.tickUntil(ReasonStaleBase, ReasonMergeConflict)
+	fx.tickUntil(forge.ReasonStaleBase, forge.ReasonMergeConflict)
 	// Behind its base, green and approved: the supervisor merges it as it
 	// is by default, and updates it first under merge.update always.
 	fx.reportUntil("recommendation: " + RecommendGreen)
@@ -484,7 +484,7 @@ func testBaseMoves(fx *forgeFixture) {
 	fx.t.Setenv("POOL_CONFIG", "")
 	_, err = fx.f.PushFile(fx.ctx, fx.alice, fx.owner, fx.repo, "main", "main.go", "package main\n\n// conflicting\n", "conflict")
 	must(fx.t, err)
-	fx.tickUntil(ReasonMergeConflict)
+	fx.tickUntil(forge.ReasonMergeConflict)
 	wantLines(fx.t, fx.report(fx.f.URL), "mergeable: false", "recommendation: "+RecommendConflict)
 }
 
@@ -528,5 +528,5 @@ func (fx *forgeFixture) tickUntil(reason string, without ...string) Digest {
 }
 
 func hasReason(d Digest, reason string) bool {
-	return slices.ContainsFunc(d.Items, func(it Item) bool { return it.Reason == reason })
+	return slices.ContainsFunc(d.Items, func(it forge.Item) bool { return it.Reason == reason })
 }

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"encoding/json"
+	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"pool/forge"
 	"pool/forgejo"
+	"pool/texts"
 )
 
 // FuzzDigest builds digests and prompt sections over hostile comments,
@@ -77,19 +80,20 @@ func hostileSnapshot(body, other, author, path, target string, n int, flags uint
 	return s
 }
 
-// checkPromptSection: the section's data block keeps its frame whatever the
-// hostile text (parseBlock), is bounded, lists the items it keeps in order
-// with their tokens, and counts the ones it left out.
+// checkPromptSection: the section's data block is bounded, lists the items
+// it keeps in order with their tokens, and counts the ones it left out. Its
+// frame against hostile text is texts' to keep (texts.Data.Block and its
+// tests); here a line of the block that is not one JSON object fails.
 func checkPromptSection(t *testing.T, d Digest) {
 	t.Helper()
 	const tag = "fuzztag"
 	out := d.promptSection(tag)
-	block := out[strings.Index(out, DataPreamble(tag)):]
-	if inner := len(block) - len(DataPreamble(tag)); inner > MaxDataBlock+100 {
-		t.Fatalf("data block of %d bytes, over its bound of %d", inner, MaxDataBlock)
+	block := out[strings.Index(out, texts.DataPreamble(tag)):]
+	if inner := len(block) - len(texts.DataPreamble(tag)); inner > texts.MaxDataBlock+100 {
+		t.Fatalf("data block of %d bytes, over its bound of %d", inner, texts.MaxDataBlock)
 	}
 	kept, more := 0, 0
-	for _, e := range parseBlock(t, block, tag) {
+	for _, e := range blockEntries(t, block, tag) {
 		switch e["kind"] {
 		case "item":
 			if kept >= len(d.Items) || e["answers"] != d.Items[kept].Answers {
@@ -115,7 +119,7 @@ func checkAnswering(t *testing.T, s Snapshot, d Digest) {
 	t.Helper()
 	var toks []string
 	for _, it := range d.Items {
-		if it.Source == SourceComment || it.Source == SourceReview {
+		if it.Source == forge.SourceComment || it.Source == forge.SourceReview {
 			toks = append(toks, it.Answers)
 		}
 	}
@@ -129,7 +133,7 @@ func checkAnswering(t *testing.T, s Snapshot, d Digest) {
 		return NewDigest(s, TickOptions{})
 	}
 	for _, it := range reply(s.Self).Items {
-		if it.Source == SourceComment || it.Source == SourceReview {
+		if it.Source == forge.SourceComment || it.Source == forge.SourceReview {
 			t.Fatalf("item %s is still open after the pool's reply answering it", it.Answers)
 		}
 	}
@@ -145,4 +149,27 @@ func checkAnswering(t *testing.T, s Snapshot, d Digest) {
 			t.Fatalf("an outsider's reply marker answered item %s", tok)
 		}
 	}
+}
+
+// blockEntries decodes the lines between the block's opening and closing
+// lines.
+func blockEntries(t *testing.T, block, tag string) []map[string]any {
+	t.Helper()
+	_, inner, _ := strings.Cut(block, fmt.Sprintf("<forge-data tag=%q>\n", tag))
+	inner, _, ok := strings.Cut(inner, fmt.Sprintf("</forge-data tag=%q>\n", tag))
+	if !ok {
+		t.Fatalf("no block framed with tag %q:\n%s", tag, block)
+	}
+	var out []map[string]any
+	for _, l := range strings.Split(inner, "\n") {
+		if l == "" {
+			continue
+		}
+		var e map[string]any
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("a line of the block is not one JSON object: %q: %v", l, err)
+		}
+		out = append(out, e)
+	}
+	return out
 }

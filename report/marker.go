@@ -36,11 +36,11 @@ func token(source string, id int64, version string) string {
 }
 
 var tokenPrefix = map[string]string{
-	SourceCheck:   "s",
-	SourceComment: "c",
-	SourceReview:  "r",
-	SourceInline:  "i",
-	SourcePR:      "p",
+	forge.SourceCheck:   "s",
+	forge.SourceComment: "c",
+	forge.SourceReview:  "r",
+	forge.SourceInline:  "i",
+	forge.SourcePR:      "p",
 }
 
 // timeVersion is an update time as a token version, at whole seconds as the

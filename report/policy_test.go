@@ -85,7 +85,7 @@ func TestReportAndTickJudgeByTheSupervisorsSettings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			asks := slices.ContainsFunc(d.Items, func(it Item) bool { return it.Reason == ReasonAutoMergeNotArmed })
+			asks := slices.ContainsFunc(d.Items, func(it forge.Item) bool { return it.Reason == forge.ReasonAutoMergeNotArmed })
 			if asks != tt.merges {
 				t.Errorf("pool tick: asks for an auto-merge %v, want %v (items %q)", asks, tt.merges, itemSummary(d))
 			}

@@ -3,19 +3,22 @@ package report
 import (
 	"fmt"
 	"strings"
+
+	"pool/forge"
+	"pool/texts"
 )
 
 // PromptSection is what `pool tick --prompt` prints: the instructions for
 // answering items, then the items in one forge data block.
-func (d Digest) PromptSection() string { return d.promptSection(NewTag()) }
+func (d Digest) PromptSection() string { return d.promptSection(texts.NewTag()) }
 
 func (d Digest) promptSection(tag string) string {
 	return d.AnswerInstructions() + "\n" + d.Data().Block(tag)
 }
 
 // Data is the digest's forge-sourced content for a prompt's data block.
-func (d Digest) Data() Data {
-	return Data{Target: fmt.Sprintf("%s#%d", d.Repo, d.PR), Items: d.Items, Errors: d.Errors}
+func (d Digest) Data() texts.Data {
+	return texts.Data{Target: fmt.Sprintf("%s#%d", d.Repo, d.PR), Items: d.Items, Errors: d.Errors}
 }
 
 // AnswerInstructions says how to answer the items of the data block. It
@@ -39,17 +42,9 @@ them: fix the cause.
 	return b.String()
 }
 
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + " [...]"
-}
-
 // Diff compares two digests of one PR by item token: the items of before
 // that after no longer shows, those it still shows, and those that are new.
-func Diff(before, after Digest) (gone, remaining, added []Item) {
+func Diff(before, after Digest) (gone, remaining, added []forge.Item) {
 	inAfter := map[string]bool{}
 	for _, it := range after.Items {
 		inAfter[it.Answers] = true

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"pool/texts"
 )
 
 // Render writes the report block, exactly the shape planners parse.
@@ -35,13 +37,13 @@ func (r Report) renderCI(b *strings.Builder) {
 		b.WriteString("ci_failed:\n")
 		for _, c := range r.Failed {
 			fmt.Fprintf(b, "  - context=%s  state=%s  url=%s  description=%s\n",
-				oneLine(c.Context), c.State, orNone(c.URL), orNone(c.Description))
+				texts.OneLine(c.Context), c.State, orNone(c.URL), orNone(c.Description))
 		}
 	}
 	fmt.Fprintf(b, "ci_passed: %d\n", r.Passed)
 	pending := "none"
 	if len(r.Pending) > 0 {
-		pending = oneLine(strings.Join(r.Pending, ","))
+		pending = texts.OneLine(strings.Join(r.Pending, ","))
 	}
 	fmt.Fprintf(b, "ci_pending: %s\n", pending)
 }
@@ -65,14 +67,14 @@ func orUnknown(s string) string {
 	if s == "" {
 		return unknown
 	}
-	return oneLine(s)
+	return texts.OneLine(s)
 }
 
 func orNone(s string) string {
 	if strings.TrimSpace(s) == "" {
 		return "none"
 	}
-	return oneLine(s)
+	return texts.OneLine(s)
 }
 
 func boolWord(b *bool) string {

@@ -114,7 +114,7 @@ func TestFingerprint(t *testing.T) {
 	if base.Fingerprint != again.Fingerprint {
 		t.Fatalf("same observation, different fingerprints: %s %s", base.Fingerprint, again.Fingerprint)
 	}
-	reversed := append([]Item(nil), base.Items...)
+	reversed := append([]forge.Item(nil), base.Items...)
 	for i, j := 0, len(reversed)-1; i < j; i, j = i+1, j-1 {
 		reversed[i], reversed[j] = reversed[j], reversed[i]
 	}
@@ -168,40 +168,40 @@ func TestDigestItems(t *testing.T) {
 		want   []string
 	}{
 		{"a PR comment answers comment and review items", func(s *Snapshot) {
-			s.Comments = append(s.Comments, forge.Comment{ID: 40, Author: "pool-bot", Body: ReplyMarker(tokenOf(t, before, SourceReview, 10)) +
-				"\n" + ReplyMarker(tokenOf(t, before, SourceComment, 31)) + "\nDone."})
+			s.Comments = append(s.Comments, forge.Comment{ID: 40, Author: "pool-bot", Body: ReplyMarker(tokenOf(t, before, forge.SourceReview, 10)) +
+				"\n" + ReplyMarker(tokenOf(t, before, forge.SourceComment, 31)) + "\nDone."})
 		}, []string{"failing-check check 2", "unresolved-thread review-comment 20", "new-comment comment 30"}},
 		{"a counted reviewer's marker answers too", func(s *Snapshot) {
-			s.Comments = append(s.Comments, forge.Comment{ID: 40, Author: "review-bot", Body: ReplyMarker(tokenOf(t, before, SourceComment, 31))})
+			s.Comments = append(s.Comments, forge.Comment{ID: 40, Author: "review-bot", Body: ReplyMarker(tokenOf(t, before, forge.SourceComment, 31))})
 		}, []string{"failing-check check 2", "changes-requested review 10", "unresolved-thread review-comment 20", "new-comment comment 30"}},
 		{"a marker by an account whose reviews do not count answers nothing", func(s *Snapshot) {
-			s.Comments = append(s.Comments, forge.Comment{ID: 40, Author: "mallory", Body: ReplyMarker(tokenOf(t, before, SourceReview, 10)) +
-				"\n" + ReplyMarker(tokenOf(t, before, SourceComment, 31))})
+			s.Comments = append(s.Comments, forge.Comment{ID: 40, Author: "mallory", Body: ReplyMarker(tokenOf(t, before, forge.SourceReview, 10)) +
+				"\n" + ReplyMarker(tokenOf(t, before, forge.SourceComment, 31))})
 			s.Inline = append(s.Inline, forgejo.InlineComment{ID: 41, Author: "mallory", Path: "main.go", Line: 3,
-				Body: ReplyMarker(tokenOf(t, before, SourceInline, 20))})
+				Body: ReplyMarker(tokenOf(t, before, forge.SourceInline, 20))})
 		}, []string{"failing-check check 2", "changes-requested review 10", "unresolved-thread review-comment 20",
 			"unresolved-thread review-comment 41", "new-comment comment 30", "new-comment comment 31", "new-comment comment 40"}},
 		{"a reply in the same thread answers an inline comment", func(s *Snapshot) {
 			s.Inline = append(s.Inline, forgejo.InlineComment{ID: 41, Author: "pool-bot", Path: "main.go", Line: 3,
-				Body: ReplyMarker(tokenOf(t, before, SourceInline, 20)) + "\nHandled."})
+				Body: ReplyMarker(tokenOf(t, before, forge.SourceInline, 20)) + "\nHandled."})
 		}, []string{"failing-check check 2", "changes-requested review 10", "new-comment comment 30", "new-comment comment 31"}},
 		{"a PR comment does not answer an inline comment", func(s *Snapshot) {
-			s.Comments = append(s.Comments, forge.Comment{ID: 41, Author: "pool-bot", Body: ReplyMarker(tokenOf(t, before, SourceInline, 20))})
+			s.Comments = append(s.Comments, forge.Comment{ID: 41, Author: "pool-bot", Body: ReplyMarker(tokenOf(t, before, forge.SourceInline, 20))})
 		}, want},
 		{"a reply on another line does not answer it", func(s *Snapshot) {
 			s.Inline = append(s.Inline, forgejo.InlineComment{ID: 41, Author: "pool-bot", Path: "main.go", Line: 4,
-				Body: ReplyMarker(tokenOf(t, before, SourceInline, 20))})
+				Body: ReplyMarker(tokenOf(t, before, forge.SourceInline, 20))})
 		}, want},
 		{"a resolved thread is no item", func(s *Snapshot) { s.Inline[0].Resolver = "alice" },
 			[]string{"failing-check check 2", "changes-requested review 10", "new-comment comment 30", "new-comment comment 31"}},
 		{"a new reply on an answered thread is an item", func(s *Snapshot) {
 			s.Inline = append(s.Inline,
-				forgejo.InlineComment{ID: 41, Author: "pool-bot", Path: "main.go", Line: 3, Body: ReplyMarker(tokenOf(t, before, SourceInline, 20))},
+				forgejo.InlineComment{ID: 41, Author: "pool-bot", Path: "main.go", Line: 3, Body: ReplyMarker(tokenOf(t, before, forge.SourceInline, 20))},
 				forgejo.InlineComment{ID: 42, Author: "review-bot", Path: "main.go", Line: 3, Body: "Not quite."})
 		}, []string{"failing-check check 2", "changes-requested review 10", "unresolved-thread review-comment 42",
 			"new-comment comment 30", "new-comment comment 31"}},
 		{"an edited comment needs a new answer", func(s *Snapshot) {
-			s.Comments = append(s.Comments, forge.Comment{ID: 40, Author: "pool-bot", Body: ReplyMarker(tokenOf(t, before, SourceComment, 31))})
+			s.Comments = append(s.Comments, forge.Comment{ID: 40, Author: "pool-bot", Body: ReplyMarker(tokenOf(t, before, forge.SourceComment, 31))})
 			s.Comments[1].Updated = t0.Add(time.Hour)
 		}, want},
 		{"a later approval replaces the request for changes", func(s *Snapshot) {

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"pool/forge"
 	"pool/forgejo"
 )
 
@@ -50,7 +51,7 @@ func (t thread) resolved() bool {
 // items are the thread's comments that no reply in the same thread answers.
 // The API cannot resolve a thread, so a thread whose every comment has been
 // answered needs nothing more from the pool.
-func (t thread) items() []Item {
+func (t thread) items() []forge.Item {
 	if t.resolved() {
 		return nil
 	}
@@ -63,12 +64,12 @@ func (t thread) items() []Item {
 			answered[tok] = true
 		}
 	}
-	var out []Item
+	var out []forge.Item
 	for _, c := range t.comments {
 		if isPoolMark(c.Body, c.Author, t.voices) {
 			continue
 		}
-		tok := token(SourceInline, c.ID, timeVersion(c.Updated))
+		tok := token(forge.SourceInline, c.ID, timeVersion(c.Updated))
 		if answered[tok] {
 			continue
 		}
@@ -76,7 +77,7 @@ func (t thread) items() []Item {
 		if line == 0 {
 			line = c.OldLine
 		}
-		out = append(out, Item{Reason: ReasonUnresolvedThread, Source: SourceInline, ID: c.ID,
+		out = append(out, forge.Item{Reason: forge.ReasonUnresolvedThread, Source: forge.SourceInline, ID: c.ID,
 			UpdatedAt: c.Updated, Author: c.Author, Body: c.Body, File: c.Path, Line: line,
 			URL: c.URL, Answers: tok})
 	}

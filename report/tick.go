@@ -7,77 +7,36 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"pool/forge"
 	"pool/forgejo"
 	"pool/lifecycle"
 )
 
-// Item reasons: why an item needs someone to act.
-const (
-	ReasonFailingCheck      = "failing-check"
-	ReasonChangesRequested  = "changes-requested"
-	ReasonNewComment        = "new-comment"
-	ReasonNewReview         = "new-review"
-	ReasonUnresolvedThread  = "unresolved-thread"
-	ReasonMergeConflict     = "merge-conflict"
-	ReasonBlocked           = "blocked"
-	ReasonStaleBase         = "stale-base"
-	ReasonClosedUnmerged    = "closed-unmerged"
-	ReasonAutoMergeNotArmed = "auto-merge-not-armed"
-)
-
 // reasonRank orders items in a digest.
 var reasonRank = map[string]int{
-	ReasonClosedUnmerged: 0, ReasonMergeConflict: 1, ReasonBlocked: 2, ReasonFailingCheck: 3,
-	ReasonChangesRequested: 4, ReasonNewReview: 5, ReasonUnresolvedThread: 6, ReasonNewComment: 7,
-	ReasonStaleBase: 8, ReasonAutoMergeNotArmed: 9,
-}
-
-// Item sources: where an item lives, and so where a reply to it goes.
-const (
-	SourceCheck   = "check"          // a commit status; id is the status id
-	SourceComment = "comment"        // a PR conversation comment
-	SourceReview  = "review"         // a review's body
-	SourceInline  = "review-comment" // an inline comment in a review thread
-	SourcePR      = "pr"             // the PR itself; id is its number
-)
-
-// Item is one thing on the PR that needs an answer or a fix.
-type Item struct {
-	Reason    string    `json:"reason"`
-	Source    string    `json:"source"`
-	ID        int64     `json:"id"`
-	UpdatedAt time.Time `json:"updated_at"`
-	Author    string    `json:"author,omitempty"`
-	Body      string    `json:"body"`
-	File      string    `json:"file,omitempty"`
-	Line      int       `json:"line,omitempty"`
-	URL       string    `json:"url,omitempty"`
-	Answers   string    `json:"answers"`
-	// Unofficial marks an item written by an account whose reviews do not
-	// count (lifecycle.ReviewRule): shown, but it blocks and merges nothing.
-	Unofficial bool `json:"unofficial,omitempty"`
+	forge.ReasonClosedUnmerged: 0, forge.ReasonMergeConflict: 1, forge.ReasonBlocked: 2, forge.ReasonFailingCheck: 3,
+	forge.ReasonChangesRequested: 4, forge.ReasonNewReview: 5, forge.ReasonUnresolvedThread: 6, forge.ReasonNewComment: 7,
+	forge.ReasonStaleBase: 8, forge.ReasonAutoMergeNotArmed: 9,
 }
 
 // Digest is one read-only observation of a PR and the items it shows.
 type Digest struct {
-	Repo           string  `json:"repo"`
-	PR             int     `json:"pr"`
-	Title          string  `json:"title"`
-	URL            string  `json:"url"`
-	State          string  `json:"state"`
-	Draft          bool    `json:"draft"`
-	HeadRef        string  `json:"head_ref"`
-	HeadSHA        string  `json:"head_sha"`
-	BaseRef        string  `json:"base_ref"`
-	BaseSHA        string  `json:"base_sha"`
-	MergeBase      string  `json:"merge_base"`
-	Mergeable      bool    `json:"mergeable"`
-	AutoMergeArmed *bool   `json:"auto_merge_armed,omitempty"`
-	Checks         []Check `json:"checks"` // null when the statuses could not be read
-	Items          []Item  `json:"items"`
+	Repo           string       `json:"repo"`
+	PR             int          `json:"pr"`
+	Title          string       `json:"title"`
+	URL            string       `json:"url"`
+	State          string       `json:"state"`
+	Draft          bool         `json:"draft"`
+	HeadRef        string       `json:"head_ref"`
+	HeadSHA        string       `json:"head_sha"`
+	BaseRef        string       `json:"base_ref"`
+	BaseSHA        string       `json:"base_sha"`
+	MergeBase      string       `json:"merge_base"`
+	Mergeable      bool         `json:"mergeable"`
+	AutoMergeArmed *bool        `json:"auto_merge_armed,omitempty"`
+	Checks         []Check      `json:"checks"` // null when the statuses could not be read
+	Items          []forge.Item `json:"items"`
 	// Fingerprint is a hash of the items: equal digests have equal ones.
 	Fingerprint string   `json:"fingerprint"`
 	Errors      []string `json:"errors,omitempty"` // reads that failed: the items may be incomplete
@@ -141,13 +100,13 @@ func NewDigest(s Snapshot, opt TickOptions) Digest {
 
 // items lists what the PR needs, in a stable order. A merged PR needs
 // nothing; a closed one needs its author.
-func items(s Snapshot, d Digest, opt TickOptions) []Item {
-	var out []Item
+func items(s Snapshot, d Digest, opt TickOptions) []forge.Item {
+	var out []forge.Item
 	switch d.State {
 	case stateMerged:
-		return []Item{}
+		return []forge.Item{}
 	case stateClosed:
-		return []Item{prItem(s, ReasonClosedUnmerged, "", "The PR was closed without merging.")}
+		return []forge.Item{prItem(s, forge.ReasonClosedUnmerged, "", "The PR was closed without merging.")}
 	}
 	out = append(out, checkItems(d.Checks)...)
 	// Answers to conversation items may be in either comments or review
@@ -173,20 +132,20 @@ func items(s Snapshot, d Digest, opt TickOptions) []Item {
 		return a.ID < b.ID
 	})
 	if out == nil {
-		out = []Item{}
+		out = []forge.Item{}
 	}
 	return out
 }
 
-func checkItems(checks []Check) []Item {
-	var out []Item
+func checkItems(checks []Check) []forge.Item {
+	var out []forge.Item
 	for _, c := range checks {
 		if !c.Failed() {
 			continue
 		}
 		body := fmt.Sprintf("%s: %s: %s", c.Context, c.State, orNone(c.Description))
-		out = append(out, Item{Reason: ReasonFailingCheck, Source: SourceCheck, ID: c.ID,
-			UpdatedAt: c.Created, Body: body, URL: c.URL, Answers: token(SourceCheck, c.ID, c.State)})
+		out = append(out, forge.Item{Reason: forge.ReasonFailingCheck, Source: forge.SourceCheck, ID: c.ID,
+			UpdatedAt: c.Created, Body: body, URL: c.URL, Answers: token(forge.SourceCheck, c.ID, c.State)})
 	}
 	return out
 }
@@ -223,8 +182,8 @@ func conversationAnswers(s Snapshot, voices map[string]bool) map[string]bool {
 
 // reviewItems: every request for changes that no later approval by the same
 // account replaced, and every commenting review with a body, unless answered.
-func reviewItems(reviews []forgejo.ReviewDetail, answered, voices map[string]bool) []Item {
-	var out []Item
+func reviewItems(reviews []forgejo.ReviewDetail, answered, voices map[string]bool) []forge.Item {
+	var out []forge.Item
 	for _, r := range reviews {
 		if !submitted(r.State) || r.Dismissed {
 			continue
@@ -232,9 +191,9 @@ func reviewItems(reviews []forgejo.ReviewDetail, answered, voices map[string]boo
 		var reason string
 		switch {
 		case r.State == forge.ReviewRequestChanges && !approvedLater(r, reviews):
-			reason = ReasonChangesRequested
+			reason = forge.ReasonChangesRequested
 		case r.State == forge.ReviewComment && strings.TrimSpace(r.Body) != "" && !isPoolMark(r.Body, r.Author, voices):
-			reason = ReasonNewReview
+			reason = forge.ReasonNewReview
 		default:
 			continue
 		}
@@ -242,11 +201,11 @@ func reviewItems(reviews []forgejo.ReviewDetail, answered, voices map[string]boo
 		if updated.IsZero() {
 			updated = r.Submitted
 		}
-		tok := token(SourceReview, r.ID, timeVersion(updated))
+		tok := token(forge.SourceReview, r.ID, timeVersion(updated))
 		if answered[tok] {
 			continue
 		}
-		out = append(out, Item{Reason: reason, Source: SourceReview, ID: r.ID, UpdatedAt: updated,
+		out = append(out, forge.Item{Reason: reason, Source: forge.SourceReview, ID: r.ID, UpdatedAt: updated,
 			Author: r.Author, Body: r.Body, URL: r.URL, Answers: tok})
 	}
 	return out
@@ -261,41 +220,41 @@ func approvedLater(r forgejo.ReviewDetail, reviews []forgejo.ReviewDetail) bool 
 	return false
 }
 
-func commentItems(comments []forge.Comment, answered, voices map[string]bool) []Item {
-	var out []Item
+func commentItems(comments []forge.Comment, answered, voices map[string]bool) []forge.Item {
+	var out []forge.Item
 	for _, c := range comments {
 		if isPoolMark(c.Body, c.Author, voices) {
 			continue
 		}
-		tok := token(SourceComment, c.ID, timeVersion(c.Updated))
+		tok := token(forge.SourceComment, c.ID, timeVersion(c.Updated))
 		if answered[tok] {
 			continue
 		}
-		out = append(out, Item{Reason: ReasonNewComment, Source: SourceComment, ID: c.ID,
+		out = append(out, forge.Item{Reason: forge.ReasonNewComment, Source: forge.SourceComment, ID: c.ID,
 			UpdatedAt: c.Updated, Author: c.Author, Body: c.Body, Answers: tok})
 	}
 	return out
 }
 
 // prItems are the items about the PR as a whole.
-func prItems(s Snapshot, opt TickOptions) []Item {
+func prItems(s Snapshot, opt TickOptions) []forge.Item {
 	pr := s.PR
-	var out []Item
+	var out []forge.Item
 	switch {
 	case pr.Draft:
-		out = append(out, prItem(s, ReasonBlocked, "",
+		out = append(out, prItem(s, forge.ReasonBlocked, "",
 			"The forge will not merge the PR: its title marks it as work in progress."))
 	case !pr.Mergeable:
-		out = append(out, prItem(s, ReasonMergeConflict, "",
+		out = append(out, prItem(s, forge.ReasonMergeConflict, "",
 			"The forge reports the PR as not mergeable with its base: a merge conflict (or the forge is still checking)."))
 	}
 	if pr.Behind() { // as the supervisor reads it (lifecycle.Observation.Behind)
-		out = append(out, prItem(s, ReasonStaleBase, pr.BaseSHA, fmt.Sprintf(
+		out = append(out, prItem(s, forge.ReasonStaleBase, pr.BaseSHA, fmt.Sprintf(
 			"The branch is behind its base: it forked from %s, and %s is now at %s.",
 			short(pr.MergeBase), pr.BaseRef, short(pr.BaseSHA))))
 	}
 	if opt.AutoMerge && autoMergeDue(s, opt) {
-		out = append(out, prItem(s, ReasonAutoMergeNotArmed, "",
+		out = append(out, prItem(s, forge.ReasonAutoMergeNotArmed, "",
 			"The PR is approved, green and mergeable into the default branch, but no auto-merge is scheduled."))
 	}
 	return out
@@ -303,10 +262,10 @@ func prItems(s Snapshot, opt TickOptions) []Item {
 
 // prItem is a PR-level item. Its token follows the head (and what else the
 // reason depends on), not the PR's update time, which every comment moves.
-func prItem(s Snapshot, reason, version, body string) Item {
+func prItem(s Snapshot, reason, version, body string) forge.Item {
 	id := int64(s.Number)
-	return Item{Reason: reason, Source: SourcePR, ID: id, UpdatedAt: s.PR.Updated, Body: body,
-		URL: s.PR.URL, Answers: token(SourcePR, id, reason+"@"+s.PR.HeadSHA+"@"+version)}
+	return forge.Item{Reason: reason, Source: forge.SourcePR, ID: id, UpdatedAt: s.PR.Updated, Body: body,
+		URL: s.PR.URL, Answers: token(forge.SourcePR, id, reason+"@"+s.PR.HeadSHA+"@"+version)}
 }
 
 // autoMergeDue: the supervisor would merge it now (lifecycle.MayMerge),
@@ -334,7 +293,7 @@ func short(sha string) string {
 
 // fingerprint hashes what identifies the items: their reasons, sources, ids
 // and tokens (a token changes with its item's text).
-func fingerprint(items []Item) string {
+func fingerprint(items []forge.Item) string {
 	lines := make([]string, 0, len(items))
 	for _, it := range items {
 		lines = append(lines, fmt.Sprintf("%s\x00%s\x00%d\x00%s", it.Reason, it.Source, it.ID, it.Answers))

@@ -1,7 +1,8 @@
 // Package texts holds every text the pool writes and reads back: its
 // signed comments (notes on conflicts, blocks, retries, merges), the
 // reviewer's and fixer's prompts, the session titles, and the reviewer's
-// result line. Forge text goes into a prompt only inside its data block.
+// result line. Forge text goes into a prompt only inside its data block
+// (data.go).
 package texts
 
 import (
@@ -13,7 +14,6 @@ import (
 
 	"pool/forge"
 	"pool/lifecycle"
-	"pool/report"
 )
 
 // Signature ends every comment the pool posts.
@@ -148,7 +148,7 @@ type PromptInput struct {
 	PushRepo, PushBranch string
 	Reviewed             bool   // re-review after a new push
 	Answer               string // instructions for answering the open items (report.Digest.AnswerInstructions)
-	Data                 report.Data
+	Data                 Data
 	Tag                  string               // the data block's delimiter tag; fresh per prompt
 	Dir                  string               // the session's work tree at Head, made by the pool; "" without one
 	Base                 string               // the default branch, to diff against

@@ -24,8 +24,9 @@ var small = []struct {
 	{"pool/claims", []string{"net/http", "pool/forgejo", "pool/ops", "pool/report"}},
 	{"pool/lifecycle", []string{"net/http", "pool/forgejo", "pool/ops", "pool/report", "pool/claims"}},
 	{"pool/slots", []string{"net/http", "pool/forgejo", "pool/ops"}},
-	// the prompt texts and the descriptions: no loop, no status server
-	{"pool/texts", []string{"pool/pool", "pool/serve", "pool/ops"}},
+	// the prompt texts and the descriptions: no loop, no status server;
+	// texts renders the prompt's data block itself, with no forge client
+	{"pool/texts", []string{"pool/forgejo", "pool/report", "pool/pool", "pool/serve", "pool/ops"}},
 	{"pool/describe", []string{"pool/pool", "pool/serve", "pool/forgejo"}},
 	{"pool/store", []string{"pool/pool", "pool/serve"}},
 	{"pool/sessions", []string{"pool/pool", "pool/serve", "pool/forgejo", "pool/ops"}},

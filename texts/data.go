@@ -1,4 +1,4 @@
-package report
+package texts
 
 import (
 	"crypto/rand"
@@ -7,6 +7,9 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"pool/forge"
+	"pool/lifecycle"
 )
 
 // Limits of the forge data block in a prompt.
@@ -23,9 +26,9 @@ const (
 // the agent inside one delimited block, as data, never as instructions.
 type Data struct {
 	Target string // OWNER/REPO#N, for the line that stands for items left out
-	Items  []Item
-	Checks []Check  // failing checks, for a fixer
-	Errors []string // reads that failed (their text may quote the forge)
+	Items  []forge.Item
+	Checks []lifecycle.Check // failing checks, for a fixer
+	Errors []string          // reads that failed (their text may quote the forge)
 }
 
 // DataPreamble is the trusted line that introduces the block.
@@ -62,7 +65,7 @@ func (d Data) Block(tag string) string {
 	}
 	if left := len(entries) - kept; left > 0 {
 		b.WriteString(encodeEntry(dataEntry{"kind": "more", "count": left,
-			"text": fmt.Sprintf("%d more items; run `pool tick %s` to see them", left, oneLine(d.Target))}))
+			"text": fmt.Sprintf("%d more items; run `pool tick %s` to see them", left, OneLine(d.Target))}))
 		b.WriteByte('\n')
 	}
 	fmt.Fprintf(&b, "</forge-data tag=%q>\n", tag)
@@ -74,11 +77,11 @@ type dataEntry map[string]any
 func (d Data) entries() []dataEntry {
 	var out []dataEntry
 	for _, e := range d.Errors {
-		out = append(out, dataEntry{"kind": "read-error", "text": oneLine(e)})
+		out = append(out, dataEntry{"kind": "read-error", "text": OneLine(e)})
 	}
 	for _, c := range d.Checks {
-		out = append(out, dataEntry{"kind": "check", "context": oneLine(c.Context), "state": oneLine(c.State),
-			"description": oneLine(c.Description), "url": oneLine(c.URL)})
+		out = append(out, dataEntry{"kind": "check", "context": OneLine(c.Context), "state": OneLine(c.State),
+			"description": OneLine(c.Description), "url": OneLine(c.URL)})
 	}
 	for _, it := range d.Items {
 		out = append(out, itemEntry(it))
@@ -86,17 +89,17 @@ func (d Data) entries() []dataEntry {
 	return out
 }
 
-func itemEntry(it Item) dataEntry {
+func itemEntry(it forge.Item) dataEntry {
 	e := dataEntry{"kind": "item", "reason": it.Reason, "source": it.Source, "id": it.ID, "answers": it.Answers}
 	if it.Author != "" {
-		e["author"] = oneLine(it.Author)
+		e["author"] = OneLine(it.Author)
 		e["author_counts"] = !it.Unofficial
 	}
 	if it.File != "" {
-		e["file"], e["line"] = oneLine(it.File), it.Line
+		e["file"], e["line"] = OneLine(it.File), it.Line
 	}
 	if it.URL != "" {
-		e["url"] = oneLine(it.URL)
+		e["url"] = OneLine(it.URL)
 	}
 	body := it.Body
 	if len(body) > MaxDataEntry {
@@ -133,11 +136,11 @@ func marshalLine(e dataEntry) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// oneLine keeps a forge-supplied single-line field single, in prompts and in
+// OneLine keeps a forge-supplied single-line field single, in prompts and in
 // the report: white space runs become one space, control and format
 // characters (bidirectional overrides included) go, at most maxDataField
 // runes stay.
-func oneLine(s string) string {
+func OneLine(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if unsafeRune(r) && !unicode.IsSpace(r) {
 			return -1
@@ -176,4 +179,12 @@ func cutBytes(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + " [...]"
 }
