@@ -152,13 +152,13 @@ func checkAnswering(t *testing.T, s Snapshot, d Digest) {
 }
 
 // blockEntries decodes the lines between the block's opening and closing
-// lines.
+// lines; the first closing line must end the section.
 func blockEntries(t *testing.T, block, tag string) []map[string]any {
 	t.Helper()
 	_, inner, _ := strings.Cut(block, fmt.Sprintf("<forge-data tag=%q>\n", tag))
-	inner, _, ok := strings.Cut(inner, fmt.Sprintf("</forge-data tag=%q>\n", tag))
-	if !ok {
-		t.Fatalf("no block framed with tag %q:\n%s", tag, block)
+	inner, after, ok := strings.Cut(inner, fmt.Sprintf("</forge-data tag=%q>\n", tag))
+	if !ok || after != "" {
+		t.Fatalf("no block framed with tag %q and ending the section:\n%s", tag, block)
 	}
 	var out []map[string]any
 	for _, l := range strings.Split(inner, "\n") {
