@@ -14,7 +14,7 @@ import (
 
 	"pool/forge"
 	"pool/forgejo"
-	"pool/ops"
+	"pool/statuspage"
 )
 
 // Forge is what the publisher asks of the forge.
@@ -32,7 +32,7 @@ type Publisher struct {
 	// PR's row there. Empty: no link.
 	PageURL string
 	// OnePageOfSeveral: the page shows several repositories, whose rows
-	// are named by repository too (ops.Anchor).
+	// are named by repository too (statuspage.Anchor).
 	OnePageOfSeveral bool
 	// Required reports whether the branch protection waits for the pool's
 	// context; then the status is success from the start, so that it never
@@ -74,7 +74,7 @@ const forgetAfter = 30
 type key = Head
 
 // Run publishes whenever changed signals and every interval, until ctx ends.
-func (p *Publisher) Run(ctx context.Context, status func() ops.Status, changed <-chan struct{}, interval time.Duration) {
+func (p *Publisher) Run(ctx context.Context, status func() statuspage.Status, changed <-chan struct{}, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -90,7 +90,7 @@ func (p *Publisher) Run(ctx context.Context, status func() ops.Status, changed <
 
 // Sync brings the forge's statuses in line with st, writing only those whose
 // state or text differ from what the forge shows.
-func (p *Publisher) Sync(ctx context.Context, st ops.Status) {
+func (p *Publisher) Sync(ctx context.Context, st statuspage.Status) {
 	if p.written == nil {
 		p.failed, p.absent, p.unsure = map[key]bool{}, map[key]int{}, map[key]bool{}
 		p.written = p.recall()
@@ -129,7 +129,7 @@ func (p *Publisher) Sync(ctx context.Context, st ops.Status) {
 // want is the status a PR should show: none for a PR closed unmerged (the
 // pool has nothing more to say) or without a head; pending while open
 // unless the protection requires the pool's context.
-func (p *Publisher) want(pr ops.PR, required bool) (forgejo.NewStatus, bool) {
+func (p *Publisher) want(pr statuspage.PR, required bool) (forgejo.NewStatus, bool) {
 	if pr.Head == "" || (pr.Done && !pr.Merged) {
 		return forgejo.NewStatus{}, false
 	}
@@ -145,7 +145,7 @@ func (p *Publisher) want(pr ops.PR, required bool) (forgejo.NewStatus, bool) {
 		if p.OnePageOfSeveral {
 			repo = p.Owner + "/" + p.Repo
 		}
-		s.TargetURL = fmt.Sprintf("%s/#%s", strings.TrimRight(p.PageURL, "/"), ops.Anchor(repo, pr.Number))
+		s.TargetURL = fmt.Sprintf("%s/#%s", strings.TrimRight(p.PageURL, "/"), statuspage.Anchor(repo, pr.Number))
 	}
 	return s, true
 }

@@ -10,7 +10,7 @@ import (
 
 	"pool/forge"
 	"pool/forgejo"
-	"pool/ops"
+	"pool/statuspage"
 )
 
 // fakeForge records status writes as plain strings.
@@ -51,7 +51,7 @@ func (f *fakeForge) PostStatus(_ context.Context, owner, repo, sha string, s for
 func TestAWriteWhoseAnswerWasLostIsNotWrittenAgain(t *testing.T) {
 	f := &fakeForge{loseAnswers: true}
 	p := newPublisher(f)
-	merged := ops.PR{Number: 3, Head: "h1", Next: "merged", Done: true, Merged: true}
+	merged := statuspage.PR{Number: 3, Head: "h1", Next: "merged", Done: true, Merged: true}
 	p.Sync(context.Background(), status(merged))
 	p.Sync(context.Background(), status(merged))
 	if len(f.writes) != 1 {
@@ -63,19 +63,19 @@ func newPublisher(f *fakeForge) *Publisher {
 	return &Publisher{Forge: f, Owner: "o", Repo: "r", Context: "pool", PageURL: "https://pool.example/"}
 }
 
-func status(prs ...ops.PR) ops.Status { return ops.Status{PRs: prs} }
+func status(prs ...statuspage.PR) statuspage.Status { return statuspage.Status{PRs: prs} }
 
 func TestWritesOnlyWhenTheTextChanges(t *testing.T) {
 	f := &fakeForge{}
 	p := newPublisher(f)
 	ctx := context.Background()
-	queued := ops.PR{Number: 3, Head: "h1", Next: "queued for review (2 ahead)"}
+	queued := statuspage.PR{Number: 3, Head: "h1", Next: "queued for review (2 ahead)"}
 	p.Sync(ctx, status(queued))
 	p.Sync(ctx, status(queued))
 	queued.Next = "queued for review (next)"
 	p.Sync(ctx, status(queued))
 	p.Sync(ctx, status(queued))
-	merged := ops.PR{Number: 3, Head: "h1", Next: "merged", Done: true, Merged: true}
+	merged := statuspage.PR{Number: 3, Head: "h1", Next: "merged", Done: true, Merged: true}
 	p.Sync(ctx, status(merged))
 	p.Sync(ctx, status(merged))
 	want := []string{
@@ -98,7 +98,7 @@ func TestCommitTextOverridesNext(t *testing.T) {
 	p := newPublisher(f)
 	ctx := context.Background()
 	for ahead := 3; ahead >= 0; ahead-- {
-		p.Sync(ctx, status(ops.PR{Number: 3, Head: "h1", Next: fmt.Sprintf("approved; queued to merge (%d ahead)", ahead), Commit: "approved; merging"}))
+		p.Sync(ctx, status(statuspage.PR{Number: 3, Head: "h1", Next: fmt.Sprintf("approved; queued to merge (%d ahead)", ahead), Commit: "approved; merging"}))
 	}
 	want := []string{`o/r@h1 pool=pending "approved; merging" https://pool.example/#pr-3`}
 	if !slices.Equal(f.writes, want) {
@@ -112,7 +112,7 @@ func TestAStatusAlreadyOnTheForgeIsNotWrittenAgain(t *testing.T) {
 		{ID: 2, Context: "ci/test", State: "pending"},
 		{ID: 3, Context: "pool", State: "pending", Description: "approved; waiting for ci/test", TargetURL: "https://pool.example/#pr-3"},
 	}}}
-	newPublisher(f).Sync(context.Background(), status(ops.PR{Number: 3, Head: "h1", Next: "approved; waiting for ci/test"}))
+	newPublisher(f).Sync(context.Background(), status(statuspage.PR{Number: 3, Head: "h1", Next: "approved; waiting for ci/test"}))
 	if len(f.writes) != 0 {
 		t.Errorf("rewrote what the forge already shows: %q", f.writes)
 	}
@@ -121,8 +121,8 @@ func TestAStatusAlreadyOnTheForgeIsNotWrittenAgain(t *testing.T) {
 func TestANewHeadGetsItsOwnStatus(t *testing.T) {
 	f := &fakeForge{}
 	p := newPublisher(f)
-	p.Sync(context.Background(), status(ops.PR{Number: 3, Head: "h1", Next: "changes requested; waiting for a new push"}))
-	p.Sync(context.Background(), status(ops.PR{Number: 3, Head: "h2", Next: "changes requested; waiting for a new push"}))
+	p.Sync(context.Background(), status(statuspage.PR{Number: 3, Head: "h1", Next: "changes requested; waiting for a new push"}))
+	p.Sync(context.Background(), status(statuspage.PR{Number: 3, Head: "h2", Next: "changes requested; waiting for a new push"}))
 	if len(f.writes) != 2 || f.writes[1][:len("o/r@h2")] != "o/r@h2" {
 		t.Errorf("writes = %q, want one per head", f.writes)
 	}
@@ -133,9 +133,9 @@ func TestNothingForClosedOrHeadlessPRsAndNoLinkWithoutAPage(t *testing.T) {
 	p := newPublisher(f)
 	p.PageURL = ""
 	p.Sync(context.Background(), status(
-		ops.PR{Number: 1, Head: "h1", Next: "closed without merge", Done: true},
-		ops.PR{Number: 2, Next: "queued for review (next)"},
-		ops.PR{Number: 4, Head: "h4", Next: "conflict with main; rebase needed"},
+		statuspage.PR{Number: 1, Head: "h1", Next: "closed without merge", Done: true},
+		statuspage.PR{Number: 2, Next: "queued for review (next)"},
+		statuspage.PR{Number: 4, Head: "h4", Next: "conflict with main; rebase needed"},
 	))
 	want := []string{`o/r@h4 pool=pending "conflict with main; rebase needed" `}
 	if !slices.Equal(f.writes, want) {
@@ -146,7 +146,7 @@ func TestNothingForClosedOrHeadlessPRsAndNoLinkWithoutAPage(t *testing.T) {
 func TestAFailedWriteIsRetried(t *testing.T) {
 	f := &fakeForge{failPost: errors.New("forgejo: HTTP 500")}
 	p := newPublisher(f)
-	pr := ops.PR{Number: 5, Head: "h5", Next: "reviewing since 10:42 UTC"}
+	pr := statuspage.PR{Number: 5, Head: "h5", Next: "reviewing since 10:42 UTC"}
 	p.Sync(context.Background(), status(pr))
 	f.failPost = nil
 	p.Sync(context.Background(), status(pr))
@@ -158,7 +158,7 @@ func TestAFailedWriteIsRetried(t *testing.T) {
 func TestNeverFailure(t *testing.T) {
 	f := &fakeForge{}
 	p := newPublisher(f)
-	for _, pr := range []ops.PR{
+	for _, pr := range []statuspage.PR{
 		{Number: 1, Head: "a", State: "ci_failing", Next: "approved; checks failing: ci/test; fixer started"},
 		{Number: 2, Head: "b", State: "merge_failed", Next: "merge retry 12: 405 try again later"},
 		{Number: 3, Head: "c", State: "conflict", Next: "conflict with main; rebase needed"},
@@ -185,7 +185,7 @@ func TestSuccessWhenTheProtectionRequiresTheContext(t *testing.T) {
 	f := &fakeForge{}
 	p := newPublisher(f)
 	p.Required = func() bool { return true }
-	p.Sync(context.Background(), status(ops.PR{Number: 6, Head: "h6", Next: "queued for review (next)"}))
+	p.Sync(context.Background(), status(statuspage.PR{Number: 6, Head: "h6", Next: "queued for review (next)"}))
 	want := []string{`o/r@h6 pool=success "queued for review (next)" https://pool.example/#pr-6`}
 	if !slices.Equal(f.writes, want) {
 		t.Errorf("writes = %q, want %q", f.writes, want)
@@ -198,7 +198,7 @@ func TestLinksToTheRowOfItsRepository(t *testing.T) {
 	f := &fakeForge{}
 	p := newPublisher(f)
 	p.OnePageOfSeveral = true
-	p.Sync(context.Background(), status(ops.PR{Number: 3, Head: "h1", Next: "queued for review (next)"}))
+	p.Sync(context.Background(), status(statuspage.PR{Number: 3, Head: "h1", Next: "queued for review (next)"}))
 	want := []string{`o/r@h1 pool=pending "queued for review (next)" https://pool.example/#pr-o/r-3`}
 	if !slices.Equal(f.writes, want) {
 		t.Errorf("writes %q, want %q", f.writes, want)
@@ -213,7 +213,7 @@ func TestAPRMissingFromOneSnapshotIsNotWrittenAgain(t *testing.T) {
 	f := &fakeForge{}
 	p := newPublisher(f)
 	ctx := context.Background()
-	merged := ops.PR{Number: 3, Head: "h1", Next: "merged", Done: true, Merged: true}
+	merged := statuspage.PR{Number: 3, Head: "h1", Next: "merged", Done: true, Merged: true}
 	p.Sync(ctx, status(merged))
 	p.Sync(ctx, status())
 	p.Sync(ctx, status())
@@ -252,8 +252,8 @@ func TestMemoryWritesOnceAndNotAgainAfterARestart(t *testing.T) {
 	f := &fakeForge{}
 	p := newPublisher(f)
 	p.Memory = mem
-	a := ops.PR{Number: 1, Head: "h1", Next: "labelled needs feedback: humans only"}
-	b := ops.PR{Number: 2, Head: "h2", Next: "queued for review"}
+	a := statuspage.PR{Number: 1, Head: "h1", Next: "labelled needs feedback: humans only"}
+	b := statuspage.PR{Number: 2, Head: "h2", Next: "queued for review"}
 	p.Sync(ctx, status(a, b))
 	if f.reads != 0 || len(f.writes) != 2 {
 		t.Fatalf("first start: %d reads, writes %q; want no read, two writes", f.reads, f.writes)
@@ -276,7 +276,7 @@ func TestMemoryOfALostAnswerReadsFirst(t *testing.T) {
 	f := &fakeForge{loseAnswers: true}
 	p := newPublisher(f)
 	p.Memory = mem
-	merged := ops.PR{Number: 3, Head: "h1", Next: "merged", Done: true, Merged: true}
+	merged := statuspage.PR{Number: 3, Head: "h1", Next: "merged", Done: true, Merged: true}
 	p.Sync(ctx, status(merged))
 	restarted := newPublisher(f)
 	restarted.Memory = mem

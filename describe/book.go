@@ -7,7 +7,7 @@ import (
 
 	"pool/forge"
 	"pool/lifecycle"
-	"pool/ops"
+	"pool/statuspage"
 )
 
 // keepDone is how long a merged or closed PR stays on the status page.
@@ -158,12 +158,12 @@ type Session struct {
 
 // Show fills st with the book's start and last cycle, the slots, and one
 // row for each PR tracked or recently done, in order of number.
-func (b *Book) Show(st *ops.Status, live Live) {
+func (b *Book) Show(st *statuspage.Status, live Live) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st.Started, st.LastCycle = b.started, b.lastCycle
 	for n, s := range live.Busy {
-		slot := ops.Slot{PR: n, Since: b.dispatched[n]}
+		slot := statuspage.Slot{PR: n, Since: b.dispatched[n]}
 		if e := b.prs[n]; e != nil {
 			slot.Title = e.title
 		}
@@ -188,7 +188,7 @@ func (b *Book) Show(st *ops.Status, live Live) {
 
 // row is PR n's line on the page, with its words for the page and for its
 // commit status (which says nothing of its place in the merge queue).
-func (b *Book) row(n int, e *entry, t lifecycle.Track, live Live) ops.PR {
+func (b *Book) row(n int, e *entry, t lifecycle.Track, live Live) statuspage.PR {
 	ahead, queued := b.ahead[n]
 	mergeAhead, merging := live.MergeAhead(n)
 	in := Standing{Merging: merging, MergeAhead: mergeAhead, Track: t, Act: e.act, Queued: queued, Ahead: ahead,
@@ -199,7 +199,7 @@ func (b *Book) row(n int, e *entry, t lifecycle.Track, live Live) ops.PR {
 	}
 	commit := in
 	commit.NoPlace = true
-	return ops.PR{Number: n, Title: e.title, URL: e.url, Head: e.head, State: string(t.State),
+	return statuspage.PR{Number: n, Title: e.title, URL: e.url, Head: e.head, State: string(t.State),
 		Attempts: t.Attempts, LastAnswer: t.LastStatus, Next: Next(in), Commit: Next(commit), Done: e.done(),
 		Merged: t.State == lifecycle.Merged, Seen: e.seen}
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"text/tabwriter"
+
+	"pool/statuspage"
 )
 
 // maxStatusBody bounds the answer Fetch reads.
@@ -15,34 +17,34 @@ const maxStatusBody = 8 << 20
 
 // Fetch reads a running pool's status from its ops listener at base (e.g.
 // http://127.0.0.1:9090).
-func Fetch(ctx context.Context, hc *http.Client, base string) (Status, error) {
+func Fetch(ctx context.Context, hc *http.Client, base string) (statuspage.Status, error) {
 	url := strings.TrimRight(base, "/") + "/api/status"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return Status{}, fmt.Errorf("ops: read status: %w", err)
+		return statuspage.Status{}, fmt.Errorf("ops: read status: %w", err)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return Status{}, fmt.Errorf("ops: read status from %s: %w", url, err)
+		return statuspage.Status{}, fmt.Errorf("ops: read status from %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusBody))
 	if err != nil {
-		return Status{}, fmt.Errorf("ops: read status from %s: %w", url, err)
+		return statuspage.Status{}, fmt.Errorf("ops: read status from %s: %w", url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return Status{}, fmt.Errorf("ops: read status from %s: HTTP %d", url, resp.StatusCode)
+		return statuspage.Status{}, fmt.Errorf("ops: read status from %s: HTTP %d", url, resp.StatusCode)
 	}
-	var st Status
+	var st statuspage.Status
 	if err := json.Unmarshal(body, &st); err != nil {
-		return Status{}, fmt.Errorf("ops: read status from %s: not a pool status: %w", url, err)
+		return statuspage.Status{}, fmt.Errorf("ops: read status from %s: not a pool status: %w", url, err)
 	}
 	return st, nil
 }
 
 // WriteTable prints the status as plain tables: the pool, its slots, its PRs
 // and its last warnings.
-func WriteTable(w io.Writer, st Status) error {
+func WriteTable(w io.Writer, st statuspage.Status) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	last := "none yet"
 	if !st.LastCycle.IsZero() {
@@ -56,11 +58,11 @@ func WriteTable(w io.Writer, st Status) error {
 		if kind == "" {
 			kind = "claiming"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", oneLine(PRName(s.Repo, s.PR)), kind, Age(st.Now.Sub(s.Since)), dash(s.Session), oneLine(s.Title))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", oneLine(statuspage.PRName(s.Repo, s.PR)), kind, Age(st.Now.Sub(s.Since)), dash(s.Session), oneLine(s.Title))
 	}
 	fmt.Fprintf(tw, "\nPRS %d\nPR\tSTATE\tATTEMPTS\tLAST ANSWER\tNEXT\n", len(st.PRs))
 	for _, p := range st.PRs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", oneLine(PRName(p.Repo, p.Number)), p.State, p.Attempts, dash(oneLine(p.LastAnswer)), oneLine(p.Next))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", oneLine(statuspage.PRName(p.Repo, p.Number)), p.State, p.Attempts, dash(oneLine(p.LastAnswer)), oneLine(p.Next))
 	}
 	if len(st.Repos) > 0 {
 		fmt.Fprintf(tw, "\nREPOSITORIES %d\nREPOSITORY\tSLOTS\tOPEN\tMERGED\n", len(st.Repos))

@@ -3,6 +3,8 @@ package ops
 import (
 	"slices"
 	"strings"
+
+	"pool/statuspage"
 )
 
 // Combine is the status of a process that serves several repositories:
@@ -11,9 +13,11 @@ import (
 // order of name; the earliest start and the oldest last cycle, so that a
 // stuck repository shows (and fails readiness). Each of repos is one
 // repository's status, its Repo set.
-func Combine(st Status, repos []Status) Status {
+func Combine(st statuspage.Status, repos []statuspage.Status) statuspage.Status {
 	repos = slices.Clone(repos)
-	slices.SortFunc(repos, func(a, b Status) int { return strings.Compare(strings.ToLower(a.Repo), strings.ToLower(b.Repo)) })
+	slices.SortFunc(repos, func(a, b statuspage.Status) int {
+		return strings.Compare(strings.ToLower(a.Repo), strings.ToLower(b.Repo))
+	})
 	for i, rs := range repos {
 		if i == 0 || rs.Started.Before(st.Started) {
 			st.Started = rs.Started
@@ -24,7 +28,7 @@ func Combine(st Status, repos []Status) Status {
 		if st.Instance == "" {
 			st.Instance = rs.Instance
 		}
-		fig := RepoFigures{Repo: rs.Repo, Busy: len(rs.Slots), LastCycle: rs.LastCycle}
+		fig := statuspage.RepoFigures{Repo: rs.Repo, Busy: len(rs.Slots), LastCycle: rs.LastCycle}
 		for _, slot := range rs.Slots {
 			slot.Repo = rs.Repo
 			st.Slots = append(st.Slots, slot)

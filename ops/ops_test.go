@@ -12,21 +12,23 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"pool/statuspage"
 )
 
 var now = time.Date(2026, 12, 1, 10, 42, 0, 0, time.UTC)
 
-func sample() Status {
-	return Status{Instance: "pool-1", Version: "v1.2.3", Repo: "acme/widgets", ForgeURL: "https://forge.test",
+func sample() statuspage.Status {
+	return statuspage.Status{Instance: "pool-1", Version: "v1.2.3", Repo: "acme/widgets", ForgeURL: "https://forge.test",
 		AgentURL: "http://127.0.0.1:4096", Started: now.Add(-3 * time.Hour), Now: now, LastCycle: now.Add(-4 * time.Second),
 		Workers: 2,
-		Slots:   []Slot{{PR: 7, Title: "Add <script>alert(1)</script>", Kind: "review", Session: "ses_a", Since: now.Add(-90 * time.Second)}},
-		PRs: []PR{
+		Slots:   []statuspage.Slot{{PR: 7, Title: "Add <script>alert(1)</script>", Kind: "review", Session: "ses_a", Since: now.Add(-90 * time.Second)}},
+		PRs: []statuspage.PR{
 			{Number: 7, Title: "Add <script>alert(1)</script>", Head: "0123456789abcdef", State: "unreviewed", Next: "reviewing since 10:40 UTC"},
 			{Number: 8, Title: "Fix it", State: "ci_pending", Attempts: 3, LastAnswer: "pending", Next: "approved; waiting for ci/test"},
 			{Number: 9, Title: "Old", State: "merged", Next: "merged", Done: true, Merged: true},
 		},
-		Warnings: []Warning{{Time: now, Level: "WARN", Message: "cycle failed; backing off", Attrs: "err=boom"}}}
+		Warnings: []statuspage.Warning{{Time: now, Level: "WARN", Message: "cycle failed; backing off", Attrs: "err=boom"}}}
 }
 
 func get(t *testing.T, h http.Handler, path string) *httptest.ResponseRecorder {
@@ -60,7 +62,7 @@ func TestPageShowsSlotsPRsAndWarnings(t *testing.T) {
 }
 
 func TestPageWhenIdle(t *testing.T) {
-	srv := &Server{Status: func() Status { return Status{Repo: "a/b", Workers: 3, Now: now, Started: now} }}
+	srv := &Server{Status: func() statuspage.Status { return statuspage.Status{Repo: "a/b", Workers: 3, Now: now, Started: now} }}
 	page := get(t, srv.Handler(), "/").Body.String()
 	for _, want := range []string{"all slots free", "no pull requests tracked", "last cycle none yet", "slots 0/3 busy"} {
 		if !strings.Contains(page, want) {
@@ -142,7 +144,7 @@ func TestCycleFresh(t *testing.T) {
 		{"never", time.Time{}, false},
 	}
 	for _, tt := range tests {
-		c := CycleFresh(func() Status { return Status{Now: now, LastCycle: tt.last} }, 90*time.Second)
+		c := CycleFresh(func() statuspage.Status { return statuspage.Status{Now: now, LastCycle: tt.last} }, 90*time.Second)
 		if err := c.Probe(context.Background()); (err == nil) != tt.ok {
 			t.Errorf("%s: probe = %v, want ok %v", tt.name, err, tt.ok)
 		}

@@ -6,6 +6,8 @@ import (
 	"html/template"
 	"net/http"
 	"time"
+
+	"pool/statuspage"
 )
 
 // refreshSeconds is how often the page reloads itself (a meta refresh: no
@@ -17,8 +19,8 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"short":  func(sha string) string { return shortSHA(sha) },
 	"clock":  func(t time.Time) string { return t.UTC().Format("15:04:05") },
 	"inc":    func(i int) int { return i + 1 },
-	"pr":     PRName,
-	"anchor": Anchor,
+	"pr":     statuspage.PRName,
+	"anchor": statuspage.Anchor,
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -85,7 +87,7 @@ func (s *Server) page(w http.ResponseWriter, _ *http.Request) {
 	st := s.Status()
 	var b bytes.Buffer
 	data := struct {
-		S       Status
+		S       statuspage.Status
 		Uptime  string
 		Refresh int
 	}{st, Age(st.Uptime()), refreshSeconds}

@@ -1,3 +1,6 @@
+// Package ops serves what an operator needs to see a running pool: health
+// and readiness, Prometheus metrics, a server-rendered status page and the
+// same data as JSON. It also reads that JSON back for `pool status`.
 package ops
 
 import (
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"pool/internal/httpserve"
+	"pool/statuspage"
 )
 
 // Check is one readiness condition: Probe returns why it fails, or nil.
@@ -21,8 +25,8 @@ type Check struct {
 
 // Server is the ops listener's handlers.
 type Server struct {
-	Status  func() Status // the pool's status now
-	Metrics http.Handler  // may be nil
+	Status  func() statuspage.Status // the pool's status now
+	Metrics http.Handler             // may be nil
 	Checks  []Check
 	// CacheFor reuses a readiness answer this long, so frequent probes do
 	// not turn into forge and agent requests; 0 means 5 s.
@@ -105,7 +109,7 @@ func (s *Server) readiness(ctx context.Context) readiness {
 }
 
 // CycleFresh is the check that the last discovery cycle ended less than max ago.
-func CycleFresh(status func() Status, max time.Duration) Check {
+func CycleFresh(status func() statuspage.Status, max time.Duration) Check {
 	return Check{Name: "cycle", Probe: func(context.Context) error {
 		st := status()
 		switch age := st.Now.Sub(st.LastCycle); {

@@ -5,9 +5,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"pool/statuspage"
 )
 
-func severalSample() Status {
+func severalSample() statuspage.Status {
 	st := sample()
 	st.Repo = "2 repositories"
 	for i := range st.Slots {
@@ -16,8 +18,8 @@ func severalSample() Status {
 	for i := range st.PRs {
 		st.PRs[i].Repo = "acme/widgets"
 	}
-	st.PRs = append(st.PRs, PR{Repo: "acme/gadgets", Number: 8, State: "unreviewed", Next: "queued for review (next)"})
-	st.Repos = []RepoFigures{
+	st.PRs = append(st.PRs, statuspage.PR{Repo: "acme/gadgets", Number: 8, State: "unreviewed", Next: "queued for review (next)"})
+	st.Repos = []statuspage.RepoFigures{
 		{Repo: "acme/gadgets", Open: 1, LastCycle: now.Add(-2 * time.Second)},
 		{Repo: "acme/widgets", Busy: 1, Open: 2, Merged: 1, LastCycle: now.Add(-4 * time.Second)},
 	}

@@ -6,40 +6,42 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+
+	"pool/statuspage"
 )
 
 // Warnings keeps the last few warnings and errors logged, for the status
 // page. Wrap a handler with it; records pass through unchanged.
 type Warnings struct {
 	mu   sync.Mutex // guards ring and next
-	ring []Warning
+	ring []statuspage.Warning
 	next int
 	full bool
 }
 
 // NewWarnings keeps the last n warnings.
-func NewWarnings(n int) *Warnings { return &Warnings{ring: make([]Warning, n)} }
+func NewWarnings(n int) *Warnings { return &Warnings{ring: make([]statuspage.Warning, n)} }
 
 // Wrap returns a handler that records warnings and errors and passes every
 // record on to h.
 func (w *Warnings) Wrap(h slog.Handler) slog.Handler { return &warnHandler{w: w, next: h} }
 
 // List returns the kept warnings, newest first.
-func (w *Warnings) List() []Warning {
+func (w *Warnings) List() []statuspage.Warning {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n := w.next
 	if w.full {
 		n = len(w.ring)
 	}
-	out := make([]Warning, 0, n)
+	out := make([]statuspage.Warning, 0, n)
 	for i := 1; i <= n; i++ {
 		out = append(out, w.ring[(w.next-i+len(w.ring))%len(w.ring)])
 	}
 	return out
 }
 
-func (w *Warnings) add(x Warning) {
+func (w *Warnings) add(x statuspage.Warning) {
 	if len(w.ring) == 0 {
 		return
 	}
@@ -71,7 +73,7 @@ func (h *warnHandler) Handle(ctx context.Context, r slog.Record) error {
 			writeAttr(&b, h.group, a)
 			return true
 		})
-		h.w.add(Warning{Time: r.Time, Level: r.Level.String(), Message: r.Message, Attrs: strings.TrimSpace(b.String())})
+		h.w.add(statuspage.Warning{Time: r.Time, Level: r.Level.String(), Message: r.Message, Attrs: strings.TrimSpace(b.String())})
 	}
 	if !h.next.Enabled(ctx, r.Level) {
 		return nil

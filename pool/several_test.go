@@ -9,6 +9,7 @@ import (
 	"pool/lifecycle"
 	"pool/ops"
 	"pool/slots"
+	"pool/statuspage"
 )
 
 // TestStatusOfSeveralRepositories: the status page's data names each PR's
@@ -16,7 +17,7 @@ import (
 func TestStatusOfSeveralRepositories(t *testing.T) {
 	ctx := context.Background()
 	slots := slots.New(2, 0)
-	var each []ops.Status
+	var each []statuspage.Status
 	for _, repo := range []string{"o/b", "o/a"} {
 		cfg := testConfig(2)
 		cfg.Owner, cfg.Name = "o", repo[2:]
@@ -33,13 +34,13 @@ func TestStatusOfSeveralRepositories(t *testing.T) {
 		st.Repo = repo
 		each = append(each, st)
 	}
-	st := ops.Combine(ops.Status{Workers: 2}, each)
+	st := ops.Combine(statuspage.Status{Workers: 2}, each)
 	if len(st.Repos) != 2 || st.Repos[0].Repo != "o/a" || st.Repos[0].Open != 2 || st.Total().Open != 4 {
 		t.Errorf("repositories %+v", st.Repos)
 	}
 	var names []string
 	for _, pr := range st.PRs {
-		names = append(names, ops.PRName(pr.Repo, pr.Number))
+		names = append(names, statuspage.PRName(pr.Repo, pr.Number))
 	}
 	if want := []string{"o/a#1", "o/a#2", "o/b#1", "o/b#2"}; !slices.Equal(names, want) {
 		t.Errorf("PRs %v, want %v", names, want)

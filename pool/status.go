@@ -7,7 +7,7 @@ import (
 
 	"pool/describe"
 	"pool/lifecycle"
-	"pool/ops"
+	"pool/statuspage"
 )
 
 // Metrics is what the pool counts as it works; package metrics has it.
@@ -34,7 +34,7 @@ func (noMetrics) ClaimRace(bool)          {}
 // Status is what the pool shows of itself now: slots, tracked and recently
 // finished PRs, and identity. Warnings are added by the caller that keeps
 // the log.
-func (p *Pool) Status() ops.Status {
+func (p *Pool) Status() statuspage.Status {
 	live := describe.Live{Busy: map[int]describe.Session{}, MergeAhead: p.queue.ahead, Base: p.Base(), SkipLabel: p.cfg.SkipLabel}
 	p.mu.Lock()
 	for n := range p.busy {
@@ -46,7 +46,7 @@ func (p *Pool) Status() ops.Status {
 	}
 	live.Tracks = maps.Clone(p.tracks) // the track as it is now, not as last decided
 	p.mu.Unlock()
-	st := ops.Status{Instance: p.instance, Version: Version(), Repo: p.cfg.Repo(), ForgeURL: p.cfg.ForgejoURL,
+	st := statuspage.Status{Instance: p.instance, Version: Version(), Repo: p.cfg.Repo(), ForgeURL: p.cfg.ForgejoURL,
 		AgentURL: p.cfg.AgentURLs(), Now: p.now(), Workers: p.cfg.Workers}
 	p.book.Show(&st, live)
 	return st

@@ -11,7 +11,7 @@ import (
 
 	"pool/forge"
 	"pool/forgejo"
-	"pool/ops"
+	"pool/statuspage"
 )
 
 // recordingMetrics records the pool's metric calls as plain strings.
@@ -68,7 +68,7 @@ func runWithMetrics(t *testing.T, f *fakeForge, a *fakeAgent, workers int, durin
 	return p, m
 }
 
-func nextTexts(st ops.Status) map[int]string {
+func nextTexts(st statuspage.Status) map[int]string {
 	out := map[int]string{}
 	for _, pr := range st.PRs {
 		out[pr.Number] = pr.Next
@@ -79,9 +79,9 @@ func nextTexts(st ops.Status) map[int]string {
 func TestStatusShowsSlotsQueueAndMergedPRs(t *testing.T) {
 	f := newFakeForge(1, 2, 3)
 	a := newFakeAgent(approver(f, 300*time.Millisecond))
-	seen := make(chan ops.Status, 1)
+	seen := make(chan statuspage.Status, 1)
 	p, _ := runWithMetrics(t, f, a, 1, func(ctx context.Context, p *Pool) {
-		var st ops.Status
+		var st statuspage.Status
 		waitFor(ctx, func() bool {
 			st = p.Status()
 			return len(st.Slots) == 1 && st.Slots[0].Session != "" && len(st.PRs) == 3 &&

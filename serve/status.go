@@ -13,13 +13,14 @@ import (
 	"pool/metrics"
 	"pool/ops"
 	"pool/pool"
+	"pool/statuspage"
 	"pool/webhook"
 )
 
 // status is what the status page shows: the one repository's pool, or
 // every repository's slots and PRs, named by repository, and its figures
 // (ops.Combine).
-func (s *process) status() ops.Status {
+func (s *process) status() statuspage.Status {
 	s.mu.Lock()
 	names := slices.Sorted(maps.Keys(s.repos))
 	repos := make([]*repo, len(names))
@@ -29,7 +30,7 @@ func (s *process) status() ops.Status {
 	only := s.only
 	s.mu.Unlock()
 	if !s.cfg.Several() {
-		var st ops.Status
+		var st statuspage.Status
 		if only != nil {
 			st = only.Status()
 		}
@@ -37,12 +38,12 @@ func (s *process) status() ops.Status {
 		st.AgentServers = s.agentServers()
 		return st
 	}
-	st := ops.Status{Repo: fmt.Sprintf("%d repositories", len(repos)), ForgeURL: s.cfg.ForgejoURL, AgentURL: s.cfg.AgentURLs(),
+	st := statuspage.Status{Repo: fmt.Sprintf("%d repositories", len(repos)), ForgeURL: s.cfg.ForgejoURL, AgentURL: s.cfg.AgentURLs(),
 		Workers: s.cfg.Workers, Version: pool.Version(), Now: time.Now(), Warnings: s.warnings.List()}
 	if s.cfg.Org != "" {
 		st.Repo = fmt.Sprintf("organisation %s (%d repositories)", s.cfg.Org, len(repos))
 	}
-	each := make([]ops.Status, len(repos))
+	each := make([]statuspage.Status, len(repos))
 	for i, r := range repos {
 		each[i] = r.pool.Status()
 		each[i].Repo = r.cfg.Repo()
@@ -53,11 +54,11 @@ func (s *process) status() ops.Status {
 }
 
 // agentServers are the agent servers as the status page shows them.
-func (s *process) agentServers() []ops.AgentServer {
+func (s *process) agentServers() []statuspage.AgentServer {
 	if s.agents == nil {
 		return nil
 	}
-	var out []ops.AgentServer
+	var out []statuspage.AgentServer
 	for _, a := range s.agents.Status() {
 		role := "both"
 		switch {
@@ -66,7 +67,7 @@ func (s *process) agentServers() []ops.AgentServer {
 		case !a.Review:
 			role = "fix"
 		}
-		out = append(out, ops.AgentServer{URL: a.Name, Role: role, Labels: a.Labels, Up: a.Up, Workers: a.Workers,
+		out = append(out, statuspage.AgentServer{URL: a.Name, Role: role, Labels: a.Labels, Up: a.Up, Workers: a.Workers,
 			Sessions: a.Sessions, Started: a.Started, Lost: a.Lost})
 	}
 	return out
@@ -135,7 +136,7 @@ func streamConnected(m *metrics.Metrics) error {
 }
 
 // gauges are the metrics read from the status at each scrape.
-func gauges(st ops.Status) metrics.Gauges {
+func gauges(st statuspage.Status) metrics.Gauges {
 	g := metrics.Gauges{SlotsBusy: st.Busy(), SlotsTotal: st.Workers, PRsByState: map[string]int{}}
 	for _, a := range st.AgentServers {
 		g.AgentServers = append(g.AgentServers, metrics.AgentServer{URL: a.URL, Up: a.Up, Slots: a.Workers, Sessions: a.Sessions,

@@ -22,6 +22,7 @@ import (
 
 	"pool/internal/sandbox"
 	"pool/ops"
+	"pool/statuspage"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "write the status page screenshot to docs/status-page.png")
@@ -56,7 +57,7 @@ func (g *gate) script(inner sandbox.Script) sandbox.Script {
 	}
 }
 
-func getStatus(t *testing.T, ctx context.Context, base string) ops.Status {
+func getStatus(t *testing.T, ctx context.Context, base string) statuspage.Status {
 	t.Helper()
 	st, err := ops.Fetch(ctx, &http.Client{Timeout: 10 * time.Second}, base)
 	if err != nil {
@@ -65,7 +66,7 @@ func getStatus(t *testing.T, ctx context.Context, base string) ops.Status {
 	return st
 }
 
-func tryStatus(ctx context.Context, base string) (ops.Status, bool) {
+func tryStatus(ctx context.Context, base string) (statuspage.Status, bool) {
 	st, err := ops.Fetch(ctx, &http.Client{Timeout: 10 * time.Second}, base)
 	return st, err == nil
 }
@@ -88,7 +89,7 @@ func TestStatusPageAndMetrics(t *testing.T) {
 	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_IDLE_EXIT=0"),
 		"--workers", "2", "--ops-listen", addr, "--ops-url", base)
 
-	var st ops.Status
+	var st statuspage.Status
 	eventually(t, ctx, "two slots with running sessions", func() bool {
 		var ok bool
 		st, ok = tryStatus(ctx, base)

@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"pool/ops"
+	"pool/statuspage"
 )
 
 func TestStatusCommand(t *testing.T) {
 	now := time.Now().UTC()
-	st := ops.Status{Instance: "pool-x", Repo: "acme/widgets", Workers: 2, Now: now, Started: now.Add(-time.Minute),
-		Slots: []ops.Slot{{PR: 4, Kind: "review", Session: "ses_1", Since: now}},
-		PRs:   []ops.PR{{Number: 4, State: "unreviewed", Next: "reviewing since 10:00 UTC"}}}
-	srv := httptest.NewServer((&ops.Server{Status: func() ops.Status { return st }}).Handler())
+	st := statuspage.Status{Instance: "pool-x", Repo: "acme/widgets", Workers: 2, Now: now, Started: now.Add(-time.Minute),
+		Slots: []statuspage.Slot{{PR: 4, Kind: "review", Session: "ses_1", Since: now}},
+		PRs:   []statuspage.PR{{Number: 4, State: "unreviewed", Next: "reviewing since 10:00 UTC"}}}
+	srv := httptest.NewServer((&ops.Server{Status: func() statuspage.Status { return st }}).Handler())
 	defer srv.Close()
 	tests := []struct {
 		name string

@@ -1,7 +1,9 @@
-// Package ops serves what an operator needs to see a running pool: health
-// and readiness, Prometheus metrics, a server-rendered status page and the
-// same data as JSON. It also reads that JSON back for `pool status`.
-package ops
+// Package statuspage holds what a running pool shows of itself: the plain
+// data behind the ops listener's status page and /api/status, which the
+// pool fills (describe writes its PR rows), ops serves and reads back for
+// `pool status`, and commitstatus publishes on each PR's head. It imports
+// nothing of the project.
+package statuspage
 
 import (
 	"fmt"
