@@ -27,7 +27,12 @@ var small = []struct {
 	// the prompt texts and the descriptions: no loop, no status server;
 	// texts renders the prompt's data block itself, with no forge client
 	{"pool/texts", []string{"pool/forgejo", "pool/report", "pool/pool", "pool/serve", "pool/ops"}},
-	{"pool/describe", []string{"pool/pool", "pool/serve", "pool/forgejo"}},
+	{"pool/describe", []string{"pool/pool", "pool/serve", "pool/forgejo", "pool/ops"}},
+	// the status page's data, and the commit status made from it: no status
+	// server (ops), no loop; commitstatus writes through the plain forge
+	// client, not the supervisor's
+	{"pool/statuspage", []string{"net/http", "pool/forgejo", "pool/ops", "pool/pool", "pool/serve"}},
+	{"pool/commitstatus", []string{"pool/forgejo/sdkclient", "pool/ops", "pool/pool", "pool/serve"}},
 	{"pool/store", []string{"pool/pool", "pool/serve"}},
 	{"pool/sessions", []string{"pool/pool", "pool/serve", "pool/forgejo", "pool/ops"}},
 	// the reviewer's tool, installed where the agent runs: the plain forge
