@@ -17,7 +17,7 @@ import (
 func (s Snapshot) observation(p lifecycle.Policy) lifecycle.Observation {
 	o := p.Observe(s.PR.PR, s.Owner+"/"+s.Repo, time.Now())
 	o.Reviews = reviewsOf(s.Reviews)
-	o.Checks = Checks(s.Statuses)
+	o.Checks = lifecycle.Checks(s.Statuses)
 	o.Protection = s.Protection
 	o.OpenDependencies = s.Dependencies
 	return o

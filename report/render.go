@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"pool/lifecycle"
 	"pool/texts"
 )
 
@@ -135,7 +136,7 @@ func (r Report) JSON() ([]byte, error) {
 	return json.MarshalIndent(j, "", "  ")
 }
 
-func jsonChecks(cs []Check) []jsonCheck {
+func jsonChecks(cs []lifecycle.Check) []jsonCheck {
 	var out []jsonCheck
 	for _, c := range cs {
 		out = append(out, jsonCheck{Context: c.Context, State: c.State, URL: c.URL, Description: c.Description})

@@ -63,10 +63,10 @@ type Report struct {
 	State       string // open, closed, merged or unknown
 	Mergeable   *bool
 	CIKnown     bool // statuses were read and at least one was reported
-	Failed      []Check
+	Failed      []lifecycle.Check
 	Passed      int
 	Pending     []string // contexts
-	Superseded  []Check
+	Superseded  []lifecycle.Check
 	Reviewers   []Reviewer
 	Threads     Count // unresolved review threads holding unanswered comments
 	BotComments Count // PR comments the reviewer accounts wrote, not counting pool marks
@@ -123,7 +123,7 @@ func (r *Report) addChecks(history []forge.Status, err error, required []string)
 		return // an empty answer is unknown, not green
 	}
 	r.CIKnown = true
-	checks := Checks(history)
+	checks := lifecycle.Checks(history)
 	for _, c := range checks {
 		switch {
 		case c.Superseded:

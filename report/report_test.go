@@ -31,7 +31,7 @@ func TestRecommendOrder(t *testing.T) {
 		{RecommendClosed, func(r *Report) { r.State = stateClosed }},
 		{RecommendFetchFailed, func(r *Report) { r.CIKnown = false }},
 		{RecommendConflict, func(r *Report) { r.Mergeable = boolp(false) }},
-		{RecommendCIFailed, func(r *Report) { r.Failed = []Check{{Context: "ci", State: "failure"}} }},
+		{RecommendCIFailed, func(r *Report) { r.Failed = []lifecycle.Check{{Context: "ci", State: "failure"}} }},
 		{RecommendChanges, func(r *Report) { r.ChangesRequested = true }},
 		{RecommendTimedOut, func(r *Report) { r.TimedOut, r.Reviewers[0].Status = true, reviewerTimeout }},
 		{RecommendPending, func(r *Report) { r.Pending = []string{"ci"} }},

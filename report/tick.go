@@ -22,21 +22,21 @@ var reasonRank = map[string]int{
 
 // Digest is one read-only observation of a PR and the items it shows.
 type Digest struct {
-	Repo           string       `json:"repo"`
-	PR             int          `json:"pr"`
-	Title          string       `json:"title"`
-	URL            string       `json:"url"`
-	State          string       `json:"state"`
-	Draft          bool         `json:"draft"`
-	HeadRef        string       `json:"head_ref"`
-	HeadSHA        string       `json:"head_sha"`
-	BaseRef        string       `json:"base_ref"`
-	BaseSHA        string       `json:"base_sha"`
-	MergeBase      string       `json:"merge_base"`
-	Mergeable      bool         `json:"mergeable"`
-	AutoMergeArmed *bool        `json:"auto_merge_armed,omitempty"`
-	Checks         []Check      `json:"checks"` // null when the statuses could not be read
-	Items          []forge.Item `json:"items"`
+	Repo           string            `json:"repo"`
+	PR             int               `json:"pr"`
+	Title          string            `json:"title"`
+	URL            string            `json:"url"`
+	State          string            `json:"state"`
+	Draft          bool              `json:"draft"`
+	HeadRef        string            `json:"head_ref"`
+	HeadSHA        string            `json:"head_sha"`
+	BaseRef        string            `json:"base_ref"`
+	BaseSHA        string            `json:"base_sha"`
+	MergeBase      string            `json:"merge_base"`
+	Mergeable      bool              `json:"mergeable"`
+	AutoMergeArmed *bool             `json:"auto_merge_armed,omitempty"`
+	Checks         []lifecycle.Check `json:"checks"` // null when the statuses could not be read
+	Items          []forge.Item      `json:"items"`
 	// Fingerprint is a hash of the items: equal digests have equal ones.
 	Fingerprint string   `json:"fingerprint"`
 	Errors      []string `json:"errors,omitempty"` // reads that failed: the items may be incomplete
@@ -84,7 +84,7 @@ func NewDigest(s Snapshot, opt TickOptions) Digest {
 		State: prState(pr), Draft: pr.Draft, HeadRef: pr.HeadRef, HeadSHA: pr.HeadSHA,
 		BaseRef: pr.BaseRef, BaseSHA: pr.BaseSHA, MergeBase: pr.MergeBase, Mergeable: pr.Mergeable}
 	if s.StatusesErr == nil {
-		d.Checks = Checks(s.Statuses)
+		d.Checks = lifecycle.Checks(s.Statuses)
 	}
 	if opt.AutoMerge && s.AutoMergeErr == nil {
 		armed := s.AutoMergeArmed
@@ -137,7 +137,7 @@ func items(s Snapshot, d Digest, opt TickOptions) []forge.Item {
 	return out
 }
 
-func checkItems(checks []Check) []forge.Item {
+func checkItems(checks []lifecycle.Check) []forge.Item {
 	var out []forge.Item
 	for _, c := range checks {
 		if !c.Failed() {
