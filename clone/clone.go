@@ -36,6 +36,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
@@ -78,16 +79,25 @@ type Clone struct {
 	// its work trees until PruneTrees.
 	Reused bool
 
-	mu     sync.Mutex // serialises git operations on repo
-	repo   *git.Repository
-	url    string
-	auth   *githttp.BasicAuth
-	branch string
-	config []byte // the clone's config as configure wrote it
-	log    *slog.Logger
-	group  int       // TreeGroup's id; -1: not shared
-	reaper string    // Options.Reaper
-	ident  [2]string // GitName and GitEmail, for the work trees' config
+	// mu serialises the git commands on repo.git and the work trees, and
+	// guards the fields marked so; a fetch holds net instead.
+	mu sync.Mutex
+	// net serialises the use of repo, the go-git repository (fetches,
+	// the objects PushFix stores), and the git commands that read
+	// repo.git's refs, which a fetch rewrites in place. Taken alone or
+	// with mu held, never mu while it is held: TakeTree fetches holding
+	// net alone.
+	net     sync.Mutex
+	fetched atomic.Pointer[fetchedBase] // written under net
+	repo    *git.Repository
+	url     string
+	auth    *githttp.BasicAuth
+	branch  string
+	config  []byte // the clone's config as configure wrote it
+	log     *slog.Logger
+	group   int       // TreeGroup's id; -1: not shared
+	reaper  string    // Options.Reaper
+	ident   [2]string // GitName and GitEmail, for the work trees' config
 
 	// guarded by mu (warm.go)
 	trees   map[string]*tree // the work trees made in this run, by directory
@@ -140,7 +150,7 @@ func (c *Clone) reuse(ctx context.Context, opt Options) error {
 	if err := os.MkdirAll(c.treesDir(), 0o700); err != nil {
 		return err
 	}
-	return c.fetch(ctx, c.baseSpec())
+	return c.fetch(ctx, c.branch, 0)
 }
 
 // fresh clones into an emptied directory.
@@ -167,7 +177,7 @@ func (c *Clone) fresh(ctx context.Context, opt Options) error {
 	if err := c.configure(opt); err != nil {
 		return err
 	}
-	return c.fetch(ctx, c.baseSpec())
+	return c.fetch(ctx, c.branch, 0)
 }
 
 // configure writes the clone's config whole: origin at opt.URL (the clone
@@ -177,7 +187,7 @@ func (c *Clone) fresh(ctx context.Context, opt Options) error {
 func (c *Clone) configure(opt Options) error {
 	cfg := gitconfig.NewConfig()
 	cfg.Core.IsBare = true
-	cfg.Remotes["origin"] = &gitconfig.RemoteConfig{Name: "origin", URLs: []string{opt.URL}, Fetch: []gitconfig.RefSpec{c.baseSpec()}}
+	cfg.Remotes["origin"] = &gitconfig.RemoteConfig{Name: "origin", URLs: []string{opt.URL}, Fetch: []gitconfig.RefSpec{baseSpec(c.branch)}}
 	cfg.User.Name, cfg.User.Email = opt.GitName, opt.GitEmail
 	data, err := cfg.Marshal()
 	if err != nil {
@@ -208,8 +218,8 @@ func (c *Clone) FollowBranch(branch string) {
 	c.branch = branch
 }
 
-func (c *Clone) baseSpec() gitconfig.RefSpec {
-	return gitconfig.RefSpec(fmt.Sprintf("+refs/heads/%s:refs/remotes/origin/%s", c.branch, c.branch))
+func baseSpec(branch string) gitconfig.RefSpec {
+	return gitconfig.RefSpec(fmt.Sprintf("+refs/heads/%s:refs/remotes/origin/%s", branch, branch))
 }
 
 // prSpec fetches a PR's head, which Forgejo and Gitea publish as
@@ -218,34 +228,54 @@ func prSpec(pr int) gitconfig.RefSpec {
 	return gitconfig.RefSpec(fmt.Sprintf("+refs/pull/%d/head:refs/remotes/origin/pr/%d", pr, pr))
 }
 
-// fetch fetches the refspecs with the token, and lets the tree group read
-// what it brought (shareObjects). Callers hold mu, or own c alone.
-func (c *Clone) fetch(ctx context.Context, specs ...gitconfig.RefSpec) error {
+// fetch fetches the default branch, branch, and PR pr's head (none for
+// 0) with the token, notes the branch's commit (baseHead), and lets the
+// tree group read what it brought (shareObjects), under net.
+func (c *Clone) fetch(ctx context.Context, branch string, pr int) error {
+	c.net.Lock()
+	defer c.net.Unlock()
+	return c.fetchHeld(ctx, branch, pr)
+}
+
+// fetchHeld is fetch for a caller that holds net.
+func (c *Clone) fetchHeld(ctx context.Context, branch string, pr int) error {
+	specs := []gitconfig.RefSpec{baseSpec(branch)}
+	if pr > 0 {
+		specs = append(specs, prSpec(pr))
+	}
 	ctx, cancel := context.WithTimeout(ctx, deadlines.fetch)
 	defer cancel()
 	err := c.repo.FetchContext(ctx, &git.FetchOptions{RemoteURL: c.url, Auth: c.auth, RefSpecs: specs, Force: true, Tags: git.NoTags})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return fmt.Errorf("clone: fetch %s: %w", specs, err)
 	}
+	ref, err := c.repo.Reference(plumbing.NewRemoteReferenceName("origin", branch), true)
+	if err != nil {
+		return fmt.Errorf("clone: fetch %s: read the branch fetched: %w", specs, err)
+	}
+	c.fetched.Store(&fetchedBase{branch: branch, commit: ref.Hash().String()})
 	return c.shareObjects()
 }
 
+// fetchedBase is the default branch's commit as the clone last fetched it.
+type fetchedBase struct{ branch, commit string }
+
 var shaRE = regexp.MustCompile(`^[0-9a-f]{7,64}$`)
 
-// addTree adds a work tree detached at head in a new directory. Callers
-// hold mu.
-func (c *Clone) addTree(ctx context.Context, pr int, head string) (string, error) {
+// addTree adds a work tree detached at head in a new directory, for what
+// (a PR, "#3", or a spare). Callers hold mu.
+func (c *Clone) addTree(ctx context.Context, what, head string) (string, error) {
 	dir, err := os.MkdirTemp(c.treesDir(), "tree-") // reused for other PRs: named for none
 	if err != nil {
-		return "", fmt.Errorf("clone: add work tree for #%d: %w", pr, err)
+		return "", fmt.Errorf("clone: add work tree for %s: %w", what, err)
 	}
 	if err := c.checkOut(ctx, dir, head); err != nil {
 		os.RemoveAll(dir)
-		return "", fmt.Errorf("clone: add work tree for #%d at %s: %w", pr, head, err)
+		return "", fmt.Errorf("clone: add work tree for %s at %s: %w", what, head, err)
 	}
 	if err := c.ShareTree(dir); err != nil {
 		os.RemoveAll(dir)
-		return "", fmt.Errorf("clone: add work tree for #%d: %w", pr, err)
+		return "", fmt.Errorf("clone: add work tree for %s: %w", what, err)
 	}
 	return dir, nil
 }
@@ -264,7 +294,9 @@ func (c *Clone) OnBase(ctx context.Context, pr int, head string) (commit string,
 	if err := c.check(); err != nil {
 		return "", false, err
 	}
-	if err := c.fetch(ctx, c.baseSpec(), prSpec(pr)); err != nil {
+	c.net.Lock() // its git commands read the base's ref
+	defer c.net.Unlock()
+	if err := c.fetchHeld(ctx, c.branch, pr); err != nil {
 		return "", false, err
 	}
 	base := "refs/remotes/origin/" + c.branch

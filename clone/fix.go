@@ -86,16 +86,8 @@ func (c *Clone) PushFix(ctx context.Context, dir string, f Fix) (string, error) 
 	if err := c.check(); err != nil {
 		return "", err
 	}
-	fix, err := readFix(filepath.Join(dir, ".git"), c.repo.Storer, f)
+	fix, err := c.storeFix(dir, f)
 	if err != nil || fix.head == f.Head {
-		return "", err
-	}
-	for _, o := range fix.objects {
-		if _, err := c.repo.Storer.SetEncodedObject(o); err != nil {
-			return "", fmt.Errorf("clone: push the fix of #%d: store its objects: %w", f.PR, err)
-		}
-	}
-	if err := c.shareObjects(); err != nil {
 		return "", err
 	}
 	ref := "refs/heads/" + f.Branch
@@ -105,6 +97,23 @@ func (c *Clone) PushFix(ctx context.Context, dir string, f Fix) (string, error) 
 		return "", fmt.Errorf("clone: push the fix of #%d to %s: %w", f.PR, f.Branch, err)
 	}
 	return fix.head, nil
+}
+
+// storeFix reads the commits the session in dir added on top of f.Head
+// and stores their objects in repo, under net (a fetch may run).
+func (c *Clone) storeFix(dir string, f Fix) (fix, error) {
+	c.net.Lock()
+	defer c.net.Unlock()
+	read, err := readFix(filepath.Join(dir, ".git"), c.repo.Storer, f)
+	if err != nil || read.head == f.Head {
+		return read, err
+	}
+	for _, o := range read.objects {
+		if _, err := c.repo.Storer.SetEncodedObject(o); err != nil {
+			return read, fmt.Errorf("clone: push the fix of #%d: store its objects: %w", f.PR, err)
+		}
+	}
+	return read, c.shareObjects()
 }
 
 // tokenEnv hands git the token as an HTTP header through its environment,

@@ -27,7 +27,7 @@ func (c *Clone) MergeTreeIs(ctx context.Context, pr int, commit, ours, theirs st
 	if err := c.check(); err != nil {
 		return false, err
 	}
-	if err := c.fetch(ctx, c.baseSpec(), prSpec(pr)); err != nil {
+	if err := c.fetch(ctx, c.branch, pr); err != nil {
 		return false, err
 	}
 	have, err := c.gitOut(ctx, "rev-parse", "--verify", commit+"^{tree}")

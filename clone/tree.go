@@ -2,7 +2,6 @@ package clone
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 )
@@ -53,9 +52,9 @@ func (c *Clone) makeGitDir(ctx context.Context, gitDir string) error {
 	if err := os.WriteFile(alternates, []byte(objects+"\n"), 0o600); err != nil {
 		return err
 	}
-	base, err := c.gitOut(ctx, "rev-parse", "--verify", "--quiet", "refs/remotes/origin/"+c.branch+"^{commit}")
+	base, err := c.baseHead()
 	if err != nil {
-		return fmt.Errorf("read the base branch %s: %w", c.branch, err)
+		return err
 	}
 	settings := [][]string{{"config", "core.bare", "false"}, {"config", "core.symlinks", "false"}, {"update-ref", "refs/remotes/origin/" + c.branch, base}}
 	for i, key := range []string{"user.name", "user.email"} {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"pool/sessionmark"
@@ -43,17 +44,20 @@ type tree struct {
 
 // TakeTree fetches the default branch and PR pr's head, and returns a work
 // tree detached at head that no session uses: a free one, reset, or a new
-// one. It fails if head is not the commit the forge has for the PR.
+// one. It fails if head is not the commit the forge has for the PR. The
+// fetch holds net, not mu: other slots take and give back trees
+// meanwhile (with mu held across it, slots given PRs at once started
+// their sessions 4–5 s apart on a loaded machine).
 func (c *Clone) TakeTree(ctx context.Context, pr int, head string) (string, error) {
 	if !shaRE.MatchString(head) {
 		return "", fmt.Errorf("clone: take a work tree for #%d: %q is not a commit id", pr, head)
 	}
+	if err := c.fetchPR(ctx, pr); err != nil {
+		return "", err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.check(); err != nil {
-		return "", err
-	}
-	if err := c.fetch(ctx, c.baseSpec(), prSpec(pr)); err != nil {
 		return "", err
 	}
 	for dir := c.warmest(); dir != ""; dir = c.warmest() {
@@ -66,7 +70,19 @@ func (c *Clone) TakeTree(ctx context.Context, pr int, head string) (string, erro
 		c.log.Warn("resetting a work tree failed; removing it", "dir", dir, "err", err)
 		c.retire(ctx, dir)
 	}
-	return c.newTree(ctx, pr, head)
+	return c.newTree(ctx, fmt.Sprintf("#%d", pr), head)
+}
+
+// fetchPR fetches the default branch and PR pr's head without holding mu.
+func (c *Clone) fetchPR(ctx context.Context, pr int) error {
+	c.mu.Lock()
+	err := c.check()
+	branch := c.branch
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return c.fetch(ctx, branch, pr)
 }
 
 // warmest is the free tree freed last, or "". Callers hold mu.
@@ -80,9 +96,10 @@ func (c *Clone) warmest() string {
 	return best
 }
 
-// newTree adds a work tree at head and records it. Callers hold mu.
-func (c *Clone) newTree(ctx context.Context, pr int, head string) (string, error) {
-	dir, err := c.addTree(ctx, pr, head)
+// newTree adds a work tree at head, for what, and records it busy.
+// Callers hold mu.
+func (c *Clone) newTree(ctx context.Context, what, head string) (string, error) {
+	dir, err := c.addTree(ctx, what, head)
 	if err != nil {
 		return "", err
 	}
@@ -192,4 +209,79 @@ func (c *Clone) reset(ctx context.Context, dir string, t *tree, head string) err
 		return fmt.Errorf("clone: reset work tree %s: %w", dir, err)
 	}
 	return c.ShareTree(dir)
+}
+
+// Spare trees. A pool starting on agent servers that have never seen its
+// work trees has one made per slot, at the default branch's head, and the
+// servers' instances for them started (package fleet, Warm) before any PR
+// needs them: each slot's first session then finds its tree warm. A tree
+// is lent while its instance starts, so that no session works in it
+// meanwhile, and given back (GiveTree) to be kept free.
+
+// SpareTree makes a work tree at the default branch's head, as the clone
+// last fetched it, and lends it; "" when the clone has most trees already,
+// free or lent.
+func (c *Clone) SpareTree(ctx context.Context, most int) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.trees) >= most {
+		return "", nil
+	}
+	if err := c.check(); err != nil {
+		return "", err
+	}
+	base, err := c.baseHead()
+	if err != nil {
+		return "", fmt.Errorf("clone: add a spare work tree: %w", err)
+	}
+	return c.newTree(ctx, "a spare", base)
+}
+
+// FreeTrees are the free work trees, in no order.
+func (c *Clone) FreeTrees() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for dir, t := range c.trees {
+		if !t.busy {
+			out = append(out, dir)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// LendTree lends free work tree dir, reset to the default branch's head:
+// an instance started for it then reads no PR's files. false: it is not
+// free (a session took it), or its reset failed and it was removed.
+func (c *Clone) LendTree(ctx context.Context, dir string) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.trees[dir]
+	if t == nil || t.busy {
+		return false, nil
+	}
+	if err := c.check(); err != nil {
+		return false, err
+	}
+	base, err := c.baseHead()
+	if err != nil {
+		return false, fmt.Errorf("clone: lend work tree %s: %w", dir, err)
+	}
+	if err := c.reset(ctx, dir, t, base); err != nil {
+		c.retire(ctx, dir)
+		return false, err
+	}
+	t.busy, t.head = true, base
+	return true, nil
+}
+
+// baseHead is the default branch's commit as the clone last fetched it:
+// noted by the fetch, since reading the ref would race the next one, which
+// rewrites it in place. Callers hold mu.
+func (c *Clone) baseHead() (string, error) {
+	if f := c.fetched.Load(); f != nil && f.branch == c.branch {
+		return f.commit, nil
+	}
+	return "", fmt.Errorf("the base branch %s is not fetched yet", c.branch)
 }
