@@ -18,6 +18,13 @@ const reviewer = "ca-pr-self-reviewer"
 // startServer starts a scripted model and a real agent server for one test.
 func startServer(t *testing.T, script sandbox.Script, permission any) (*agent.Client, *sandbox.Model) {
 	t.Helper()
+	c, m, _ := startServerOf(t, script, permission)
+	return c, m
+}
+
+// startServerOf is startServer that returns the server too.
+func startServerOf(t *testing.T, script sandbox.Script, permission any) (*agent.Client, *sandbox.Model, *sandbox.AgentServer) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("agent: the real opencode server is skipped in -short mode")
 	}
@@ -42,7 +49,7 @@ func startServer(t *testing.T, script sandbox.Script, permission any) (*agent.Cl
 			t.Error(err)
 		}
 	})
-	return agent.New(srv.URL, "pw", agent.Options{}), m
+	return agent.New(srv.URL, "pw", agent.Options{}), m, srv
 }
 
 // helloScript runs one bash command, then answers with its output: where

@@ -35,6 +35,12 @@ type promptJSON struct {
 	Parts []textPartJSON `json:"parts"`
 }
 
+// noReplyJSON is a user message the server stores without answering it.
+type noReplyJSON struct {
+	NoReply bool           `json:"noReply"`
+	Parts   []textPartJSON `json:"parts"`
+}
+
 type textPartJSON struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
