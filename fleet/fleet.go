@@ -52,6 +52,7 @@ type Agent interface {
 	Abort(ctx context.Context, sessionID string) error
 	Permissions(ctx context.Context, dir string) ([]agent.Permission, error)
 	Dispose(ctx context.Context, dir string) error
+	Warm(ctx context.Context, dir string) error
 	Agents(ctx context.Context, dir string) ([]string, error)
 	OpenToAnyone(ctx context.Context) (bool, error)
 	Events(ctx context.Context) <-chan agent.Event
@@ -78,13 +79,25 @@ type Fleet struct {
 	log     *slog.Logger
 	now     func() time.Time
 
-	mu    sync.Mutex                      // guards where, dirs, and each server's state
+	mu    sync.Mutex                      // guards the fields below and each server's state
 	where map[string]*server              // session id → the server holding it
-	dirs  map[string]*server              // work tree → the server of its latest session
-	used  map[string]map[*server]struct{} // work tree → the servers that had a session in it
+	dirs  map[string]*server              // work tree → the server of its latest session, or where it was warmed
+	used  map[string]map[*server]struct{} // work tree → the servers that had a session in it, or warmed it
 	// reserved are the servers kept for sessions about to start, by
 	// session title (Reserve).
 	reserved map[string]reservation
+	// warm are the work trees whose instance a server started (Warm, or a
+	// session placed there), and in which of its lives.
+	warm map[string]warmth
+	// revived is closed, and replaced, when a server that was down
+	// answers again (Revived).
+	revived chan struct{}
+}
+
+// warmth is a work tree's instance started on s in its life-th life.
+type warmth struct {
+	s    *server
+	life int
 }
 
 // reservation is a slot kept on s for a session of a kind (fixer).
@@ -105,6 +118,9 @@ type server struct {
 	lostDone  bool // its sessions were counted lost in this outage
 	started   int
 	lost      int
+	// life counts the times it answered again after it was down: a
+	// restart lost the instances it had started before.
+	life int
 }
 
 // New makes a fleet of servers.
@@ -116,7 +132,8 @@ func New(servers []Server, opt Options) *Fleet {
 		opt.Now = time.Now
 	}
 	f := &Fleet{log: opt.Log, now: opt.Now, where: map[string]*server{}, dirs: map[string]*server{},
-		used: map[string]map[*server]struct{}{}, reserved: map[string]reservation{}}
+		used: map[string]map[*server]struct{}{}, reserved: map[string]reservation{}, warm: map[string]warmth{},
+		revived: make(chan struct{})}
 	for _, s := range servers {
 		f.servers = append(f.servers, &server{Server: s, held: map[string]bool{}, lostIDs: map[string]bool{}})
 	}
@@ -209,11 +226,7 @@ func (f *Fleet) Place(ctx context.Context, fixer bool, title, dir string) (agent
 		s.placing++
 	}
 	if dir != "" { // the servers' own directories are not one
-		f.dirs[dir] = s
-		if f.used[dir] == nil {
-			f.used[dir] = map[*server]struct{}{}
-		}
-		f.used[dir][s] = struct{}{}
+		f.startsIn(dir, s)
 	}
 	f.mu.Unlock()
 	created, err := s.Agent.CreateSession(ctx, title, dir)
@@ -230,6 +243,18 @@ func (f *Fleet) Place(ctx context.Context, fixer bool, title, dir string) (agent
 	s.started++
 	f.log.Debug("session placed", "session", created.ID, "server", s.Name, "fixer", fixer)
 	return created, nil
+}
+
+// startsIn records that s starts its instance for work tree dir: its
+// sessions in dir go there, and Dispose frees it there. The caller holds
+// mu.
+func (f *Fleet) startsIn(dir string, s *server) {
+	f.dirs[dir] = s
+	if f.used[dir] == nil {
+		f.used[dir] = map[*server]struct{}{}
+	}
+	f.used[dir][s] = struct{}{}
+	f.warm[dir] = warmth{s: s, life: s.life}
 }
 
 // warmer is the server a session reserved on s goes to: the server w
@@ -406,6 +431,7 @@ func (f *Fleet) Dispose(ctx context.Context, dir string) error {
 	}
 	delete(f.used, dir)
 	delete(f.dirs, dir)
+	delete(f.warm, dir)
 	f.mu.Unlock()
 	var errs []error
 	for _, s := range on {

@@ -23,6 +23,7 @@ type fakeServer struct {
 	agents   []string
 	dead     bool
 	events   chan agent.Event
+	warmed   []string // the directories Warm started
 }
 
 var errDown = &agent.Error{Op: "fake", Retryable: true, Err: errors.New("connection refused")}
@@ -115,6 +116,15 @@ func (s *fakeServer) Permissions(context.Context, string) ([]agent.Permission, e
 	return nil, s.fail()
 }
 func (s *fakeServer) Dispose(context.Context, string) error { return s.fail() }
+func (s *fakeServer) Warm(_ context.Context, dir string) error {
+	if err := s.fail(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.warmed = append(s.warmed, dir)
+	return nil
+}
 func (s *fakeServer) Agents(context.Context, string) ([]string, error) {
 	return s.agents, s.fail()
 }
@@ -394,5 +404,71 @@ func TestASessionGoesWhereItsTreeIsWarm(t *testing.T) {
 	}
 	if where := on("pr-6", "/trees/2", true); where != "a" {
 		t.Errorf("the fixer went to %s, want a: b runs no fixers", where)
+	}
+}
+
+// TestWarmFillsEachServersSlotsAndARevivalColdsThem: trees are warmed on
+// the servers that run reviews, as many on each as it has slots; a
+// session in a warmed tree goes to the server that warmed it; once a
+// server was down and answers again, its trees are cold and Revived says
+// so, and the other's stay warm.
+func TestWarmFillsEachServersSlotsAndARevivalColdsThem(t *testing.T) {
+	ctx := context.Background()
+	a, b, fix := newFakeServer("a"), newFakeServer("b"), newFakeServer("fix")
+	f := fleetOf(&clock{}, Server{Name: "a", Agent: a, Workers: 2, Review: true}, Server{Name: "b", Agent: b, Workers: 1, Review: true, Fix: true},
+		Server{Name: "fix", Agent: fix, Workers: 3, Fix: true})
+	if n := f.ReviewSlots(); n != 3 {
+		t.Fatalf("review slots %d, want 3 (the fix server's are not)", n)
+	}
+	for _, dir := range []string{"/trees/1", "/trees/2", "/trees/3"} {
+		if !f.Cold(dir) {
+			t.Errorf("%s warm before it was warmed", dir)
+		}
+		if _, err := f.Warm(ctx, dir); err != nil {
+			t.Fatal(err)
+		}
+		if f.Cold(dir) {
+			t.Errorf("%s cold once warmed", dir)
+		}
+	}
+	if !slices.Equal(a.warmed, []string{"/trees/1", "/trees/3"}) || !slices.Equal(b.warmed, []string{"/trees/2"}) || len(fix.warmed) != 0 {
+		t.Fatalf("warmed on a %v, b %v, fix %v; want two on a, one on b, none on the fix server", a.warmed, b.warmed, fix.warmed)
+	}
+	if !f.Reserve(false, "pr-1") { // the least busy: a
+		t.Fatal("no slot for pr-1")
+	}
+	s, err := f.Place(ctx, false, "pr-1", "/trees/2")
+	if err != nil || !slices.Equal(b.held(), []string{s.ID}) {
+		t.Fatalf("pr-1 in the tree warmed on b: %v, on b %v", err, b.held())
+	}
+	revived := f.Revived()
+	a.setDead(true)
+	for range DownAfter {
+		f.Check(ctx)
+	}
+	if !f.Cold("/trees/1") || f.Cold("/trees/2") {
+		t.Errorf("a down: /trees/1 cold %v, /trees/2 cold %v; want a's cold, b's warm", f.Cold("/trees/1"), f.Cold("/trees/2"))
+	}
+	select {
+	case <-revived:
+		t.Fatal("revived while a is down")
+	default:
+	}
+	a.setDead(false)
+	f.Check(ctx)
+	select {
+	case <-revived:
+	default:
+		t.Fatal("a answers again, and Revived says nothing")
+	}
+	if !f.Cold("/trees/1") || !f.Cold("/trees/3") || f.Cold("/trees/2") {
+		t.Errorf("a back: its trees cold %v %v, b's cold %v; want a's cold (a restart lost them), b's warm",
+			f.Cold("/trees/1"), f.Cold("/trees/3"), f.Cold("/trees/2"))
+	}
+	if _, err := f.Warm(ctx, "/trees/1"); err != nil || f.Cold("/trees/1") || !slices.Equal(a.warmed, []string{"/trees/1", "/trees/3", "/trees/1"}) {
+		t.Errorf("warming /trees/1 again: %v, cold %v, a warmed %v; want it on a again", err, f.Cold("/trees/1"), a.warmed)
+	}
+	if err := f.Dispose(ctx, "/trees/1"); err != nil || !f.Cold("/trees/1") {
+		t.Errorf("disposed: %v, cold %v; want cold", err, f.Cold("/trees/1"))
 	}
 }

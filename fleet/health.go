@@ -60,6 +60,9 @@ func (f *Fleet) checkOne(ctx context.Context, s *server) {
 	if down && f.endLost(ctx, s) {
 		f.mu.Lock()
 		s.down, s.lostDone = false, false
+		s.life++
+		close(f.revived)
+		f.revived = make(chan struct{})
 		f.mu.Unlock()
 		f.log.Info("agent server answers again; placing sessions on it", "server", s.Name)
 	}

@@ -519,6 +519,8 @@ type fakeAgent struct {
 	agents       []string // the agents it knows
 	open         bool     // answers without a password
 	disposed     []string // directories whose instance was disposed
+	warmed       []string // directories whose instance Warm started
+	createdIn    []string // the directory of each session created, in order
 	// down makes the named calls ("create", "prompt", "delete", "sessions")
 	// fail as an unreachable server's do, while it holds. "create" still
 	// makes the session, as a server that dies before it answers.
@@ -575,6 +577,7 @@ func (a *fakeAgent) CreateSession(_ context.Context, title, dir string) (agent.S
 	}
 	s := &fakeSession{id: fmt.Sprintf("ses_%s%d", a.name, a.next), title: title, dir: dir}
 	a.sessions[s.id] = s
+	a.createdIn = append(a.createdIn, dir)
 	if a.down["create"] {
 		return agent.Session{}, errDown
 	}
@@ -720,6 +723,16 @@ func (a *fakeAgent) Dispose(_ context.Context, dir string) error {
 		return errDown
 	}
 	a.disposed = append(a.disposed, dir)
+	return nil
+}
+
+func (a *fakeAgent) Warm(_ context.Context, dir string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.dead {
+		return errDown
+	}
+	a.warmed = append(a.warmed, dir)
 	return nil
 }
 

@@ -122,6 +122,7 @@ type Pool struct {
 	fresher map[int]freshRead
 	turn    ListTurn      // when the discovery loop lists every open PR
 	freed   chan struct{} // a slot was released; buffered 1
+	cycled  chan struct{} // closed when the discovery loop's first cycle has ended
 	wakeups chan struct{} // a webhook said something changed; buffered 1
 	workers sync.WaitGroup
 	queue   *mergeQueue
@@ -146,7 +147,7 @@ type Pool struct {
 // It starts nothing.
 func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	p := &Pool{cfg: cfg, forge: d.Forge, agent: d.Agent, trees: d.Trees, fixes: d.Fixes, history: d.History, digests: d.Digests, store: d.Store, log: d.Log, now: d.Now,
-		freed: make(chan struct{}, 1), wakeups: make(chan struct{}, 1), busy: map[int]bool{},
+		freed: make(chan struct{}, 1), cycled: make(chan struct{}), wakeups: make(chan struct{}, 1), busy: map[int]bool{},
 		tracks: map[int]lifecycle.Track{}, locks: map[int]*sync.Mutex{}, acting: map[int]*sync.Mutex{}, treeChecks: map[string]bool{}, treeFails: map[string]int{}, queue: newMergeQueue(cfg.PollInterval)}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -246,17 +247,19 @@ func (p *Pool) Run(parent context.Context) (Report, error) {
 	if err := p.adopt(ctx, work); err != nil {
 		p.log.Warn("adopting sessions failed; continuing", "err", err)
 	}
-	watchDone, queueDone := make(chan struct{}), make(chan struct{})
+	watchDone, queueDone, warmDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	queueCtx, stopQueue := context.WithCancel(ctx)
 	defer stopQueue()
 	guard.Go(work, p.log, "session watch", func() { defer close(watchDone); p.sessions.Watch(work) })
 	guard.Go(work, p.log, "merge queue", func() { defer close(queueDone); p.runQueue(queueCtx, work) })
+	guard.Go(ctx, p.log, "tree warming", func() { defer close(warmDone); p.warmTrees(ctx) })
 
 	err := p.loop(ctx, work)
 
 	stopQueue() // no merge starts after the loop has ended
 	stop()
 	p.shutdown(work, queueDone)
+	<-warmDone // quick: ctx has ended
 	p.sessions.Sweep(work)
 	stopWork()
 	p.workers.Wait() // quick: everything they wait on has been cancelled
@@ -295,9 +298,11 @@ func (p *Pool) shutdown(work context.Context, queueDone <-chan struct{}) {
 func (p *Pool) loop(ctx context.Context, work context.Context) error {
 	idle := 0
 	failures := 0
+	defer p.firstCycleEnded()
 	for ctx.Err() == nil {
 		began := p.now()
 		res, err := p.cycle(ctx, work)
+		p.firstCycleEnded()
 		switch {
 		case errors.Is(err, forgejo.ErrUnauthorized):
 			return fmt.Errorf("pool: the forge rejected the token: %w", err)
@@ -329,6 +334,16 @@ func (p *Pool) loop(ctx context.Context, work context.Context) error {
 		p.waitForWork(ctx)
 	}
 	return nil
+}
+
+// firstCycleEnded says the discovery loop's first cycle has ended (its
+// PRs hold their slots), once.
+func (p *Pool) firstCycleEnded() {
+	select {
+	case <-p.cycled:
+	default:
+		close(p.cycled)
+	}
 }
 
 // logFailure logs the first failure of a run of failures, then every tenth.

@@ -177,7 +177,7 @@ func (p *Pool) dispatch(ctx context.Context, pr forge.PR, kind lifecycle.Kind, t
 		p.stats.ciFixes++
 		p.mu.Unlock()
 	}
-	p.log.Info("session started", "pr", pr.Number, "session", s.ID, "kind", kind, "head", pr.HeadSHA)
+	p.log.Info("session started", "pr", pr.Number, "session", s.ID, "kind", kind, "head", pr.HeadSHA, "dir", s.Dir)
 	return s, nil
 }
 
