@@ -128,9 +128,13 @@ func Stale(v View) []Claim {
 }
 
 // lastActivity is the latest of the claim, its last edit, a later comment by
-// its author, and a review on the PR after it. Pools often share one account, so another
-// instance's claim by the same account is not the claimant's activity: were
-// it so, a takeover would revive the very claim it replaces.
+// its author, and a review on the PR after it. No claim is another claim's
+// activity: pools often share one account, and were another instance's
+// claim, a takeover would revive the very claim it replaces; were the same
+// instance's new claim on a head its stale one named, the stale one would
+// revive, win the tie-break, and the new one be deleted as its loser,
+// leaving a stale claim that the next pool takes over beside the session
+// (TestSim: "session 3 started while another ran there").
 func lastActivity(v View, cl Claim) time.Time {
 	last := cl.Posted
 	if cl.Edited.After(last) {
@@ -140,7 +144,7 @@ func lastActivity(v View, cl Claim) time.Time {
 		if c.ID <= cl.CommentID || c.Author != cl.Author || !c.Created.After(last) {
 			continue
 		}
-		if other, ok := Parse(c); ok && other.Instance != cl.Instance {
+		if _, ok := Parse(c); ok {
 			continue
 		}
 		last = c.Created

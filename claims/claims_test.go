@@ -139,3 +139,25 @@ func TestLosers(t *testing.T) {
 		t.Errorf("winner has losers: %+v", l)
 	}
 }
+
+// TestANewClaimDoesNotReviveAStaleOne: a pool that claims a head again
+// after its own claim there went stale (the head pushed back to, or a PR
+// reopened) holds the head by the new claim. Before, the new claim was
+// the stale one's activity: the stale one came back to life, won the
+// tie-break, and the new one was the loser the pool deletes, leaving the
+// stale claim alone, which another pool took over beside the session
+// (TestSim: "#30 at pr-30-1: session 3 started while another ran there";
+// this test: Losers = [comment 2]).
+func TestANewClaimDoesNotReviveAStaleOne(t *testing.T) {
+	v := View{HeadSHA: "head", Trusted: []string{"bot"}, TTL: 30 * time.Minute, Now: t0.Add(2 * time.Hour),
+		Comments: []forge.Comment{
+			claimComment(1, "bot", "me", "head", t0),
+			claimComment(2, "bot", "me", "head", t0.Add(2*time.Hour)),
+		}}
+	if losers := Losers(v, "me"); len(losers) != 0 {
+		t.Fatalf("Losers = %+v, want none: the new claim holds the head", losers)
+	}
+	if verdict, win := Judge(v, "them"); verdict != forge.ClaimTaken || win.CommentID != 2 {
+		t.Errorf("another pool judges %s by comment %d, want taken by comment 2", verdict, win.CommentID)
+	}
+}
