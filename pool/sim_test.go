@@ -146,6 +146,9 @@ type simWorld struct {
 	agentRng *rand.Rand
 	sessions map[simHead]int
 	noReview map[simHead]bool  // a session on the head left no counted review
+	running  map[simHead]int   // the sessions on the head running now
+	verdict  map[simHead]bool  // a session on the head filed its verdict
+	twice    string            // the first session started beside another, or after a verdict, on its head
 	heads    map[int][]string  // each PR's heads, oldest first
 	since    map[int]time.Time // when each PR's wait for the pool's word began; zero: none
 	silence  time.Duration     // the longest wait for it so far
@@ -183,6 +186,7 @@ func newSimWorld(seed uint64, days, prs, pools int) *simWorld {
 	f.protection = forge.Protection{Protected: true, UserCanMerge: true, StatusCheck: true, StatusContexts: []string{simCheck}}
 	w := &simWorld{rng: rand.New(rand.NewPCG(seed, 1)), f: f, sf: newSimForge(f, seed, 0.02), days: days, prs: prs,
 		start: time.Now(), agentRng: rand.New(rand.NewPCG(seed, 2)), sessions: map[simHead]int{}, noReview: map[simHead]bool{},
+		running: map[simHead]int{}, verdict: map[simHead]bool{},
 		heads: map[int][]string{}, since: map[int]time.Time{}, hardChange: map[int]time.Time{}}
 	for i := 1; i <= pools; i++ {
 		a := newFakeAgent(nil)
@@ -212,23 +216,48 @@ func (w *simWorld) review(n int, prompt string) (time.Duration, func(), string) 
 	if m := headRE.FindStringSubmatch(prompt); m != nil {
 		head = m[1]
 	}
+	h := simHead{n, head}
 	w.mu.Lock()
-	w.sessions[simHead{n, head}]++
+	w.started(h)
 	d := time.Duration(5+w.agentRng.IntN(40)) * time.Minute
 	r := w.agentRng.Float64()
 	if r >= 0.9 {
-		w.noReview[simHead{n, head}] = true
+		w.noReview[h] = true
 	}
 	w.mu.Unlock()
 	w.logf("#%d session on %s for %s", n, short(head), d)
 	switch {
 	case r < 0.75:
-		return d, func() { w.fileReview(n, head, forge.ReviewApproved) }, approvedReply
+		return d, func() { w.fileReview(n, head, forge.ReviewApproved); w.ended(h, true) }, approvedReply
 	case r < 0.9:
-		return d, func() { w.fileReview(n, head, forge.ReviewRequestChanges) },
+		return d, func() { w.fileReview(n, head, forge.ReviewRequestChanges); w.ended(h, true) },
 			"Needs work\nREVIEW-RESULT: {\"decision\": \"changes_requested\", \"merge_status\": \"none\"}"
 	}
-	return d, func() { w.logf("#%d session on %s filed no review", n, short(head)) }, "I could not finish."
+	return d, func() { w.logf("#%d session on %s filed no review", n, short(head)); w.ended(h, false) }, "I could not finish."
+}
+
+// started counts a session started on h, and notes the first that started
+// while another ran on h or after one filed its verdict there: the claims
+// allow one session of a head at a time, and a head with a verdict needs
+// none. Callers hold w.mu.
+func (w *simWorld) started(h simHead) {
+	w.sessions[h]++
+	switch {
+	case w.twice != "":
+	case w.running[h] > 0:
+		w.twice = fmt.Sprintf("#%d at %s: session %d started while another ran there", h.n, short(h.head), w.sessions[h])
+	case w.verdict[h]:
+		w.twice = fmt.Sprintf("#%d at %s: session %d started after one filed its verdict there", h.n, short(h.head), w.sessions[h])
+	}
+	w.running[h]++
+}
+
+// ended records the end of a session on h, which filed its verdict or none.
+func (w *simWorld) ended(h simHead, verdict bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.running[h]--
+	w.verdict[h] = w.verdict[h] || verdict
 }
 
 func (w *simWorld) fileReview(n int, head, state string) {
