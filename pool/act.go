@@ -7,32 +7,39 @@ import (
 	"slices"
 	"strings"
 
-	"pool/forgejo"
 	"pool/lifecycle"
 )
 
-// act performs a decision and, once it succeeded, records its marks: a
-// note or a cancel that failed is asked for again by the next decision.
-// Review and Fix are left to the caller, which owns the slot.
+// act carries out a decision of the discovery loop and, once it
+// succeeded, records its marks: a note or a cancel that failed is asked for
+// again by the next decision. Review and Fix are left to the caller, which
+// owns the slot.
 func (p *Pool) act(ctx context.Context, pr forge.PR, t lifecycle.Track, a lifecycle.Action) error {
+	return p.carryOut(ctx, pr, t, a, p.perform)
+}
+
+// carryOut carries out action a with do under the PR's act lock, unless
+// its marks are recorded already, and records them once do succeeded.
+func (p *Pool) carryOut(ctx context.Context, pr forge.PR, t lifecycle.Track, a lifecycle.Action,
+	do func(context.Context, forge.PR, lifecycle.Track, lifecycle.Action) error) error {
 	acting := p.actLock(pr.Number)
 	acting.Lock()
 	defer acting.Unlock()
 	if p.track(pr.Number).Holds(a.Marks) {
 		return nil // the loop or the merge queue carried it out since it was decided
 	}
-	if err := p.perform(ctx, pr, t, a); err != nil {
+	if err := do(ctx, pr, t, a); err != nil {
 		return err
 	}
 	p.marked(pr.Number, a.Marks)
 	return nil
 }
 
+// perform is the loop's part of an action: what post writes on the forge,
+// then the merge queue for a merge or an update, a PR's drop, and counts.
 func (p *Pool) perform(ctx context.Context, pr forge.PR, t lifecycle.Track, a lifecycle.Action) error {
-	if a.Diagnostic {
-		if err := p.diagnose(ctx, pr.Number, t, a.Reason); err != nil {
-			return err
-		}
+	if err := p.post(ctx, pr, t, a); err != nil {
+		return err
 	}
 	switch a.Kind {
 	case lifecycle.Merge, lifecycle.Update:
@@ -41,6 +48,28 @@ func (p *Pool) perform(ctx context.Context, pr forge.PR, t lifecycle.Track, a li
 			return nil
 		}
 		p.queue.add(pr.Number, pr.HeadSHA, p.now()) // the queue merges (or updates) it when it is next
+	case lifecycle.Skip:
+		p.count(pr.Number, &p.stats.skipped)
+	case lifecycle.Drop:
+		p.drop(ctx, pr, t, a)
+	case lifecycle.Wait:
+		if t.State == lifecycle.ChangesRequested {
+			p.count(pr.Number, &p.stats.changesRequested)
+		}
+	}
+	return nil
+}
+
+// post writes on the forge what an action asks for: its diagnostic, its
+// note, the cancel of an auto-merge. The merge queue's decisions and the
+// forge's answers to its calls post through it too (merger.say).
+func (p *Pool) post(ctx context.Context, pr forge.PR, t lifecycle.Track, a lifecycle.Action) error {
+	if a.Diagnostic {
+		if err := p.diagnose(ctx, pr.Number, t, a.Reason); err != nil {
+			return err
+		}
+	}
+	switch a.Kind {
 	case lifecycle.Disarm:
 		return p.forge.CancelAutoMerge(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 	case lifecycle.NoteConflict:
@@ -61,63 +90,8 @@ func (p *Pool) perform(ctx context.Context, pr forge.PR, t lifecycle.Track, a li
 		p.log.Info("no review session until a maintainer's label", "pr", pr.Number, "author", pr.Author, "reason", a.Reason)
 		return p.noteOnce(ctx, pr.Number, texts.WithheldBody(pr.HeadSHA, a.Reason, p.cfg.Reviews.AllowLabel),
 			func(body string) bool { return texts.WithheldNoted(body, pr.HeadSHA, a.Reason) })
-	case lifecycle.Skip:
-		p.count(pr.Number, &p.stats.skipped)
-	case lifecycle.Drop:
-		p.drop(ctx, pr, t, a)
-	case lifecycle.Wait:
-		if t.State == lifecycle.ChangesRequested {
-			p.count(pr.Number, &p.stats.changesRequested)
-		}
 	}
 	return nil
-}
-
-// merge asks the forge to merge at the head the decision saw and folds the
-// answer into the track. Only the forge's word that it merged counts: the
-// caller reads the PR again.
-func (p *Pool) merge(ctx context.Context, pr forge.PR) (forge.MergeResult, error) {
-	res, err := p.forge.Merge(ctx, p.cfg.Owner, p.cfg.Name, pr.Number, forgejo.MergeOptions{
-		Style: p.cfg.MergeStyle, HeadSHA: pr.HeadSHA})
-	if err != nil && res.Status == 0 {
-		return res, err
-	}
-	p.log.Info("merge answered", "pr", pr.Number, "outcome", res.Outcome, "status", res.Status, "message", res.Message)
-	p.metrics.MergeCalled(string(res.Outcome))
-	p.book.MergeAnswered(pr.Number, res)
-	if res.Outcome == forge.MergeConflict {
-		if outcome, err := p.recheckConflict(ctx, pr); err != nil || outcome != forge.MergeConflict {
-			res.Outcome = outcome
-			return res, err
-		}
-	}
-	if res.Rule != "" {
-		p.learn(res.Rule)
-	}
-	next, act := p.mergeAnswered(pr.Number, pr.HeadSHA, res)
-	return res, p.act(ctx, pr, next, act)
-}
-
-// recheckConflict re-reads a PR whose merge answered 409 before it is taken
-// for a conflict: Forgejo also answers 409 (its error struct as the body)
-// when another merge of the PR won the race, and a head pushed meanwhile is
-// a new head to review, not a conflict to note. It returns MergeAlready for a
-// merged PR, MergeHeadMoved for one closed or moved, else MergeConflict.
-func (p *Pool) recheckConflict(ctx context.Context, pr forge.PR) (forge.MergeOutcome, error) {
-	fresh, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
-	if err != nil {
-		return forge.MergeFailed, err
-	}
-	switch {
-	case fresh.Merged:
-		p.log.Info("the merge answered 409, but the PR is merged: another merge won the race", "pr", pr.Number)
-		return forge.MergeAlready, nil
-	case fresh.State != "open" || fresh.HeadSHA != pr.HeadSHA:
-		p.log.Info("the merge answered 409, but the PR is closed or its head moved: no conflict",
-			"pr", pr.Number, "state", fresh.State, "head", fresh.HeadSHA)
-		return forge.MergeHeadMoved, nil
-	}
-	return forge.MergeConflict, nil
 }
 
 // noteBlocked posts, once per head and reason, why the forge's rules keep

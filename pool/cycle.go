@@ -235,19 +235,30 @@ type decision struct {
 }
 
 func (p *Pool) decideAndAct(ctx context.Context, pr forge.PR) (decision, error) {
+	d, t, err := p.decide(ctx, pr)
+	if err != nil {
+		return d, err
+	}
+	return d, p.act(ctx, pr, t, d.Action)
+}
+
+// decide observes the PR, has lifecycle decide on it and records the
+// decision. The discovery loop acts on it (decideAndAct); the merge queue
+// merges or updates itself, or hands the PR back (merger.mergeOne).
+func (p *Pool) decide(ctx context.Context, pr forge.PR) (decision, lifecycle.Track, error) {
 	obs, err := p.observe(ctx, pr)
 	if err != nil {
-		return decision{}, err
+		return decision{}, lifecycle.Track{}, err
 	}
 	if obs.Approved() && !p.hasTrack(pr.Number) {
 		if err := p.recoverAttempts(ctx, pr); err != nil {
-			return decision{}, err
+			return decision{}, lifecycle.Track{}, err
 		}
 	}
 	next, act := p.decided(pr.Number, obs)
 	p.logDecision(pr.Number, next, act)
 	p.book.Decided(pr, next, act, p.now())
-	return decision{Action: act, at: obs.Now}, p.act(ctx, pr, next, act)
+	return decision{Action: act, at: obs.Now}, next, nil
 }
 
 // observe reads what the decision on the PR needs, as lifecycle.Plan asks

@@ -126,6 +126,7 @@ type Pool struct {
 	wakeups chan struct{} // a webhook said something changed; buffered 1
 	workers sync.WaitGroup
 	queue   *mergeQueue
+	merger  *merger // the merge queue's worker
 
 	sessions *sessions.Set // the sessions running, and those to delete
 
@@ -149,6 +150,7 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	p := &Pool{cfg: cfg, forge: d.Forge, agent: d.Agent, trees: d.Trees, fixes: d.Fixes, history: d.History, digests: d.Digests, store: d.Store, log: d.Log, now: d.Now,
 		freed: make(chan struct{}, 1), cycled: make(chan struct{}), wakeups: make(chan struct{}, 1), busy: map[int]bool{},
 		tracks: map[int]lifecycle.Track{}, locks: map[int]*sync.Mutex{}, acting: map[int]*sync.Mutex{}, treeChecks: map[string]bool{}, treeFails: map[string]int{}, queue: newMergeQueue(cfg.PollInterval)}
+	p.merger = &merger{p: p, q: p.queue}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -251,7 +253,7 @@ func (p *Pool) Run(parent context.Context) (Report, error) {
 	queueCtx, stopQueue := context.WithCancel(ctx)
 	defer stopQueue()
 	guard.Go(work, p.log, "session watch", func() { defer close(watchDone); p.sessions.Watch(work) })
-	guard.Go(work, p.log, "merge queue", func() { defer close(queueDone); p.runQueue(queueCtx, work) })
+	guard.Go(work, p.log, "merge queue", func() { defer close(queueDone); p.merger.run(queueCtx, work) })
 	guard.Go(ctx, p.log, "tree warming", func() { defer close(warmDone); p.warmTrees(ctx) })
 
 	err := p.loop(ctx, work)

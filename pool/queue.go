@@ -1,15 +1,9 @@
 package pool
 
 import (
-	"context"
-	"errors"
 	"slices"
 	"sync"
 	"time"
-
-	"pool/forge"
-	"pool/forgejo"
-	"pool/lifecycle"
 )
 
 // Waits of the merge queue for the forge: a PR the forge is still checking
@@ -60,7 +54,7 @@ type queued struct {
 	waits     int       // reads in a row that found it not mergeable
 	refused   int       // merge calls answered "try again later" while it read mergeable
 	tried     bool      // read at least once
-	asked     time.Time // when the queue last asked the forge for the PR (queueRead)
+	asked     time.Time // when the queue last asked the forge for the PR (merger.read)
 	// slow: read alone after a merge for a whole queuePaceFor, never
 	// mergeable; not read alone again until it is, so it holds the others once.
 	slow bool
@@ -283,204 +277,4 @@ func (q *mergeQueue) kick() {
 	case q.wake <- struct{}{}:
 	default:
 	}
-}
-
-// runQueue works the merge queue until ctx ends (no merge starts after
-// that); a merge in flight runs on work, which outlives ctx by the shutdown
-// timeout.
-func (p *Pool) runQueue(ctx, work context.Context) {
-	for ctx.Err() == nil {
-		wait := p.workQueue(work)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-p.queue.wake:
-		case <-t.C:
-		}
-		t.Stop()
-	}
-}
-
-// workQueue reads the due entries, oldest first, until one reads
-// mergeable, and merges that one. It returns how long to wait for the next
-// turn.
-func (p *Pool) workQueue(ctx context.Context) time.Duration {
-	entries, _ := p.queue.due(p.now())
-	entries = holderFirst(entries, p.updateHolder())
-	head, paced := p.queue.next(p.now())
-	if paced {
-		if wait := head.notBefore.Sub(p.now()); wait > 0 {
-			return wait
-		}
-		entries = []queued{head}
-	}
-	for _, e := range entries {
-		pr, err := p.queueRead(ctx, e.n)
-		switch {
-		case errors.Is(err, forgejo.ErrUnauthorized) || ctx.Err() != nil:
-			return time.Minute
-		case err != nil:
-			p.log.Warn("merge queue: reading the PR failed; waiting", "pr", e.n, "err", err)
-			p.queue.backOff(e.n, p.now(), err)
-			continue
-		case pr.State != "open" || pr.Merged || pr.HeadSHA != e.head || pr.BaseRef != p.Base():
-			p.leaveQueue(ctx, pr)
-			continue
-		case !pr.Mergeable && paced:
-			p.log.Debug("merge queue: the forge has not tested the next PR against the base yet; reading it again soon", "pr", e.n)
-			p.queue.paced(e.n, p.now())
-			return 0
-		case !pr.Mergeable:
-			p.log.Debug("merge queue: the forge reads the PR not mergeable; waiting", "pr", e.n)
-			p.queue.notReady(e.n, p.now())
-			continue
-		}
-		moved := p.queue.unpace(e.n) // the forge has tested it: a merge paces the queue again, anything else does not
-		p.mergeQueued(ctx, pr, moved)
-		return 0
-	}
-	dueNow, next := p.queue.due(p.now())
-	switch {
-	case len(dueNow) > 0:
-		return 0
-	case next.IsZero():
-		return time.Hour // nothing queued: an add wakes the worker
-	}
-	return max(next.Sub(p.now()), 0)
-}
-
-// mergeQueued decides once more on fresh reads and, if the decision still
-// is to merge, makes the merge call. A PR the decision no longer merges, or
-// whose merge the forge refused for good, leaves the queue; the discovery
-// loop decides it again. moved is when the queue's last merge was answered,
-// if this is the first PR read mergeable after it.
-func (p *Pool) mergeQueued(ctx context.Context, pr forge.PR, moved time.Time) {
-	act, err := p.decideAndAct(ctx, pr)
-	if err != nil {
-		p.log.Warn("merge queue: deciding failed; waiting", "pr", pr.Number, "err", err)
-		p.queue.notReady(pr.Number, p.now())
-		return
-	}
-	if act.Kind == lifecycle.Update {
-		p.updateQueued(ctx, pr)
-		return
-	}
-	if act.Kind != lifecycle.Merge {
-		p.handBack(pr) // the discovery loop takes the PR back
-		return
-	}
-	res, err := p.merge(ctx, pr)
-	switch {
-	case err != nil:
-		p.log.Warn("merge queue: the merge call failed; waiting", "pr", pr.Number, "err", err)
-		p.queue.backOff(pr.Number, p.now(), err)
-	case res.Outcome == forge.MergeNotReady:
-		if p.queue.tryLater(pr.Number, moved, p.now()) {
-			p.checkOnBase(ctx, pr)
-		}
-	case res.Outcome == forge.MergeDone || res.Outcome == forge.MergeAlready:
-		p.queue.remove(pr.Number)
-		p.settleMerged(ctx, pr.Number)
-		p.queue.merged(p.now()) // the base moved: the forge tests the next PR against it again
-	default:
-		p.queue.remove(pr.Number)
-	}
-}
-
-// queueRead reads PR n for the merge queue, noting when it asked.
-func (p *Pool) queueRead(ctx context.Context, n int) (forge.PR, error) {
-	asked := p.now()
-	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, n)
-	p.queue.asked(n, asked)
-	return pr, err
-}
-
-// checkOnBase looks in the clone at a PR the forge reads mergeable but
-// keeps answering "try again later". A merge cut off mid-call (the pool
-// killed while the forge merged) can push the head to the base and leave
-// the PR open: the forge then never merges it. Such a PR is marked merged
-// at the base's commit that holds its head; if the forge refuses that, the
-// PR waits for a person, with one note. Any other PR keeps waiting.
-func (p *Pool) checkOnBase(ctx context.Context, pr forge.PR) {
-	if p.history == nil {
-		p.queue.notReady(pr.Number, p.now())
-		return
-	}
-	commit, ok, err := p.history.OnBase(ctx, pr.Number, pr.HeadSHA)
-	if err != nil || !ok {
-		if err != nil {
-			p.log.Warn("merge queue: looking for the head on the base failed; waiting", "pr", pr.Number, "err", err)
-		}
-		p.queue.notReady(pr.Number, p.now())
-		return
-	}
-	p.log.Warn("merge queue: the head is on the base already, yet the forge lists the PR open and will not merge it; marking it merged",
-		"pr", pr.Number, "head", pr.HeadSHA, "commit", commit)
-	res, err := p.forge.MarkMerged(ctx, p.cfg.Owner, p.cfg.Name, pr.Number, commit)
-	if err != nil {
-		p.log.Warn("merge queue: marking the PR merged failed; waiting", "pr", pr.Number, "err", err)
-		p.queue.notReady(pr.Number, p.now())
-		return
-	}
-	p.log.Info("marking merged answered", "pr", pr.Number, "outcome", res.Outcome, "status", res.Status, "message", res.Message)
-	p.queue.remove(pr.Number)
-	switch res.Outcome {
-	case forge.MergeDone, forge.MergeAlready, forge.MergeClosed:
-		p.settleMerged(ctx, pr.Number) // only the forge's word that it merged counts
-		return
-	}
-	next, act := p.landed(pr.Number, commit, res)
-	p.logDecision(pr.Number, next, act)
-	if err := p.act(ctx, pr, next, act); err != nil {
-		p.log.Warn("merge queue: posting the note failed; the next cycle will", "pr", pr.Number, "err", err)
-	}
-	p.wakeLoop()
-}
-
-// leaveQueue takes a PR out of the queue because it changed under it; a
-// merged or closed one is settled now.
-func (p *Pool) leaveQueue(ctx context.Context, pr forge.PR) {
-	if pr.Merged || pr.State != "open" {
-		p.queue.remove(pr.Number)
-		p.settleMerged(ctx, pr.Number)
-	}
-	p.handBack(pr)
-}
-
-// handBack takes a PR out of the queue and hands it to the discovery loop
-// with the queue's read of it, if newer than the loop's copy (fresherRead).
-func (p *Pool) handBack(pr forge.PR) {
-	p.fresherRead(pr, p.queue.remove(pr.Number))
-	p.wakeLoop()
-}
-
-// settleMerged reads a PR the forge says is merged (or closed) and lets the
-// lifecycle drop it: only the forge's word counts.
-func (p *Pool) settleMerged(ctx context.Context, n int) {
-	fresh, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, n)
-	if err != nil {
-		p.log.Warn("re-reading a merged PR failed; the next cycle will", "pr", n, "err", err)
-		return
-	}
-	if _, err := p.decideAndAct(ctx, fresh); err != nil {
-		p.log.Warn("settling a merged PR failed; the next cycle will", "pr", n, "err", err)
-	}
-}
-
-// holderFirst moves the base's update holder (lifecycle.UpdateHolder) to
-// the front of the due entries. Every other behind PR only waits for it,
-// and a turn ends with the first entry read mergeable: on a loaded machine
-// reading and deciding the waiting ones took as long as their back-off, so
-// they were always due before the holder, which the queue never reached
-// (two update tests stalled in CI with the updated PR queued, never merged).
-func holderFirst(entries []queued, holder int) []queued {
-	for i, e := range entries {
-		if e.n == holder && i > 0 {
-			out := append([]queued{e}, entries[:i]...)
-			return append(out, entries[i+1:]...)
-		}
-	}
-	return entries
 }

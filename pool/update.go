@@ -8,65 +8,65 @@ import (
 	"pool/lifecycle"
 )
 
-// updateQueued updates a PR the merge queue reached that is approved,
-// green and only behind its base, unless another PR of the base is being
-// updated (one at a time: updating every PR after each merge would start
-// CI runs that all go stale at the next merge). The update is recorded
-// after the forge answered that it made it; the PR leaves the queue, and
-// the discovery loop takes its new head (whose approval carries over, or
-// which is reviewed again) through its checks back to the queue.
-func (p *Pool) updateQueued(ctx context.Context, pr forge.PR) {
+// update updates a PR the merge queue reached that is approved, green
+// and only behind its base, unless another PR of the base is being updated
+// (one at a time: updating every PR after each merge would start CI runs
+// that all go stale at the next merge). The update is recorded after the
+// forge answered that it made it; the PR leaves the queue, and the
+// discovery loop takes its new head (whose approval carries over, or which
+// is reviewed again) through its checks back to the queue.
+func (m *merger) update(ctx context.Context, pr forge.PR) {
+	p := m.p
 	if other := p.updatingOther(pr.Number); other != 0 {
 		p.log.Debug("merge queue: another PR of the base is being updated; waiting", "pr", pr.Number, "updating", other)
-		p.queue.notReady(pr.Number, p.now())
+		m.q.notReady(pr.Number, p.now())
 		return
 	}
 	style := p.updateStyle()
-	diff, err := p.approvedDiff(ctx, pr, style)
+	diff, err := m.approvedDiff(ctx, pr, style)
 	if err != nil {
 		p.log.Warn("merge queue: reading the PR's diff before its update failed; waiting", "pr", pr.Number, "err", err)
-		p.queue.backOff(pr.Number, p.now(), err)
+		m.q.backOff(pr.Number, p.now(), err)
 		return
 	}
 	res, err := p.forge.Update(ctx, p.cfg.Owner, p.cfg.Name, pr.Number, style)
 	if err != nil && res.Status < 500 { // a 5xx is an answer: a refusal that backs off (AGit PRs get it every time)
 		p.log.Warn("merge queue: the update call failed; waiting", "pr", pr.Number, "err", err)
-		p.queue.backOff(pr.Number, p.now(), err)
+		m.q.backOff(pr.Number, p.now(), err)
 		return
 	}
 	p.log.Info("update answered", "pr", pr.Number, "outcome", res.Outcome, "status", res.Status, "style", style, "base", pr.BaseSHA)
-	p.afterUpdate(ctx, pr, res, style, diff)
-	p.handBack(pr) // read before the update: the loop waits for the forge to show the new head
+	m.afterUpdate(ctx, pr, res, style, diff)
+	m.handBack(pr) // read before the update: the loop waits for the forge to show the new head
 }
 
-// afterUpdate folds the forge's answer to an update into the track.
-func (p *Pool) afterUpdate(ctx context.Context, pr forge.PR, res forgejo.UpdateResult, style, diff string) {
+// afterUpdate folds the forge's answer to an update into the track, and
+// posts the note it asks for.
+func (m *merger) afterUpdate(ctx context.Context, pr forge.PR, res forgejo.UpdateResult, style, diff string) {
 	produced := ""
 	if res.Outcome == forgejo.UpdateDone {
-		produced = p.producedHead(ctx, pr)
+		produced = m.producedHead(ctx, pr)
 	}
-	next, act, ok := p.updateAnswered(pr, res, style, diff, produced)
+	next, act, ok := m.p.updateAnswered(pr, res, style, diff, produced)
 	if !ok {
 		return
 	}
-	p.logDecision(pr.Number, next, act)
-	if err := p.act(ctx, pr, next, act); err != nil {
-		p.log.Warn("merge queue: posting the note after the update failed; the next cycle will", "pr", pr.Number, "err", err)
-	}
+	m.p.logDecision(pr.Number, next, act)
+	m.say(ctx, pr, next, act)
 }
 
 // producedHead reads the PR's head right after the forge answered that it
 // updated it from pr.HeadSHA: the one commit the approval may carry over
 // to (lifecycle.CarriesOver). "" when the read fails or shows no new head:
 // then whatever head comes next is reviewed again.
-func (p *Pool) producedHead(ctx context.Context, pr forge.PR) string {
-	fresh, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+func (m *merger) producedHead(ctx context.Context, pr forge.PR) string {
+	fresh, err := m.p.forge.PR(ctx, m.p.cfg.Owner, m.p.cfg.Name, pr.Number)
 	switch {
 	case err != nil:
-		p.log.Warn("reading the head the update made failed; the next head is reviewed again", "pr", pr.Number, "err", err)
+		m.p.log.Warn("reading the head the update made failed; the next head is reviewed again", "pr", pr.Number, "err", err)
 		return ""
 	case fresh.HeadSHA == pr.HeadSHA:
-		p.log.Warn("the forge showed no new head right after the update; the next head is reviewed again", "pr", pr.Number)
+		m.p.log.Warn("the forge showed no new head right after the update; the next head is reviewed again", "pr", pr.Number)
 		return ""
 	}
 	return fresh.HeadSHA
@@ -74,11 +74,11 @@ func (p *Pool) producedHead(ctx context.Context, pr forge.PR) string {
 
 // approvedDiff is the hash of the PR's diff at the approved head, which a
 // rebase must keep byte for byte for the approval to carry over.
-func (p *Pool) approvedDiff(ctx context.Context, pr forge.PR, style string) (string, error) {
+func (m *merger) approvedDiff(ctx context.Context, pr forge.PR, style string) (string, error) {
 	if style != "rebase" {
 		return "", nil
 	}
-	return p.forge.DiffHash(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+	return m.p.forge.DiffHash(ctx, m.p.cfg.Owner, m.p.cfg.Name, pr.Number)
 }
 
 func (p *Pool) updateStyle() string {
