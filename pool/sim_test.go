@@ -623,8 +623,9 @@ func (w *simWorld) restart(ctx context.Context) {
 	stop()
 	go func() {
 		<-done
-		time.Sleep(down)
-		if ctx.Err() == nil {
+		select { // the run's end ends the downtime: synctest.Test panics on a goroutine left asleep
+		case <-ctx.Done():
+		case <-time.After(down):
 			w.startPool(ctx, p)
 		}
 	}()
