@@ -145,14 +145,15 @@ type simWorld struct {
 	mu       sync.Mutex // guards the fields below, which the agents' goroutines write
 	agentRng *rand.Rand
 	sessions map[simHead]int
-	noReview map[simHead]bool  // a session on the head left no counted review
-	running  map[simHead]int   // the sessions on the head running now
-	verdict  map[simHead]bool  // a session on the head filed its verdict
-	twice    string            // the first session started beside another, or after a verdict, on its head
-	heads    map[int][]string  // each PR's heads, oldest first
-	since    map[int]time.Time // when each PR's wait for the pool's word began; zero: none
-	silence  time.Duration     // the longest wait for it so far
-	late     string            // the first wait answered later than simSilence
+	noReview map[simHead]bool         // a session on the head left no counted review
+	running  map[simHead][]simSession // the sessions on the head running now
+	kills    map[string]int           // how many times each pool was killed
+	verdict  map[simHead]bool         // a session on the head filed its verdict
+	twice    string                   // the first session started beside another, or after a verdict, on its head
+	heads    map[int][]string         // each PR's heads, oldest first
+	since    map[int]time.Time        // when each PR's wait for the pool's word began; zero: none
+	silence  time.Duration            // the longest wait for it so far
+	late     string                   // the first wait answered later than simSilence
 	// hardChange is when each PR last changed in a way that asks for the
 	// pool's word whatever it said before.
 	hardChange map[int]time.Time
@@ -186,12 +187,13 @@ func newSimWorld(seed uint64, days, prs, pools int) *simWorld {
 	f.protection = forge.Protection{Protected: true, UserCanMerge: true, StatusCheck: true, StatusContexts: []string{simCheck}}
 	w := &simWorld{rng: rand.New(rand.NewPCG(seed, 1)), f: f, sf: newSimForge(f, seed, 0.02), days: days, prs: prs,
 		start: time.Now(), agentRng: rand.New(rand.NewPCG(seed, 2)), sessions: map[simHead]int{}, noReview: map[simHead]bool{},
-		running: map[simHead]int{}, verdict: map[simHead]bool{},
+		running: map[simHead][]simSession{}, kills: map[string]int{}, verdict: map[simHead]bool{},
 		heads: map[int][]string{}, since: map[int]time.Time{}, hardChange: map[int]time.Time{}}
 	for i := 1; i <= pools; i++ {
 		a := newFakeAgent(nil)
-		a.behaveOn = w.review
-		w.pools = append(w.pools, &simPool{id: fmt.Sprintf("sim-%d", i), agent: a, state: store.NewMemory()})
+		id := fmt.Sprintf("sim-%d", i)
+		a.behaveOn = func(n int, prompt string) (time.Duration, func(), string) { return w.review(id, n, prompt) }
+		w.pools = append(w.pools, &simPool{id: id, agent: a, state: store.NewMemory()})
 	}
 	return w
 }
@@ -211,14 +213,14 @@ var headRE = regexp.MustCompile(`Head SHA: ([0-9a-f]+)`)
 // review is the reviewer of every agent server: a session on the head it
 // was given runs 5 to 45 minutes and approves it, requests changes, or
 // files nothing (a review that does not count).
-func (w *simWorld) review(n int, prompt string) (time.Duration, func(), string) {
+func (w *simWorld) review(pool string, n int, prompt string) (time.Duration, func(), string) {
 	head := ""
 	if m := headRE.FindStringSubmatch(prompt); m != nil {
 		head = m[1]
 	}
 	h := simHead{n, head}
 	w.mu.Lock()
-	w.started(h)
+	s := w.started(h, pool)
 	d := time.Duration(5+w.agentRng.IntN(40)) * time.Minute
 	r := w.agentRng.Float64()
 	if r >= 0.9 {
@@ -228,35 +230,49 @@ func (w *simWorld) review(n int, prompt string) (time.Duration, func(), string) 
 	w.logf("#%d session on %s for %s", n, short(head), d)
 	switch {
 	case r < 0.75:
-		return d, func() { w.fileReview(n, head, forge.ReviewApproved); w.ended(h, true) }, approvedReply
+		return d, func() { w.fileReview(n, head, forge.ReviewApproved); w.ended(h, s, true) }, approvedReply
 	case r < 0.9:
-		return d, func() { w.fileReview(n, head, forge.ReviewRequestChanges); w.ended(h, true) },
+		return d, func() { w.fileReview(n, head, forge.ReviewRequestChanges); w.ended(h, s, true) },
 			"Needs work\nREVIEW-RESULT: {\"decision\": \"changes_requested\", \"merge_status\": \"none\"}"
 	}
-	return d, func() { w.logf("#%d session on %s filed no review", n, short(head)); w.ended(h, false) }, "I could not finish."
+	return d, func() { w.logf("#%d session on %s filed no review", n, short(head)); w.ended(h, s, false) }, "I could not finish."
 }
 
-// started counts a session started on h, and notes the first that started
-// while another ran on h or after one filed its verdict there: the claims
-// allow one session of a head at a time, and a head with a verdict needs
-// none. Callers hold w.mu.
-func (w *simWorld) started(h simHead) {
+// simSession is a session running on a head: the pool that started it and
+// that pool's kills before.
+type simSession struct {
+	pool  string
+	kills int
+}
+
+// started counts a session that pool started on h, and notes the first
+// that started while another of a live pool ran on h, or after one filed
+// its verdict there: the claims allow one session of a head at a time, and
+// a head with a verdict needs none. A pool killed since it started its
+// session refreshes that session's claim no more, and once the claim has
+// gone stale another pool may take the head over beside it, as designed.
+// Callers hold w.mu.
+func (w *simWorld) started(h simHead, pool string) simSession {
 	w.sessions[h]++
 	switch {
 	case w.twice != "":
-	case w.running[h] > 0:
+	case slices.ContainsFunc(w.running[h], func(s simSession) bool { return w.kills[s.pool] == s.kills }):
 		w.twice = fmt.Sprintf("#%d at %s: session %d started while another ran there", h.n, short(h.head), w.sessions[h])
 	case w.verdict[h]:
 		w.twice = fmt.Sprintf("#%d at %s: session %d started after one filed its verdict there", h.n, short(h.head), w.sessions[h])
 	}
-	w.running[h]++
+	s := simSession{pool: pool, kills: w.kills[pool]}
+	w.running[h] = append(w.running[h], s)
+	return s
 }
 
-// ended records the end of a session on h, which filed its verdict or none.
-func (w *simWorld) ended(h simHead, verdict bool) {
+// ended records the end of session s on h, which filed its verdict or none.
+func (w *simWorld) ended(h simHead, s simSession, verdict bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.running[h]--
+	if i := slices.Index(w.running[h], s); i >= 0 {
+		w.running[h] = slices.Delete(w.running[h], i, i+1)
+	}
 	w.verdict[h] = w.verdict[h] || verdict
 }
 
@@ -615,6 +631,9 @@ func (w *simWorld) restart(ctx context.Context) {
 	w.mu.Lock()
 	up, stop, done := p.up, p.stop, p.done
 	p.up = false
+	if up {
+		w.kills[p.id]++
+	}
 	w.mu.Unlock()
 	if !up {
 		return
