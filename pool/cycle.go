@@ -129,7 +129,7 @@ func (p *Pool) cycle(ctx, work context.Context) (cycleResult, error) {
 // stepOne decides one PR and tallies the decision. Only a rejected token
 // is an error: any other failure is retried next cycle.
 func (p *Pool) stepOne(ctx, work context.Context, pr forge.PR, res *cycleResult, todo *[]candidate) error {
-	d, err := p.step(work, pr) // its comments and merges get the shutdown timeout
+	d, err := p.decideAndAct(work, pr) // its comments and merges get the shutdown timeout
 	if err != nil {
 		if errors.Is(err, forgejo.ErrUnauthorized) {
 			return err
@@ -220,12 +220,6 @@ func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) (left, s
 	return left, started
 }
 
-// step observes one PR, decides, and performs the decision unless it needs a
-// session, which the caller arranges: a merge goes to the merge queue.
-func (p *Pool) step(ctx context.Context, pr forge.PR) (decision, error) {
-	return p.decideAndAct(ctx, pr)
-}
-
 // decision is an action and the instant it was decided for: the
 // observation's, which may be seconds before the reads (and the decision)
 // returned. How long the decision holds counts from it.
@@ -234,6 +228,9 @@ type decision struct {
 	at time.Time
 }
 
+// decideAndAct observes one PR, decides, and performs the decision unless
+// it needs a session, which the caller arranges: a merge goes to the merge
+// queue.
 func (p *Pool) decideAndAct(ctx context.Context, pr forge.PR) (decision, error) {
 	d, t, err := p.decide(ctx, pr)
 	if err != nil {
@@ -481,7 +478,7 @@ func (p *Pool) forgetGone(ctx context.Context, open map[int]bool) error {
 			p.forget(n) // retargeted away from the default branch
 			continue
 		}
-		if _, err := p.step(ctx, pr); err != nil {
+		if _, err := p.decideAndAct(ctx, pr); err != nil {
 			p.log.Warn("settling a closed PR failed", "pr", n, "err", err)
 		}
 	}

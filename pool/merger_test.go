@@ -14,7 +14,7 @@ import (
 // queue. Before merger, mergeQueued and settleMerged called decideAndAct,
 // and merge, checkOnBase and afterUpdate called act.
 func TestTheMergeQueueCallsNoLoopFunction(t *testing.T) {
-	loops := map[string]bool{"act": true, "decideAndAct": true, "step": true, "perform": true, "add": true}
+	loops := map[string]bool{"act": true, "decideAndAct": true, "perform": true, "add": true}
 	fset := token.NewFileSet()
 	methods := 0
 	for _, file := range []string{"merger.go", "update.go"} {
