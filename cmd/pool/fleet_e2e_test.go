@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -228,8 +229,22 @@ func TestAKilledAgentServerIsUsedAgainOnceRestarted(t *testing.T) {
 	eventually(t, ctx, "the restarted server used again", func() bool {
 		return strings.Contains(pool.stderr.String(), "agent server answers again; placing sessions on it")
 	}, pool)
+	mergedThenStopped(t, ctx, sb, pool, 4)
+	if got := len(model.Prompts()); got == 0 {
+		t.Errorf("no session on the restarted server; the other ran %d", len(sb.Model.Prompts()))
+	}
+	want := regexp.MustCompile(`(?m)^  - ` + regexp.QuoteMeta(victim.URL) + `: [1-9]\d* started, 0 lost$`)
+	if report := pool.stdout.String(); !want.MatchString(report) {
+		t.Errorf("report lacks %q:\n%s", want, report)
+	}
+}
+
+// mergedThenStopped opens k PRs beside the running pool, waits until the
+// pool has merged each, and stops it.
+func mergedThenStopped(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, pool *poolProc, k int) {
+	t.Helper()
 	var prs []int
-	for i := range 4 {
+	for i := range k {
 		n, err := sb.AddPR(ctx, i+1)
 		if err != nil {
 			t.Fatal(err)
@@ -243,11 +258,4 @@ func TestAKilledAgentServerIsUsedAgainOnceRestarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool.wait(t, ctx)
-	if got := len(model.Prompts()); got == 0 {
-		t.Errorf("no session on the restarted server; the other ran %d", len(sb.Model.Prompts()))
-	}
-	want := regexp.MustCompile(`(?m)^  - ` + regexp.QuoteMeta(victim.URL) + `: [1-9]\d* started, 0 lost$`)
-	if report := pool.stdout.String(); !want.MatchString(report) {
-		t.Errorf("report lacks %q:\n%s", want, report)
-	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -45,21 +44,7 @@ func TestEachSlotsFirstSessionIsWarm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var prs []int
-	for i := range 2 {
-		n, err := sb.AddPR(ctx, i+1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		prs = append(prs, n)
-	}
-	for _, n := range prs {
-		eventually(t, ctx, fmt.Sprintf("PR #%d merged", n), func() bool { return getPR(t, ctx, sb, n).Merged }, pool)
-	}
-	if err := pool.cmd.Process.Signal(sigterm); err != nil {
-		t.Fatal(err)
-	}
-	pool.wait(t, ctx)
+	mergedThenStopped(t, ctx, sb, pool, 2)
 	after, err := os.ReadFile(agentLog)
 	if err != nil {
 		t.Fatal(err)
