@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/spf13/viper"
+
+	"pool/internal/redact"
 )
 
 // readFile merges the config file into v and returns its path ("" when
@@ -51,6 +53,7 @@ func printableKey(k string) string {
 	if plain && len(k) <= 64 {
 		return k
 	}
+	k = redact.Text(k) // a key can hold a URL with credentials, as any text in the file can
 	if len(k) > 64 {
 		k = strings.ToValidUTF8(k[:64], "") + "…"
 	}
