@@ -56,6 +56,7 @@ type options struct {
 	mode         string // modeFigures, modeMerge or modeBacklog
 	mergeK       int    // approved PRs per strategy in the merge mode
 	mergeWorkers int
+	mergeRounds  int           // serial and pool runs, interleaved, in the merge mode
 	backlogPRs   int           // unreviewed PRs in the backlog mode
 	repos        int           // repositories in the repos mode
 	repoPRs      int           // open PRs in each
@@ -88,6 +89,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.keep, "keep", false, "keep the work dir (servers' data and the pool logs)")
 	flag.StringVar(&o.mode, "mode", modeFigures, "figures (issue 6's four figures), merge (a backlog of approved PRs: serial limit against the pool), backlog, repos (one pool, many repositories), latency, or fleet (two agent servers against one)")
 	flag.IntVar(&o.mergeK, "k", 50, "with -mode merge: approved PRs merged by each strategy")
+	flag.IntVar(&o.mergeRounds, "rounds", 1, "with -mode merge: rounds of a serial run then a pool run, interleaved (their median ratio is the figure)")
 	flag.IntVar(&o.mergeWorkers, "merge-workers", 4, "with -mode merge or backlog: the pool's workers")
 	flag.IntVar(&o.backlogPRs, "backlog", 55, "with -mode backlog: unreviewed PRs")
 	flag.IntVar(&o.repos, "repos", 100, "with -mode repos: repositories served by one pool")
@@ -133,8 +135,8 @@ func (o options) check() error {
 		return fmt.Errorf("-fleet-prs and -slots must be positive, -model-delay not negative")
 	case o.startPRs < 0:
 		return fmt.Errorf("-start-prs must not be negative")
-	case o.mergeK < 1 || o.mergeWorkers < 1 || o.backlogPRs < 1 || o.repos < 2 || o.repoPRs < 1:
-		return fmt.Errorf("-k, -merge-workers, -backlog and -repo-prs must be positive, -repos at least 2")
+	case o.mergeK < 1 || o.mergeWorkers < 1 || o.mergeRounds < 1 || o.backlogPRs < 1 || o.repos < 2 || o.repoPRs < 1:
+		return fmt.Errorf("-k, -merge-workers, -rounds, -backlog and -repo-prs must be positive, -repos at least 2")
 	}
 	return nil
 }

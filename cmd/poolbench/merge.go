@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,34 +39,53 @@ type mergeRun struct {
 }
 
 type mergeTable struct {
-	k              int
-	seed           time.Duration
-	serial, pooled mergeRun
-	workers        int
-	total          time.Duration
+	k       int
+	seed    time.Duration
+	rounds  []mergeRound
+	workers int
+	total   time.Duration
 }
 
-// mergeBacklog measures both strategies on the same load: K approved, green
-// PRs are opened and merged serially, then K fresh ones are opened and the
-// pool merges them. (The forge re-tests every open PR after each merge, so
-// opening all 2K at once would make the serial run carry twice the load.)
+// mergeRound is one serial run and the pool run after it.
+type mergeRound struct{ serial, pooled mergeRun }
+
+func (r mergeRound) ratio() float64 { return float64(r.pooled.took) / float64(r.serial.took) }
+
+// mergeBacklog measures both strategies on the same load, -rounds times,
+// interleaved (serial, pool, serial, pool, ...): on one machine the serial
+// loop's pace alone varied by a third across runs an hour apart, so one
+// pair settles nothing. In each round K approved, green PRs are opened and
+// merged serially, then K fresh ones are opened and the pool merges them.
+// (The forge re-tests every open PR after each merge, so opening all 2K at
+// once would make the serial run carry twice the load.)
 func (b *bench) mergeBacklog(ctx context.Context) (*mergeTable, error) {
 	t := &mergeTable{k: b.opts.mergeK, workers: b.opts.mergeWorkers}
-	serial, err := b.approvedBacklog(ctx, t, "serial")
-	if err != nil {
-		return nil, err
-	}
-	if t.serial, err = b.mergeSerially(ctx, serial); err != nil {
-		return nil, err
-	}
-	pooled, err := b.approvedBacklog(ctx, t, "pool")
-	if err != nil {
-		return nil, err
-	}
-	if t.pooled, err = b.mergeWithPool(ctx, pooled); err != nil {
-		return nil, err
+	for i := range b.opts.mergeRounds {
+		b.progress("merge round %d of %d", i+1, b.opts.mergeRounds)
+		r, err := b.mergeRound(ctx, t, i)
+		if err != nil {
+			return nil, err
+		}
+		t.rounds = append(t.rounds, r)
 	}
 	return t, nil
+}
+
+func (b *bench) mergeRound(ctx context.Context, t *mergeTable, i int) (mergeRound, error) {
+	var r mergeRound
+	serial, err := b.approvedBacklog(ctx, t, fmt.Sprintf("serial%d", i))
+	if err != nil {
+		return r, err
+	}
+	if r.serial, err = b.mergeSerially(ctx, serial); err != nil {
+		return r, err
+	}
+	pooled, err := b.approvedBacklog(ctx, t, fmt.Sprintf("pool%d", i))
+	if err != nil {
+		return r, err
+	}
+	r.pooled, err = b.mergeWithPool(ctx, pooled, i)
+	return r, err
 }
 
 // approvedBacklog opens K PRs named after prefix, approves them and reports
@@ -122,7 +142,7 @@ func (b *bench) mergeSerially(ctx context.Context, numbers []int) (mergeRun, err
 		}
 		run.merged++
 	}
-	run.took = time.Since(start)
+	run.took = lastMergeAnswered(events, start).Sub(start)
 	run.timeline, run.load[1] = timelineOf(events), loadAverage()
 	b.progress("serial: %d merged in %s, %d merge calls", run.merged, round(run.took), sum(run.calls))
 	return run, nil
@@ -153,7 +173,7 @@ func (b *bench) mergeOnce(ctx context.Context, n int, head string) int {
 // mergeWithPool runs the pool binary, through a proxy that counts its forge
 // requests, until every PR is merged, and reads its merge calls from its
 // log.
-func (b *bench) mergeWithPool(ctx context.Context, numbers []int) (mergeRun, error) {
+func (b *bench) mergeWithPool(ctx context.Context, numbers []int, nth int) (mergeRun, error) {
 	b.progress("pool: merging %d PRs with %d workers", len(numbers), b.opts.mergeWorkers)
 	counter, err := newCountingProxy(b.sb.Forge.URL)
 	if err != nil {
@@ -161,6 +181,9 @@ func (b *bench) mergeWithPool(ctx context.Context, numbers []int) (mergeRun, err
 	}
 	defer counter.Close()
 	name := "merge-pool"
+	if nth > 0 {
+		name = fmt.Sprintf("merge-pool-%d", nth+1)
+	}
 	// The backlog's approvals are the reviewer account's own (ApprovePRs),
 	// filed by no session: they count only for an account listed as a human.
 	env, err := poolEnv(b.sb, filepath.Join(b.dir, name), "POOL_FORGEJO_URL="+counter.URL, "POOL_IDLE_EXIT=0", "POOL_POLL_INTERVAL=5s",
@@ -176,9 +199,11 @@ func (b *bench) mergeWithPool(ctx context.Context, numbers []int) (mergeRun, err
 	}
 	run := mergeRun{load: [2]string{loadAverage()}}
 	err = b.awaitMerged(ctx, numbers, 20*time.Minute)
-	run.took, run.load[1] = time.Since(start), loadAverage()
+	run.load[1] = loadAverage()
 	calls := counter.recorded()
-	run.requests, run.kinds, run.timeline = len(calls), requestKinds(calls), timelineOf(eventsOf(calls))
+	events := eventsOf(calls)
+	run.took = lastMergeAnswered(events, start).Sub(start)
+	run.requests, run.kinds, run.timeline = len(calls), requestKinds(calls), timelineOf(events)
 	if err := writeCalls(filepath.Join(b.dir, name+"-requests.txt"), calls); err != nil {
 		return run, err
 	}
@@ -197,7 +222,10 @@ func (b *bench) mergeWithPool(ctx context.Context, numbers []int) (mergeRun, err
 }
 
 // awaitMerged reads the PRs (not through the pool's proxy) until all are
-// merged.
+// merged. It reads once every awaitPoll: the pool's time is taken from the
+// proxy's record (its last merge answered), not from these reads, and an
+// observer reading as often as the pool (an earlier version read every
+// 100 ms) loads the forge during the pool's run only.
 func (b *bench) awaitMerged(ctx context.Context, numbers []int, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	left := append([]int(nil), numbers...)
@@ -216,10 +244,27 @@ func (b *bench) awaitMerged(ctx context.Context, numbers []int, limit time.Durat
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(awaitPoll):
 		}
 	}
 	return nil
+}
+
+const awaitPoll = 2 * time.Second
+
+// lastMergeAnswered is when the last merge call the forge answered 200 was
+// answered, or now if there was none after start.
+func lastMergeAnswered(events []event, start time.Time) time.Time {
+	last := time.Time{}
+	for _, e := range events {
+		if e.merge && e.ok && e.end.After(last) {
+			last = e.end
+		}
+	}
+	if last.Before(start) {
+		return time.Now()
+	}
+	return last
 }
 
 // mergeCallsInLog counts the pool's "merge answered" lines per PR.
@@ -260,32 +305,75 @@ func values(m map[int]int) []int {
 	return out
 }
 
-// render writes the merge table.
+// render writes the merge table: each round's two runs, the median of the
+// rounds' ratios, and the timeline and the pool's requests.
 func (t *mergeTable) render(w io.Writer) {
 	fmt.Fprintf(w, "#### merge backlog figures, %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(w, "Machine: %s, %s, %d CPUs; %s. Forge: Gitea %s (SQLite), on loopback. %d approved, green PRs per strategy, opened just before its run, so each starts with K open PRs (each adds its own file: no conflicts).\n\n",
-		machine(), cpuModel(), runtime.NumCPU(), runtime.Version(), sandbox.GiteaVersion, t.k)
-	fmt.Fprintln(w, "| strategy | PRs | time | per merge | merge calls per PR: median | max | forge requests | load average, start → end |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
-	for _, r := range []struct {
-		name string
-		run  mergeRun
-	}{{"serial, one at a time as soon as mergeable (the forge's limit)", t.serial}, {fmt.Sprintf("pool, %d workers", t.workers), t.pooled}} {
-		calls := values(r.run.calls)
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %.1f | %d | %d | %s → %s |\n", r.name, r.run.merged, round(r.run.took),
-			fmtDuration(float64(r.run.took)/float64(max(r.run.merged, 1))), median(calls), maxOf(calls), r.run.requests,
-			r.run.load[0], r.run.load[1])
+	fmt.Fprintf(w, "Machine: %s, %s, %d CPUs; %s. Forge: Gitea %s (SQLite), on loopback. %d approved, green PRs per strategy, opened just before its run, so each starts with K open PRs (each adds its own file: no conflicts). %d rounds, each a serial run then a pool run.\n\n",
+		machine(), cpuModel(), runtime.NumCPU(), runtime.Version(), sandbox.GiteaVersion, t.k, len(t.rounds))
+	fmt.Fprintln(w, "| round | strategy | PRs | time | per merge | merge calls per PR: median | max | forge requests | per merged PR | load average, start → end |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	var serial, pooled mergeRun
+	var ratios []float64
+	var runs []namedRun
+	for i, r := range t.rounds {
+		for _, x := range []struct {
+			name string
+			run  mergeRun
+		}{{"serial, one at a time as soon as mergeable (the forge's limit)", r.serial}, {fmt.Sprintf("pool, %d workers", t.workers), r.pooled}} {
+			calls := values(x.run.calls)
+			fmt.Fprintf(w, "| %d | %s | %d | %s | %s | %.1f | %d | %d | %.1f | %s → %s |\n", i+1, x.name, x.run.merged, round(x.run.took),
+				fmtDuration(float64(x.run.took)/float64(max(x.run.merged, 1))), median(calls), maxOf(calls), x.run.requests, perPR(x.run),
+				x.run.load[0], x.run.load[1])
+		}
+		ratios = append(ratios, r.ratio())
+		serial, pooled = addRun(serial, r.serial), addRun(pooled, r.pooled)
+		runs = append(runs, namedRun{fmt.Sprintf("serial %d", i+1), r.serial}, namedRun{fmt.Sprintf("pool %d", i+1), r.pooled})
 	}
-	ratio := float64(t.pooled.took) / float64(t.serial.took)
-	fmt.Fprintf(w, "\nPool time / serial limit: %.2f (target ≤ 1.10). Merge calls per merged PR: median %.1f (target ≤ 2), max %d (target ≤ 5).\n",
-		ratio, median(values(t.pooled.calls)), maxOf(values(t.pooled.calls)))
-	serialPer, poolPer := perPR(t.serial), perPR(t.pooled)
-	fmt.Fprintf(w, "Forge requests per merged PR: serial %.1f, pool %.1f, ratio %.2f (target ≤ 2).\n", serialPer, poolPer, poolPer/serialPer)
-	fmt.Fprintf(w, "The serial strategy reads the PR every %s until the forge reports it mergeable. Seeding (AGit pushes, statuses, approvals): %s. Whole run: %s.\n\n",
+	fmt.Fprintf(w, "\nPool time / serial limit: median of the rounds %.2f (rounds: %s); all rounds together %.2f (target ≤ 1.10). Merge calls per merged PR: median %.1f (target ≤ 2), max %d (target ≤ 5).\n",
+		medianFloat(ratios), fmtRatios(ratios), float64(pooled.took)/float64(serial.took), median(values(pooled.calls)), maxOf(values(pooled.calls)))
+	serialPer, poolPer := perPR(serial), perPR(pooled)
+	fmt.Fprintf(w, "Forge requests per merged PR, all rounds: serial %.1f, pool %.1f, ratio %.2f (target ≤ 2).\n", serialPer, poolPer, poolPer/serialPer)
+	fmt.Fprintf(w, "The serial strategy reads the PR every %s until the forge reports it mergeable; each run's time ends at its last merge answered. Seeding (AGit pushes, statuses, approvals): %s. Whole run: %s.\n\n",
 		serialPoll, round(t.seed), round(t.total))
-	renderTimeline(w, []namedRun{{"serial", t.serial}, {"pool", t.pooled}})
+	renderTimeline(w, runs)
 	fmt.Fprintln(w)
-	renderRequests(w, t.pooled.kinds, t.pooled.merged)
+	renderRequests(w, pooled.kinds, pooled.merged)
+}
+
+// addRun sums two runs' times, merges, requests, merge calls and request
+// kinds (the calls' PR numbers differ between runs).
+func addRun(a, b mergeRun) mergeRun {
+	out := mergeRun{took: a.took + b.took, merged: a.merged + b.merged, requests: a.requests + b.requests,
+		calls: map[int]int{}, kinds: map[string]int{}}
+	for _, m := range []mergeRun{a, b} {
+		for n, c := range m.calls {
+			out.calls[n] += c
+		}
+		for k, c := range m.kinds {
+			out.kinds[k] += c
+		}
+	}
+	return out
+}
+
+func medianFloat(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func fmtRatios(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func perPR(r mergeRun) float64 { return float64(r.requests) / float64(max(r.merged, 1)) }

@@ -55,3 +55,22 @@ func TestRequestKind(t *testing.T) {
 		}
 	}
 }
+
+// A run's time ends at its last merge the forge answered 200: not at a
+// refused call after it, nor at a read.
+func TestLastMergeAnswered(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	events := []event{
+		{pr: 1, merge: true, start: at(1), end: at(2), ok: true},
+		{pr: 2, merge: true, start: at(5), end: at(7), ok: true},
+		{pr: 3, merge: true, start: at(8), end: at(9), ok: false},
+		{pr: 3, start: at(10), end: at(11), ok: true},
+	}
+	if got := lastMergeAnswered(events, t0); !got.Equal(at(7)) {
+		t.Fatalf("lastMergeAnswered = %s, want %s", got.Sub(t0), 7*time.Second)
+	}
+	if got := medianFloat([]float64{1.3, 0.9, 1.1, 1.0}); got != 1.05 {
+		t.Fatalf("medianFloat = %v, want 1.05", got)
+	}
+}
