@@ -103,6 +103,11 @@ type Config struct {
 	// branches) or never; UpdateStyle how: merge or rebase.
 	MergeUpdate string
 	UpdateStyle string
+	// MergeTrain says when PRs of one base are merged as a train (package
+	// train): off, auto (the protection blocks outdated branches) or
+	// always; TrainSize is the most cars of one train.
+	MergeTrain string
+	TrainSize  int
 	// AutoMerge is refused: the forge's scheduled merge is not pinned to a
 	// head (see Validate).
 	AutoMerge bool
@@ -313,6 +318,8 @@ var settings = []setting{
 	{"merge.style", "merge-style", []string{"POOL_MERGE_STYLE"}, "merge", "`style`: merge, rebase, rebase-merge, squash or fast-forward-only"},
 	{"merge.update", "merge-update", []string{"POOL_MERGE_UPDATE"}, "when_required", "when to update a PR behind its base before merging it (a `mode`): always, when_required (the protection blocks outdated branches) or never"},
 	{"merge.update_style", "merge-update-style", []string{"POOL_MERGE_UPDATE_STYLE"}, "merge", "how the forge updates a PR behind its base (a `style`): merge or rebase"},
+	{"merge.train", "merge-train", []string{"POOL_MERGE_TRAIN"}, "off", "merge approved PRs of one base as a train (a `mode`): off, auto (when the protection blocks outdated branches) or always"},
+	{"merge.train_size", "merge-train-size", []string{"POOL_MERGE_TRAIN_SIZE"}, "8", "at most `N` cars in one train"},
 	{"webhook.listen", "listen", []string{"POOL_LISTEN"}, "", "serve forge webhooks on this `address`, e.g. 127.0.0.1:8787 (off when empty)"},
 	{"webhook.secret", "", []string{"POOL_WEBHOOK_SECRET"}, "", ""},
 	{"webhook.secret_file", "webhook-secret-file", []string{"POOL_WEBHOOK_SECRET_FILE"}, "", "`file` holding the webhook secret"},
@@ -415,6 +422,8 @@ func decode(v *viper.Viper) (Config, error) {
 		MergeStyle:      d.str("merge.style"),
 		MergeUpdate:     d.str("merge.update"),
 		UpdateStyle:     d.str("merge.update_style"),
+		MergeTrain:      strings.ToLower(d.str("merge.train")),
+		TrainSize:       d.integer("merge.train_size"),
 		AutoMerge:       d.boolean("merge.auto"),
 		Listen:          d.str("webhook.listen"),
 		HookURL:         d.str("webhook.url"),

@@ -55,6 +55,34 @@ func TestLoadDefaultsAndPrecedence(t *testing.T) {
 	}
 }
 
+// TestLoadTrainSettings: the names poolbench drives the pool with:
+// merge.train and merge.train_size from the file, the environment
+// overriding the file.
+func TestLoadTrainSettings(t *testing.T) {
+	clearEnv(t)
+	file := filepath.Join(t.TempDir(), "pool.yaml")
+	yaml := "forgejo:\n  url: https://forge.test/\nrepo: acme/widgets\nmerge:\n  train: always\n  train_size: 3\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("POOL_FORGEJO_TOKEN", "t")
+	cfg, err := Load([]string{"--config", file})
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if cfg.MergeTrain != "always" || cfg.TrainSize != 3 {
+		t.Errorf("train = %q size %d, want the file's always, 3", cfg.MergeTrain, cfg.TrainSize)
+	}
+	t.Setenv("POOL_MERGE_TRAIN", "Auto")
+	t.Setenv("POOL_MERGE_TRAIN_SIZE", "20")
+	if cfg, err = Load([]string{"--config", file}); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if cfg.MergeTrain != "auto" || cfg.TrainSize != 20 {
+		t.Errorf("train = %q size %d, want the environment's auto, 20", cfg.MergeTrain, cfg.TrainSize)
+	}
+}
+
 func TestLoadWorkersFallsBackToCAVariable(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("POOL_FORGEJO_URL", "https://forge.test")
@@ -185,6 +213,9 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		{name: "allow label is the skip label", args: append(base, "--review-allow-label", "Needs Feedback"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "reviews.allow_label"},
 		{name: "empty allow label", args: base, env: map[string]string{"POOL_FORGEJO_TOKEN": "t", "POOL_REVIEWS_ALLOW_LABEL": " "}, wantKey: "reviews.allow_label"},
 		{name: "bad update style", args: append(base, "--merge-update-style", "squash"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "merge.update_style"},
+		{name: "bad train mode", args: append(base, "--merge-train", "sometimes"), env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "merge.train"},
+		{name: "no cars", args: base, env: map[string]string{"POOL_FORGEJO_TOKEN": "t", "POOL_MERGE_TRAIN_SIZE": "0"}, wantKey: "merge.train_size"},
+		{name: "a train too long", args: base, file: "merge:\n  train_size: 51\n", env: map[string]string{"POOL_FORGEJO_TOKEN": "t"}, wantKey: "merge.train_size"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -155,7 +155,7 @@ func TestDefaultIsTheTable(t *testing.T) {
 	d := Default()
 	if d.Workers != 4 || d.PollInterval != 30*time.Second || d.StatusInterval != 10*time.Second ||
 		d.ClaimTTL != 30*time.Minute || d.IdleExit != 50 || d.AgentName != "ca-pr-self-reviewer" ||
-		d.MaxBody != 16<<20 || d.MergeStyle != "merge" || d.MergeUpdate != "when_required" || d.UpdateStyle != "merge" || d.StateDir == "" || d.AgentURL != "http://localhost:4096" {
+		d.MaxBody != 16<<20 || d.MergeStyle != "merge" || d.MergeUpdate != "when_required" || d.UpdateStyle != "merge" || d.MergeTrain != "off" || d.TrainSize != 8 || d.StateDir == "" || d.AgentURL != "http://localhost:4096" {
 		t.Errorf("Default() = %+v", d)
 	}
 	// Load with only the required settings gives the same values.

@@ -20,6 +20,12 @@ var mergeStyles = map[string]bool{
 
 var updateModes = map[string]bool{"always": true, "when_required": true, "never": true}
 
+var trainModes = map[string]bool{"off": true, "auto": true, "always": true}
+
+// maxTrainSize bounds merge.train_size: every car is a CI run, and a
+// train longer than a page of the forge's lists gains nothing.
+const maxTrainSize = 50
+
 // Floors below which a setting would make the pool hammer a server.
 const (
 	MinPollInterval   = time.Second
@@ -54,6 +60,7 @@ func (c Config) Validate() error {
 		func() *Error { return positive("shutdown_timeout", c.ShutdownTimeout) },
 		c.checkAgent,
 		c.checkMergeStyle,
+		c.checkTrain,
 		func() *Error { return notNegative("checks_grace", c.ChecksGrace) },
 		c.checkReviewers,
 		c.checkReviews,
@@ -285,6 +292,16 @@ func (c Config) checkMergeStyle() *Error {
 		return &Error{Key: "merge.update", Reason: fmt.Sprintf("unknown mode %q: always, when_required or never", c.MergeUpdate)}
 	case c.UpdateStyle != "merge" && c.UpdateStyle != "rebase":
 		return &Error{Key: "merge.update_style", Reason: fmt.Sprintf("unknown style %q: merge or rebase", c.UpdateStyle)}
+	}
+	return nil
+}
+
+func (c Config) checkTrain() *Error {
+	switch {
+	case !trainModes[c.MergeTrain]:
+		return &Error{Key: "merge.train", Reason: fmt.Sprintf("unknown mode %q: off, auto or always", c.MergeTrain)}
+	case c.TrainSize < 1 || c.TrainSize > maxTrainSize:
+		return &Error{Key: "merge.train_size", Reason: fmt.Sprintf("must be 1 to %d, got %d", maxTrainSize, c.TrainSize)}
 	}
 	return nil
 }
