@@ -178,10 +178,16 @@ type HeadUpdate struct {
 	// forge still shows it with the new head, it has not taken the update
 	// in (its diff and its behind-ness are the old ones).
 	OldMergeBase string    `json:"old_merge_base,omitempty"`
-	Style        string    `json:"style"`          // merge or rebase
+	Style        string    `json:"style"`          // merge, rebase or StyleTrain
 	Diff         string    `json:"diff,omitempty"` // hash of the PR's diff at From (rebase)
 	At           time.Time `json:"at"`
 }
+
+// StyleTrain is the style of a head the pool pushed from a merge train
+// (package train): its car, a merge commit whose first parent is the base
+// tip and whose second is the approved head. Its tree is that of the merge
+// an update by merge makes, so its approval carries over by the same rule.
+const StyleTrain = "train"
 
 // Made reports whether an update is recorded.
 func (u HeadUpdate) Made() bool { return u.From != "" }

@@ -227,8 +227,11 @@ func madeBy(u HeadUpdate, o Observation) bool {
 	if o.HeadSHA != u.Produced || o.TreeDiffers {
 		return false
 	}
-	if u.Style == "rebase" {
+	switch u.Style {
+	case "rebase":
 		return u.Diff != "" && o.DiffHash == u.Diff
+	case StyleTrain: // a car: the base tip first, the approved head second
+		return len(o.HeadParents) == 2 && o.HeadParents[0] == u.Base && o.HeadParents[1] == u.From
 	}
 	return len(o.HeadParents) == 2 && o.HeadParents[0] == u.From && o.HeadParents[1] == u.Base
 }

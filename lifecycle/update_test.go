@@ -97,6 +97,19 @@ func TestCarryOver(t *testing.T) {
 		}},
 		{name: "a rebase's tree is not the merge of the approved head and the base tip", style: "rebase", diff: "d1",
 			obs: func(o Observation) Observation { o.HeadParents, o.DiffHash, o.TreeDiffers = nil, "d1", true; return o }},
+		{name: "a train's car: the base tip first, the approved head second", style: StyleTrain, want: true,
+			obs: func(o Observation) Observation { o.HeadParents = []string{"b2", "h1"}; return o }},
+		{name: "a train's car with the parents of a forge's merge update", style: StyleTrain,
+			obs: func(o Observation) Observation { o.HeadParents = []string{"h1", "b2"}; return o }},
+		{name: "a train's car on another base tip than the pool saw", style: StyleTrain,
+			obs: func(o Observation) Observation { o.HeadParents = []string{"b3", "h1"}; return o }},
+		{name: "a train's car whose tree is not the merge", style: StyleTrain,
+			obs: func(o Observation) Observation { o.HeadParents, o.TreeDiffers = []string{"b2", "h1"}, true; return o }},
+		{name: "a train's car with dismissed stale approvals", style: StyleTrain,
+			obs: func(o Observation) Observation {
+				o.HeadParents, o.Protection.DismissStale = []string{"b2", "h1"}, true
+				return o
+			}},
 		{name: "the head is still the approved one", obs: func(o Observation) Observation {
 			o.HeadSHA = "h1"
 			return o
