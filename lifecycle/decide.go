@@ -132,6 +132,9 @@ func unreviewed(p Policy, t Track, o Observation) (Track, Action) {
 		}
 		return t, act
 	}
+	if t.Failures >= NoReviewNoteAfter && !o.Allowed {
+		return noReviewHold(t, o.HeadSHA)
+	}
 	if need := claimsNeeded(o); need != 0 {
 		return t, reading(need)
 	}
@@ -468,18 +471,32 @@ func landedReason(commit string) string {
 }
 
 // NoReviewNoteAfter is the number of sessions at one head that left no
-// counted review from which on the pool says so on the PR, once.
+// counted review after which the head gets no more sessions: the pool says
+// so on the PR, once, and waits for a new head or the maintainer's label
+// (reviews.allow_label), which gives it sessions again, on the back-off.
 const NoReviewNoteAfter = 3
 
+// noReviewHold keeps a head whose NoReviewNoteAfter sessions left no
+// counted review from another session: model time is spent on a head only
+// while its reviews can count. Its note is asked for until posted.
+func noReviewHold(t Track, head string) (Track, Action) {
+	if t.NotedNoReview != head {
+		return t, Action{Kind: NoteNoReview, Reason: fmt.Sprintf("%d reviewer sessions left no review that counts on this head", t.Failures),
+			Marks: Marks{NoReviewNoted: head}}
+	}
+	return t, Action{Kind: Wait, Reason: fmt.Sprintf("%d reviewer sessions left no review that counts on this head; "+
+		"waiting for a new head or the maintainer's label", t.Failures)}
+}
+
 // SessionLeftNoReview records a reviewer session that ended without a
-// counted review on the head, and backs off before the next one. It is
-// never a hold: what is on the forge besides (an outsider's approval, which
-// a session may have taken for a review) does not stop the PR's review.
-// From the NoReviewNoteAfter-th such session on, until the note is posted
-// (its Marks recorded), it asks for one note, naming the approvals on the
-// head that do not count (uncounted), which may be the pool's own
-// reviewer's when its account lacks write access or a place on the
-// branch's approvals whitelist.
+// counted review on the head, and backs off before the next one. What is
+// on the forge besides (an outsider's approval, which a session may have
+// taken for a review) does not stop the PR's review; the
+// NoReviewNoteAfter-th such session at one head does (noReviewHold). From
+// then on, until the note is posted (its Marks recorded), it asks for one
+// note, naming the approvals on the head that do not count (uncounted),
+// which may be the pool's own reviewer's when its account lacks write
+// access or a place on the branch's approvals whitelist.
 func SessionLeftNoReview(p Policy, t Track, now time.Time, uncounted []string) (Track, Action) {
 	t.Failures++
 	// No jitter: the decision stays a pure function of its inputs.

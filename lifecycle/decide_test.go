@@ -107,8 +107,11 @@ var DecisionTable = []DecisionCase{
 		return o
 	}, WantKind: Wait, WantState: CIFailing},
 	{Name: "sessions that left no review are retried once the back-off ends",
-		Track:    Track{HeadSHA: "h1", HeadSeen: now, Failures: 5, NotBefore: now.Add(-time.Second)},
+		Track:    Track{HeadSHA: "h1", HeadSeen: now, Failures: NoReviewNoteAfter - 1, NotBefore: now.Add(-time.Second)},
 		WantKind: Review, WantState: Unreviewed},
+	{Name: "after three sessions that left no review, no more at that head",
+		Track:    Track{HeadSHA: "h1", HeadSeen: now, Failures: 5, NotBefore: now.Add(-time.Second), NotedNoReview: "h1"},
+		WantKind: Wait, WantState: Unreviewed},
 	{Name: "no second fixer for a head", Track: Track{HeadSHA: "h1", FixerSHA: "h1"},
 		Obs: approvedWith(status("ci", "failure")), WantKind: Wait, WantState: CIFailing},
 	{Name: "a superseded cancellation is not a failure",
@@ -341,15 +344,21 @@ func TestSessionLeftNoReviewBacksOff(t *testing.T) {
 	}
 }
 
-// TestSessionLeftNoReviewNotesOnceAndNeverHolds: the third session at a
-// head that left no counted review asks for one note, naming the approvals
-// that do not count; no session ever holds the PR.
-func TestSessionLeftNoReviewNotesOnceAndNeverHolds(t *testing.T) {
+// TestSessionLeftNoReviewNotesOnceThenHolds: the third session at a head
+// that left no counted review asks for one note, naming the approvals that
+// do not count; from then on the head gets no session, until a new head or
+// the maintainer's label.
+func TestSessionLeftNoReviewNotesOnceThenHolds(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	p := Policy{RetryBase: time.Minute, RetryMax: time.Hour}
 	tr := Track{HeadSHA: "h1", State: Unreviewed}
 	var notes []string
-	for i := 0; i < 6; i++ {
+	for i := 0; i < NoReviewNoteAfter; i++ {
+		if i > 0 {
+			if _, act := Decide(p, tr, Observation{Open: true, HeadSHA: "h1", Now: tr.NotBefore}); act.Kind != Review {
+				t.Fatalf("before session %d: %s (%s), want a review", i+1, act.Kind, act.Reason)
+			}
+		}
 		var act Action
 		tr, act = SessionLeftNoReview(p, tr, now, []string{"mallory"})
 		if act.Kind == NoteNoReview {
@@ -358,16 +367,24 @@ func TestSessionLeftNoReviewNotesOnceAndNeverHolds(t *testing.T) {
 		} else if act.Kind != Wait {
 			t.Errorf("session %d: action %s", i+1, act.Kind)
 		}
-		if tr.Blocked != "" || tr.State == AwaitingHuman {
-			t.Errorf("session %d left the PR held: %+v", i+1, tr)
-		}
 	}
 	if len(notes) != 1 || !strings.Contains(notes[0], "3 reviewer sessions") || !strings.Contains(notes[0], "mallory") {
 		t.Errorf("notes = %q, want one after the third session naming mallory", notes)
 	}
-	next, act := Decide(p, tr, Observation{Open: true, HeadSHA: "h1", Now: tr.NotBefore})
-	if act.Kind != Review || next.State != Unreviewed {
-		t.Errorf("after the back-off: %s %s, want a review", act.Kind, next.State)
+	later := tr.NotBefore.Add(24 * time.Hour)
+	if _, act := Decide(p, tr, Observation{Open: true, HeadSHA: "h1", Now: later}); act.Kind != Wait {
+		t.Errorf("a day after the third session: %s (%s), want a wait", act.Kind, act.Reason)
+	}
+	if _, act := Decide(p, tr, Observation{Open: true, HeadSHA: "h1", Now: later, Allowed: true}); act.Kind != Review {
+		t.Errorf("with the maintainer's label: %s (%s), want a review", act.Kind, act.Reason)
+	}
+	if _, act := Decide(p, tr, Observation{Open: true, HeadSHA: "h2", Now: later}); act.Kind != Review {
+		t.Errorf("at a new head: %s (%s), want a review", act.Kind, act.Reason)
+	}
+	unnoted := tr
+	unnoted.NotedNoReview = ""
+	if _, act := Decide(p, unnoted, Observation{Open: true, HeadSHA: "h1", Now: later}); act.Kind != NoteNoReview {
+		t.Errorf("the note not posted yet: %s, want it asked for again", act.Kind)
 	}
 }
 

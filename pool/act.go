@@ -83,8 +83,8 @@ func (p *Pool) post(ctx context.Context, pr forge.PR, t lifecycle.Track, a lifec
 		_, err := p.comment(ctx, pr.Number, texts.UnvouchedBody(pr.HeadSHA, a.Reason))
 		return err
 	case lifecycle.NoteNoReview:
-		p.log.Warn("sessions leave no counted review; still retrying", "pr", pr.Number, "reason", a.Reason)
-		return p.noteOnce(ctx, pr.Number, texts.NoReviewBody(pr.HeadSHA, a.Reason),
+		p.log.Warn("sessions leave no counted review; no more sessions of this head", "pr", pr.Number, "reason", a.Reason)
+		return p.noteOnce(ctx, pr.Number, texts.NoReviewBody(pr.HeadSHA, a.Reason, p.cfg.Reviews.AllowLabel),
 			func(body string) bool { return texts.NotedAt(body, forge.MarkNoReview, pr.HeadSHA) })
 	case lifecycle.NoteWithheld:
 		p.log.Info("no review session until a maintainer's label", "pr", pr.Number, "author", pr.Author, "reason", a.Reason)

@@ -70,11 +70,10 @@ func (w *simWorld) checkDiagnostics() string {
 // checkSessions: one claim per head across the pools, three where a
 // session left no counted review; one session of a head at a time, and
 // none after a session filed its verdict there. A head whose sessions
-// leave no review gets another after a back-off, however many failed
-// before (lifecycle.SessionLeftNoReview is never a hold): a bound of three
-// sessions broke on main whenever the reviewer's draws gave one head three
-// sessions with no review in a row (seed 1: "#195 at pr-195-1: 4 sessions",
-// 1 run in 8).
+// leave no review gets another after a back-off, up to
+// lifecycle.NoReviewNoteAfter of a pool's, then a note and none (before
+// that hold, a head got one after another: "#195 at pr-195-1: 4 sessions"
+// in seed 1, 1 run in 8).
 func (w *simWorld) checkSessions() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()

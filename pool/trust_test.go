@@ -134,22 +134,34 @@ func TestUnofficialReviewDoesNotKeepAClaimAlive(t *testing.T) {
 	}
 }
 
-// TestReviewerWithoutWriteAccessIsNotedAndRetried: the pool's own reviewer
+// TestReviewerWithoutWriteAccessIsNotedAndHeld: the pool's own reviewer
 // approves, but its account's review is not official: the pool retries with
-// a back-off, says so once after the third session, and merges nothing.
-func TestReviewerWithoutWriteAccessIsNotedAndRetried(t *testing.T) {
+// a back-off, says so once after the third session, starts no fourth
+// session of that head (a second after the note, over ten of its
+// back-offs) and merges nothing.
+func TestReviewerWithoutWriteAccessIsNotedAndHeld(t *testing.T) {
 	f := newFakeForge(1)
 	a := newFakeAgent(func(pr int) (time.Duration, func(), string) {
 		return time.Millisecond, func() { f.outsiderReview(pr, "reviewer", forge.ReviewApproved) }, approvedReply
 	})
 	cfg := testConfig(1)
 	cfg.IdleExit = 0
-	runUntil(t, cfg, f, a, func(context.Context, *Pool) {}, func() bool { _, prompts, _ := a.count(); return prompts >= 5 })
-	if n := effectsWith(f, "#1: comment Reviews keep failing: 3 reviewer sessions left no review that counts on this head; the approval by reviewer does not count"); len(n) != 1 {
+	const note = "#1: comment Reviews keep failing: 3 reviewer sessions left no review that counts on this head; the approval by reviewer does not count"
+	var noted time.Time
+	runUntil(t, cfg, f, a, func(context.Context, *Pool) {}, func() bool {
+		if noted.IsZero() && len(effectsWith(f, note)) > 0 {
+			noted = time.Now()
+		}
+		return !noted.IsZero() && time.Since(noted) > time.Second
+	})
+	if n := effectsWith(f, note); len(n) != 1 {
 		t.Errorf("want one note after the third session; effects %v", f.Effects())
 	}
+	if _, prompts, _ := a.count(); prompts != 3 {
+		t.Errorf("%d sessions of the head, want 3: none after the note", prompts)
+	}
 	if n := effectsWith(f, "#1: comment Merging is on hold"); len(n) != 0 || f.prs[1].Merged {
-		t.Errorf("want no hold and no merge; effects %v", f.Effects())
+		t.Errorf("want no blocked note and no merge; effects %v", f.Effects())
 	}
 }
 

@@ -278,10 +278,12 @@ func ParseResult(text string) Result {
 }
 
 // NoReviewBody says, once per head, that reviewer sessions keep leaving no
-// review that counts. The pool keeps retrying: it is a note, not a hold.
-func NoReviewBody(head, reason string) string {
-	return fmt.Sprintf("Reviews keep failing: %s.\nThe pool keeps retrying, less often each time.\n\n%s",
-		reason, forge.Marker(forge.MarkNoReview, map[string]string{"head": head}))
+// review that counts, and that the head gets no more sessions unless a
+// maintainer puts allowLabel on the PR.
+func NoReviewBody(head, reason, allowLabel string) string {
+	return fmt.Sprintf("Reviews keep failing: %s.\nThe pool starts no more review sessions of this head: push a new head, "+
+		"or a maintainer can put the label `%s` on this PR for more.\n\n%s",
+		reason, allowLabel, forge.Marker(forge.MarkNoReview, map[string]string{"head": head}))
 }
 
 // UnvouchedBody says, once per head, that an approval no session of the
