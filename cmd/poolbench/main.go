@@ -19,6 +19,7 @@
 //	go run ./cmd/poolbench -mode repos -repos 100 -repo-prs 20   issue 14: one pool, many repositories (repos.go)
 //	go run ./cmd/poolbench -mode latency                   issue 22: figure 1 with webhooks to the first model request, and the start's requests (latencymode.go)
 //	go run ./cmd/poolbench -mode fleet                     issue 35: PRs reviewed per minute on two agent servers against one (fleet.go)
+//	go run ./cmd/poolbench -mode train -k 20               issue 36: a backlog merged one by one and by merge trains, up-to-date PRs required (train.go)
 //
 // The table goes to stdout, progress to stderr. The bench asserts nothing:
 // it prints what it measured next to the targets. Each pool process logs to
@@ -34,6 +35,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -64,6 +66,8 @@ type options struct {
 	fleetPRs     int           // PRs of each timed round in the fleet mode
 	slots        int           // slots of each agent server in the fleet mode
 	modelDelay   time.Duration // the model's pause before each review's first answer in the fleet mode
+	ciDelay      time.Duration // the stand-in CI's time per commit in the train mode
+	failPR       int           // the train mode's PR (1..k) whose change fails the CI once combined; 0: none
 }
 
 // The bench's modes.
@@ -74,6 +78,7 @@ const (
 	modeRepos   = "repos"
 	modeLatency = "latency"
 	modeFleet   = "fleet"
+	modeTrain   = "train"
 )
 
 func parseFlags() options {
@@ -87,8 +92,8 @@ func parseFlags() options {
 	flag.StringVar(&o.seed, "seed", seedAGit, "how the quiet PRs are opened: agit (git pushes to refs/for/main/*, then labels) or api (branches, then the create-PR API)")
 	flag.StringVar(&o.out, "out", "", "also write the table to this file")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work dir (servers' data and the pool logs)")
-	flag.StringVar(&o.mode, "mode", modeFigures, "figures (issue 6's four figures), merge (a backlog of approved PRs: serial limit against the pool), backlog, repos (one pool, many repositories), latency, or fleet (two agent servers against one)")
-	flag.IntVar(&o.mergeK, "k", 50, "with -mode merge: approved PRs merged by each strategy")
+	flag.StringVar(&o.mode, "mode", modeFigures, "figures (issue 6's four figures), merge (a backlog of approved PRs: serial limit against the pool), backlog, repos (one pool, many repositories), latency, fleet (two agent servers against one), or train (one by one against merge trains, up-to-date PRs required)")
+	flag.IntVar(&o.mergeK, "k", 50, "with -mode merge or train: approved PRs merged by each strategy (default 20 with -mode train)")
 	flag.IntVar(&o.mergeRounds, "rounds", 1, "with -mode merge: rounds of a serial run then a pool run, interleaved (their median ratio is the figure)")
 	flag.IntVar(&o.mergeWorkers, "merge-workers", 4, "with -mode merge or backlog: the pool's workers")
 	flag.IntVar(&o.backlogPRs, "backlog", 55, "with -mode backlog: unreviewed PRs")
@@ -98,8 +103,20 @@ func parseFlags() options {
 	flag.IntVar(&o.fleetPRs, "fleet-prs", 12, "with -mode fleet: PRs of the timed round, on one agent server and on two")
 	flag.IntVar(&o.slots, "slots", 2, "with -mode fleet: the slots (workers) of each agent server")
 	flag.DurationVar(&o.modelDelay, "model-delay", 25*time.Second, "with -mode fleet: the model's pause before each review's first answer")
+	flag.DurationVar(&o.ciDelay, "ci-delay", 20*time.Second, "with -mode train: the stand-in CI's time from a new commit to its verdict")
+	flag.IntVar(&o.failPR, "fail", 0, "with -mode train: the PR (1..k) whose change fails the CI once combined with anything else (0: none)")
 	flag.Parse()
+	if o.mode == modeTrain && !flagSet("k") {
+		o.mergeK = 20
+	}
 	return o
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func main() {
@@ -129,8 +146,10 @@ func (o options) check() error {
 		return fmt.Errorf("-cycles3 and -parallel must be positive")
 	case o.seed != seedAGit && o.seed != seedAPI:
 		return fmt.Errorf("-seed must be %s or %s, got %q", seedAGit, seedAPI, o.seed)
-	case o.mode != modeFigures && o.mode != modeMerge && o.mode != modeBacklog && o.mode != modeRepos && o.mode != modeLatency && o.mode != modeFleet:
-		return fmt.Errorf("-mode must be %s, %s, %s, %s, %s or %s, got %q", modeFigures, modeMerge, modeBacklog, modeRepos, modeLatency, modeFleet, o.mode)
+	case !slices.Contains([]string{modeFigures, modeMerge, modeBacklog, modeRepos, modeLatency, modeFleet, modeTrain}, o.mode):
+		return fmt.Errorf("-mode must be %s, %s, %s, %s, %s, %s or %s, got %q", modeFigures, modeMerge, modeBacklog, modeRepos, modeLatency, modeFleet, modeTrain, o.mode)
+	case o.ciDelay <= 0 || o.failPR < 0 || o.failPR > o.mergeK:
+		return fmt.Errorf("-ci-delay must be positive and -fail between 0 and -k")
 	case o.fleetPRs < 1 || o.slots < 1 || o.modelDelay < 0:
 		return fmt.Errorf("-fleet-prs and -slots must be positive, -model-delay not negative")
 	case o.startPRs < 0:
@@ -197,6 +216,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return b.runMode(stdout, func() (renderer, error) { return b.latencyMode(ctx) })
 	case modeFleet:
 		return b.runMode(stdout, func() (renderer, error) { return b.fleet(ctx) })
+	case modeTrain:
+		return b.runMode(stdout, func() (renderer, error) { return b.trains(ctx) })
 	}
 	tbl, err := b.measure(ctx)
 	if err != nil {
