@@ -132,11 +132,15 @@ func unreviewed(p Policy, t Track, o Observation) (Track, Action) {
 		}
 		return t, act
 	}
-	if t.Failures >= NoReviewNoteAfter && !o.Allowed {
+	if (t.Failures >= NoReviewNoteAfter || t.NotedNoReview == o.HeadSHA) && !o.Allowed {
 		return noReviewHold(t, o.HeadSHA)
 	}
 	if need := claimsNeeded(o); need != 0 {
 		return t, reading(need)
+	}
+	if o.NoReviewNoted && !o.Allowed { // another pool's sessions, or this pool's before its state was lost
+		t.NotedNoReview = o.HeadSHA
+		return noReviewHold(t, o.HeadSHA)
 	}
 	switch {
 	case o.Claim == forge.ClaimTaken:
@@ -484,8 +488,8 @@ func noReviewHold(t Track, head string) (Track, Action) {
 		return t, Action{Kind: NoteNoReview, Reason: fmt.Sprintf("%d reviewer sessions left no review that counts on this head", t.Failures),
 			Marks: Marks{NoReviewNoted: head}}
 	}
-	return t, Action{Kind: Wait, Reason: fmt.Sprintf("%d reviewer sessions left no review that counts on this head; "+
-		"waiting for a new head or the maintainer's label", t.Failures)}
+	return t, Action{Kind: Wait, Reason: "reviewer sessions left no review that counts on this head (noted on the PR); " +
+		"waiting for a new head or the maintainer's label"}
 }
 
 // SessionLeftNoReview records a reviewer session that ended without a

@@ -648,3 +648,24 @@ func TestDiagnosticsComeFurtherApart(t *testing.T) {
 		t.Errorf("%d diagnostics in four days, want a handful: %v", len(at), at)
 	}
 }
+
+// TestANoReviewNoteOnTheForgeHolds: a pool that ran no session of the head
+// (another pool did, or its state was lost) and reads the pool account's
+// no-review note for the head starts none either, and remembers it; the
+// maintainer's label still gives the head a session.
+func TestANoReviewNoteOnTheForgeHolds(t *testing.T) {
+	p := Policy{RetryBase: time.Minute, RetryMax: time.Hour}
+	o := Observation{Open: true, HeadSHA: "h1", Now: now, SlotFree: true, Read: allFacts, NoReviewNoted: true}
+	tr, act := Decide(p, Track{}, o)
+	if act.Kind != Wait || tr.NotedNoReview != "h1" {
+		t.Fatalf("with the note on the forge: %s (%s), noted %q; want a wait, noted h1", act.Kind, act.Reason, tr.NotedNoReview)
+	}
+	o.NoReviewNoted, o.Read = false, 0
+	if _, act := Decide(p, tr, o); act.Kind != Wait {
+		t.Errorf("the next decision, claims not read: %s (%s), want a wait", act.Kind, act.Reason)
+	}
+	o.Allowed, o.Read = true, allFacts
+	if _, act := Decide(p, tr, o); act.Kind != Review {
+		t.Errorf("with the maintainer's label: %s (%s), want a review", act.Kind, act.Reason)
+	}
+}

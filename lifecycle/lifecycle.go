@@ -238,7 +238,11 @@ type Observation struct {
 	Outsider, Allowed          bool
 	PRSessions, AuthorSessions int
 	Claim                      forge.ClaimVerdict
-	Now                        time.Time
+	// NoReviewNoted: the pool's account has noted on the PR, by this or
+	// another pool, that sessions of this head leave no review that counts
+	// (read with the claims).
+	NoReviewNoted bool
+	Now           time.Time
 	// Read are the facts read into the observation so far (Plan).
 	Read Facts
 	// SlotFree: a slot could take the PR now; only then are its claims

@@ -119,6 +119,18 @@ func (p *Pool) noteOnce(ctx context.Context, n int, body string, noted func(stri
 	return p.postFirst(ctx, n, body, func(c forge.Comment) bool { return noted(c.Body) })
 }
 
+// notedOn reports whether the pool's account (this pool or another of the
+// repository) posted the note of kind for head among comments: a note
+// another account imitates counts for nothing.
+func (p *Pool) notedOn(comments []forge.Comment, kind, head string) bool {
+	for _, c := range comments {
+		if strings.EqualFold(c.Author, p.me) && texts.NotedAt(c.Body, kind, head) {
+			return true
+		}
+	}
+	return false
+}
+
 // postFirst posts a note and takes it back if the forge then shows an
 // earlier one of the account's that same says is the same note: two pools
 // of one repository that read before either posted each posted theirs

@@ -303,6 +303,7 @@ func (p *Pool) read(ctx context.Context, pr forge.PR, t lifecycle.Track, need li
 	}
 	if need.Has(lifecycle.FactClaims) {
 		obs.Claim, _ = claims.Judge(p.view(pr, comments, obs.Reviews), p.instance)
+		obs.NoReviewNoted = p.notedOn(comments, forge.MarkNoReview, pr.HeadSHA)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"pool/forge"
 	"pool/forgejo"
 	"pool/lifecycle"
+	"pool/texts"
 )
 
 func effectsWith(f *fakeForge, prefix string) []string {
@@ -395,5 +396,26 @@ func TestPermanentMergeRefusalsAreNotedOnceAndBackOff(t *testing.T) {
 				f.mu.Unlock()
 			}, func() bool { return f.isMerged(1) })
 		})
+	}
+}
+
+// TestANoReviewNoteOfThePoolsAccountHoldsAnotherPool: the forge shows the
+// no-review note for the head, posted by the pool's account (another pool
+// of the repository, or this one before its state was lost): this pool
+// starts no session of that head. The same note posted by another account
+// is data, not the pool's word: that PR is reviewed and merged.
+func TestANoReviewNoteOfThePoolsAccountHoldsAnotherPool(t *testing.T) {
+	f := newFakeForge(1, 2)
+	for n, author := range map[int]string{1: "pool-bot", 2: "mallory"} {
+		body := texts.NoReviewBody(f.prs[n].HeadSHA, "3 reviewer sessions left no review that counts on this head", "allow review")
+		f.comments[n] = append(f.comments[n], forge.Comment{ID: int64(100 + n), Author: author, Body: body})
+	}
+	a := newFakeAgent(approver(f, time.Millisecond))
+	runPool(t, testConfig(1), f, a)
+	if f.prs[1].Merged || f.claimsOn(1) != 0 {
+		t.Errorf("#1: merged %v, %d claims; want no session of the noted head", f.prs[1].Merged, f.claimsOn(1))
+	}
+	if !f.prs[2].Merged {
+		t.Errorf("#2, whose note an outsider imitated, not merged: %v", f.Effects())
 	}
 }
