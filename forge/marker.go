@@ -22,6 +22,7 @@ const (
 	MarkNoReview = "no-review" // the note that sessions leave no counted review
 	MarkConflict = "conflict"  // the note that the PR conflicts with its base
 	MarkWithheld = "withheld"  // the note that a PR gets no session until a maintainer's label
+	MarkTrain    = "train"     // the note that a PR left a merge train, or that a train stopped
 )
 
 const (
@@ -32,7 +33,7 @@ const (
 // dataMarkers match each kind's marker: one line, one JSON object.
 var dataMarkers = func() map[string]*regexp.Regexp {
 	m := map[string]*regexp.Regexp{}
-	for _, k := range []string{MarkClaim, MarkRetry, MarkBlocked, MarkNoReview, MarkConflict, MarkWithheld} {
+	for _, k := range []string{MarkClaim, MarkRetry, MarkBlocked, MarkNoReview, MarkConflict, MarkWithheld, MarkTrain} {
 		m[k] = regexp.MustCompile(regexp.QuoteMeta(markPrefix+k) + ` (\{.*?\}) -->`)
 	}
 	return m

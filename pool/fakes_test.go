@@ -401,9 +401,15 @@ func (f *fakeForge) Merge(ctx context.Context, _, _ string, n int, opt forgejo.M
 		return forge.MergeResult{Outcome: forgejo.ClassifyMerge(405, msg), Status: 405, Message: msg,
 			Rule: forge.RefusalRule(405, msg)}, nil
 	}
+	if opt.Style == "fast-forward-only" && (len(f.parents[opt.HeadSHA]) == 0 || f.parents[opt.HeadSHA][0] != f.base) {
+		return forge.MergeResult{Outcome: forge.MergeBlocked, Status: 405, Message: "not a fast-forward"}, nil
+	}
 	f.setMerged(n)
 	f.trail = append(f.trail, fmt.Sprintf("merged #%d", n))
 	f.base = fakeSHA(fmt.Sprintf("base-%d", len(f.merged)))
+	if opt.Style == "fast-forward-only" {
+		f.base = opt.HeadSHA // the base is the head itself
+	}
 	f.checkedAt = f.now().Add(f.recheck)
 	if f.lostRace[n] {
 		body := `{"ID":11,"IssueID":0,"HeadRepoID":3,"BaseRepoID":3,"HeadBranch":"feature-1","BaseBranch":"main"}`

@@ -17,8 +17,9 @@ import (
 // hands back to the discovery loop. It never carries out a decision of the
 // loop's (act), so it never queues a PR again.
 type merger struct {
-	p *Pool
-	q *mergeQueue
+	p     *Pool
+	q     *mergeQueue
+	rides *rides // the base's merge train (train.go); nil while trains are off
 }
 
 // run works the merge queue until ctx ends (no merge starts after that);
@@ -41,12 +42,16 @@ func (m *merger) run(ctx, work context.Context) {
 
 // turn reads the due entries, oldest first, until one reads mergeable, and
 // merges that one. It returns how long to wait for the next turn.
-func (m *merger) turn(ctx context.Context) time.Duration {
+func (m *merger) turn(ctx context.Context) (wait time.Duration) {
 	p := m.p
+	if p.trainsOn() { // the train's riders are its own; the others merge one by one below
+		next := m.trainStep(ctx)
+		defer func() { wait = min(wait, next) }()
+	}
 	entries, _ := m.q.due(p.now())
-	entries = holderFirst(entries, p.updateHolder())
+	entries = holderFirst(m.notRiding(entries), p.updateHolder())
 	head, paced := m.q.next(p.now())
-	if paced {
+	if paced && !m.riding(head.n) {
 		if wait := head.notBefore.Sub(p.now()); wait > 0 {
 			return wait
 		}
@@ -79,7 +84,7 @@ func (m *merger) turn(ctx context.Context) time.Duration {
 	}
 	dueNow, next := m.q.due(p.now())
 	switch {
-	case len(dueNow) > 0:
+	case len(m.notRiding(dueNow)) > 0:
 		return 0
 	case next.IsZero():
 		return time.Hour // nothing queued: an add wakes the worker
@@ -149,9 +154,14 @@ func (m *merger) say(ctx context.Context, pr forge.PR, t lifecycle.Track, a life
 // answer into the track. Only the forge's word that it merged counts: the
 // caller reads the PR again.
 func (m *merger) merge(ctx context.Context, pr forge.PR) (forge.MergeResult, error) {
+	return m.mergeAs(ctx, pr, m.p.cfg.MergeStyle)
+}
+
+// mergeAs is merge in style (a train lands its cars fast-forward only).
+func (m *merger) mergeAs(ctx context.Context, pr forge.PR, style string) (forge.MergeResult, error) {
 	p := m.p
 	res, err := p.forge.Merge(ctx, p.cfg.Owner, p.cfg.Name, pr.Number, forgejo.MergeOptions{
-		Style: p.cfg.MergeStyle, HeadSHA: pr.HeadSHA})
+		Style: style, HeadSHA: pr.HeadSHA})
 	if err != nil && res.Status == 0 {
 		return res, err
 	}

@@ -50,6 +50,9 @@ type Deps struct {
 	// History checks a PR the forge reads mergeable but will not merge; nil:
 	// such a PR waits for the forge.
 	History History
+	// Cars makes a merge train's cars; nil: no trains. UseClone sets it
+	// with the trees.
+	Cars Cars
 	// WorkDir is where the clone and its work trees live, or their parent;
 	// New asks the agent server for its agents there ("" for the server's
 	// own directory), since the server loads its config per directory.
@@ -89,6 +92,7 @@ type Pool struct {
 	trees   Trees
 	fixes   Fixes // nil: a fixer's commits are not pushed
 	history History
+	cars    Cars // makes a merge train's cars (train.go); nil: no trains
 	digests Digester
 	store   State
 	log     *slog.Logger
@@ -147,7 +151,7 @@ type Pool struct {
 // the agent server knows the agent, loads state and the instance identity.
 // It starts nothing.
 func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
-	p := &Pool{cfg: cfg, forge: d.Forge, agent: d.Agent, trees: d.Trees, fixes: d.Fixes, history: d.History, digests: d.Digests, store: d.Store, log: d.Log, now: d.Now,
+	p := &Pool{cfg: cfg, forge: d.Forge, agent: d.Agent, trees: d.Trees, fixes: d.Fixes, history: d.History, cars: d.Cars, digests: d.Digests, store: d.Store, log: d.Log, now: d.Now,
 		freed: make(chan struct{}, 1), cycled: make(chan struct{}), wakeups: make(chan struct{}, 1), busy: map[int]bool{},
 		tracks: map[int]lifecycle.Track{}, locks: map[int]*sync.Mutex{}, acting: map[int]*sync.Mutex{}, treeChecks: map[string]bool{}, treeFails: map[string]int{}, queue: newMergeQueue(cfg.PollInterval)}
 	p.merger = &merger{p: p, q: p.queue}
@@ -442,6 +446,9 @@ type Clone interface {
 // UseClone gives the pool its clone, before it runs.
 func (p *Pool) UseClone(c Clone) {
 	p.trees, p.history, p.fixes = c, c, c
+	if cars, ok := c.(Cars); ok {
+		p.cars = cars
+	}
 	p.sessions.UseTrees(c)
 }
 

@@ -1,0 +1,544 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"pool/clone"
+	"pool/forge"
+	"pool/forgejo"
+	"pool/lifecycle"
+	"pool/texts"
+	"pool/train"
+)
+
+// Cars makes and moves a merge train's cars in the pool's clone (package
+// train; README, "Merge trains"). The clone implements it.
+type Cars interface {
+	MakeCar(ctx context.Context, pr int, parent, head string) (string, error)
+	PushCar(ctx context.Context, branch, car string) error
+	DeleteCar(ctx context.Context, branch string) error
+	LandCar(ctx context.Context, pr int, branch, lease, car string) error
+	BaseTreeIs(ctx context.Context, car string) (same bool, tip string, err error)
+}
+
+var _ Cars = (*clone.Clone)(nil) // UseClone gives the pool the clone's
+
+// Paces of the train: its riders are read again every trainPoll while
+// cars wait for CI; after pushing a car to a PR's branch, the worker reads
+// the PR every queuePace until the forge shows the car as its head and
+// tests it, for trainLandFor at most (then the next turn tries again).
+const (
+	trainPoll    = 2 * time.Second
+	trainLandFor = 30 * time.Second
+	// trainStyle lands a car: the base becomes the car itself, so the cars
+	// behind it stay valid (Gitea 1.26, Forgejo 7.0).
+	trainStyle = "fast-forward-only"
+)
+
+// rides is the merge queue worker's train of the base, and what it knows
+// of it. Only the worker's goroutine uses it.
+type rides struct {
+	t       train.Train
+	checks  map[string]train.Checks // by car commit: final results are kept
+	formed  map[string]time.Time    // by car commit: when it was pushed
+	failing map[string]string       // by car commit: a failing check
+	// solo are PRs, at a head, that ride no train (ejected, conflicting
+	// with the cars ahead, a branch the lease never matched): they merge
+	// one by one.
+	solo map[int]string
+	// decided is the PR's update time when it was last decided a rider:
+	// an unchanged PR is not decided again each turn.
+	decided map[int]time.Time
+	// stopped is the PR whose landing left another tree than its car's,
+	// 0 if none: the next plan stops the train.
+	stopped    int
+	stoppedCar string
+	stoppedTip string
+	riding     map[int]bool // the PRs that rode at the last turn
+	alone      map[int]bool // the PRs the last turn found merge one by one
+	next       time.Time    // the train's next turn
+}
+
+func newRides(base string) *rides {
+	return &rides{t: train.Train{Base: base}, checks: map[string]train.Checks{}, formed: map[string]time.Time{}, failing: map[string]string{},
+		solo: map[int]string{}, decided: map[int]time.Time{}, riding: map[int]bool{}, alone: map[int]bool{}}
+}
+
+// trainsOn reports whether the base's approved PRs ride trains
+// (merge.train): always, or auto where the protection blocks outdated
+// branches; never without the clone, which makes the cars.
+func (p *Pool) trainsOn() bool {
+	if p.cars == nil {
+		return false
+	}
+	switch p.cfg.MergeTrain {
+	case "always":
+		return true
+	case "auto":
+		return p.currentProtection().BlockOnOutdated
+	}
+	return false
+}
+
+// trainBranch is the pool's own branch the car of PR n is pushed to.
+func trainBranch(base string, n int) string { return fmt.Sprintf("pool-train/%s/%d", base, n) }
+
+// trainStep, with trains on, runs the train once every trainPoll (at
+// once after a landing: the next car may be green already) and returns
+// how long until its next run.
+func (m *merger) trainStep(ctx context.Context) time.Duration {
+	p := m.p
+	if m.rides == nil || m.rides.t.Base != p.Base() {
+		m.rides = newRides(p.Base())
+	}
+	if wait := m.rides.next.Sub(p.now()); wait > 0 && !m.unsorted() {
+		return wait
+	}
+	landed := m.trainTurn(ctx, m.q.all())
+	if landed {
+		return 0
+	}
+	poll := min(trainPoll, p.cfg.PollInterval)
+	m.rides.next = p.now().Add(poll)
+	return poll
+}
+
+// trainTurn reads the queued PRs, plans the base's train (train.Plan) and
+// carries the plan out. It reports whether a car landed.
+func (m *merger) trainTurn(ctx context.Context, entries []queued) (landed bool) {
+	p := m.p
+	waiting, reads, tip := m.riders(ctx, entries)
+	if tip == "" && len(m.rides.t.Cars) == 0 {
+		return false
+	}
+	m.readCarChecks(ctx)
+	acts := train.Plan(m.rides.t, train.Observation{Tip: tip, Waiting: waiting, Checks: m.rides.checks,
+		Failing: m.rides.failing, TreeDiffers: m.rides.stopped != 0, Size: p.cfg.TrainSize})
+	for _, a := range acts {
+		if a.Kind != train.Form && a.Kind != train.Drop {
+			p.log.Info("merge train", "action", a.Kind, "pr", a.PR, "car", a.Commit, "reason", a.Reason)
+		}
+		if !m.carryOutTrain(ctx, a, tip, reads) {
+			return false // the next turn plans again
+		}
+		landed = landed || a.Kind == train.Land
+	}
+	return landed
+}
+
+// riding reports whether the merge queue's turn one by one must leave PR
+// n to the train: with trains on, it takes only the PRs the train's last
+// turn found do not ride (from forks, AGit, or at a head that left the
+// train for good).
+func (m *merger) riding(n int) bool { return m.rides != nil && !m.rides.alone[n] }
+
+// notRiding is entries without the PRs riding(): all of them while trains
+// are off.
+func (m *merger) notRiding(entries []queued) []queued {
+	if m.rides == nil || !m.p.trainsOn() {
+		return entries
+	}
+	var out []queued
+	for _, e := range entries {
+		if m.rides.alone[e.n] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// unsorted reports whether the queue holds a PR the train has not sorted
+// yet (a rider or one alone): the train then runs at once.
+func (m *merger) unsorted() bool {
+	for _, e := range m.q.all() {
+		if !m.rides.riding[e.n] && !m.rides.alone[e.n] {
+			return true
+		}
+	}
+	return false
+}
+
+// riders reads the queued entries and finds those that ride the train:
+// approved at the head read, in the queue's order; the others merge one
+// by one. A PR that changed under the queue leaves it, as in a turn one by
+// one. tip is the base tip the last read shows ("" with no rider).
+func (m *merger) riders(ctx context.Context, entries []queued) (waiting []train.Waiting, reads map[int]forge.PR, tip string) {
+	p := m.p
+	reads = map[int]forge.PR{}
+	clear(m.rides.riding)
+	clear(m.rides.alone)
+	for _, e := range entries {
+		pr, err := m.read(ctx, e.n)
+		switch {
+		case err != nil:
+			p.log.Warn("merge train: reading the PR failed; waiting", "pr", e.n, "err", err)
+			m.q.backOff(e.n, p.now(), err)
+			continue
+		case pr.State != "open" || pr.Merged || !m.sameHead(pr.Number, pr.HeadSHA, e.head) || pr.BaseRef != p.Base():
+			m.leave(ctx, pr)
+			continue
+		case !pr.SameRepo(p.cfg.Repo()) || pr.HeadRef == "" || m.alone(pr.Number, pr.HeadSHA):
+			m.rides.alone[pr.Number] = true
+			continue
+		}
+		m.rides.riding[pr.Number] = true // decided below: one by one it is not merged meanwhile
+		if !m.mayRide(ctx, pr) {
+			delete(m.rides.riding, pr.Number)
+			continue
+		}
+		reads[pr.Number] = pr
+		waiting = append(waiting, train.Waiting{PR: pr.Number, Head: m.approvedHead(pr.Number, pr.HeadSHA)})
+		tip = pr.BaseSHA
+		m.q.holdUntil(pr.Number, p.now().Add(min(trainPoll, p.cfg.PollInterval)))
+	}
+	return waiting, reads, tip
+}
+
+// alone reports whether PR n at head merges one by one: it left the train
+// for good at head, or at a head the pool's updates made from that one.
+func (m *merger) alone(n int, head string) bool {
+	solo, ok := m.rides.solo[n]
+	if !ok {
+		return false
+	}
+	if u := m.p.track(n).Update; u.From == solo && u.Produced == head {
+		m.rides.solo[n] = head // the next update of it is the pool's too
+	}
+	return m.rides.solo[n] == head
+}
+
+// approvedHead is the approved head of PR n at head: the head itself, or,
+// when head is the car the pool pushed to its branch to land it, the head
+// the car merges.
+func (m *merger) approvedHead(n int, head string) string {
+	for _, c := range m.rides.t.Cars {
+		if c.PR == n && c.Commit == head {
+			return c.Head
+		}
+	}
+	return head
+}
+
+// sameHead reports whether PR n, read at head, is still at the head the
+// queue has, queued: the same commit, or its car pushed to land it.
+func (m *merger) sameHead(n int, head, queued string) bool {
+	return head == queued || m.approvedHead(n, head) == queued
+}
+
+// mayRide decides the PR once more, unless it is unchanged since it was
+// last found a rider: approved and green, merged next or updated first.
+// Any other decision is recorded, its note posted, and the PR handed back
+// to the discovery loop.
+func (m *merger) mayRide(ctx context.Context, pr forge.PR) bool {
+	p := m.p
+	if at, ok := m.rides.decided[pr.Number]; ok && at.Equal(pr.Updated) {
+		return true
+	}
+	d, t, err := p.decide(ctx, pr)
+	switch {
+	case err != nil:
+		p.log.Warn("merge train: deciding failed; waiting", "pr", pr.Number, "err", err)
+		m.q.notReady(pr.Number, p.now())
+		return false
+	case d.Kind == lifecycle.Merge || d.Kind == lifecycle.Update:
+		m.rides.decided[pr.Number] = pr.Updated
+		return true
+	case d.Kind == lifecycle.Wait && m.approvedHead(pr.Number, pr.HeadSHA) != pr.HeadSHA:
+		return true // its car is landing: the forge has not taken it in yet
+	}
+	delete(m.rides.decided, pr.Number)
+	m.say(ctx, pr, t, d.Action)
+	m.handBack(pr)
+	return false
+}
+
+// readCarChecks reads the checks of each car not known to be green or
+// failed: the required contexts of the protection must pass, and no
+// check fail (lifecycle.Summarize), the pool's own status aside. A car
+// with no check reported where none is required passes after checks_grace,
+// as a head does one by one.
+func (m *merger) readCarChecks(ctx context.Context) {
+	p := m.p
+	required := lifecycle.RequiredContexts(p.currentProtection())
+	for _, c := range m.rides.t.Cars {
+		if m.rides.checks[c.Commit] != train.Pending {
+			continue
+		}
+		history, err := p.forge.StatusHistory(ctx, p.cfg.Owner, p.cfg.Name, c.Commit)
+		if err != nil {
+			p.log.Warn("merge train: reading a car's checks failed; waiting", "pr", c.PR, "car", c.Commit, "err", err)
+			return
+		}
+		checks := lifecycle.Checks(forgejo.WithoutContext(history, p.cfg.StatusContext))
+		switch lifecycle.Summarize(checks, required) {
+		case lifecycle.ChecksNone:
+			if !p.now().Before(m.rides.formed[c.Commit].Add(p.cfg.ChecksGrace)) {
+				m.rides.checks[c.Commit] = train.Green // no CI reported, none required: as a head one by one
+			}
+		case lifecycle.ChecksGreen:
+			m.rides.checks[c.Commit] = train.Green
+		case lifecycle.ChecksFailing:
+			m.rides.checks[c.Commit] = train.Failed
+			if failing := lifecycle.Failing(checks); len(failing) > 0 {
+				m.rides.failing[c.Commit] = failing[0].Context
+			}
+		}
+	}
+}
+
+// carryOutTrain carries out one action of the plan and records it in the
+// train; false stops the turn's plan (a failure: the next turn plans
+// again from what the forge shows).
+func (m *merger) carryOutTrain(ctx context.Context, a train.Action, tip string, reads map[int]forge.PR) bool {
+	r := m.rides
+	switch a.Kind {
+	case train.Form:
+		return m.formCar(ctx, a, tip)
+	case train.Land:
+		if !m.landCar(ctx, reads[a.PR]) {
+			return false
+		}
+	case train.Eject:
+		m.eject(ctx, a)
+	case train.Stop:
+		m.stopTrain(ctx)
+	case train.Leave:
+		m.dropCar(ctx, a.PR)
+	}
+	r.t = train.Apply(r.t, a, tip, "")
+	return true
+}
+
+// formCar makes the car of a.PR on the last car (or the base tip) and
+// pushes it to its train branch for CI. A PR that does not merge cleanly
+// onto the cars ahead merges on its own.
+func (m *merger) formCar(ctx context.Context, a train.Action, tip string) bool {
+	p, r := m.p, m.rides
+	parent := tip
+	if n := len(r.t.Cars); n > 0 {
+		parent = r.t.Cars[n-1].Commit
+	}
+	car, err := p.cars.MakeCar(ctx, a.PR, parent, a.Head)
+	if errors.Is(err, clone.ErrCarConflict) {
+		p.log.Info("merge train: the PR does not merge cleanly onto the cars ahead; it merges on its own", "pr", a.PR)
+		r.solo[a.PR] = a.Head
+		return true
+	}
+	if err == nil {
+		err = p.cars.PushCar(ctx, trainBranch(r.t.Base, a.PR), car)
+	}
+	if err != nil {
+		p.log.Warn("merge train: forming a car failed; the next turn tries again", "pr", a.PR, "err", err)
+		return false
+	}
+	p.log.Info("merge train: car formed", "pr", a.PR, "car", car, "parent", parent, "cars", len(r.t.Cars)+1)
+	r.checks[car], r.formed[car] = train.Pending, p.now()
+	r.t = train.Apply(r.t, a, tip, car)
+	return true
+}
+
+// landCar lands the front car: pushed to its PR's branch, leased on the
+// approved head (an author's push wins, and the PR leaves the train), the
+// push recorded as the pool's update (its approval carries over:
+// lifecycle.StyleTrain), then the forge's merge pinned to the car. After
+// the merge the base's tree must be the car's. false: not landed yet.
+func (m *merger) landCar(ctx context.Context, pr forge.PR) bool {
+	p, r := m.p, m.rides
+	car := r.t.Cars[0]
+	if pr.HeadSHA != car.Commit {
+		if !m.pushCar(ctx, pr, car) {
+			return false
+		}
+	}
+	fresh, ok := m.awaitHead(ctx, pr.Number, car.Commit)
+	if !ok {
+		return false
+	}
+	d, t, err := p.decide(ctx, fresh)
+	switch {
+	case err != nil:
+		p.log.Warn("merge train: deciding the landing car failed; the next turn tries again", "pr", pr.Number, "err", err)
+		return false
+	case d.Kind == lifecycle.Wait:
+		p.log.Info("merge train: the landing car waits for the forge; the next turn tries again", "pr", pr.Number, "reason", d.Action.Reason)
+		return false
+	case d.Kind != lifecycle.Merge:
+		p.log.Info("merge train: the landing car may not merge; the PR leaves the train", "pr", pr.Number, "decision", d.Kind, "reason", d.Action.Reason)
+		m.say(ctx, fresh, t, d.Action)
+		m.handBack(fresh)
+		m.leaveTrain(ctx, pr.Number)
+		return false
+	}
+	res, err := m.mergeAs(ctx, fresh, trainStyle)
+	switch {
+	case err != nil || res.Outcome == forge.MergeNotReady:
+		p.log.Info("merge train: the car's merge did not go through yet; the next turn tries again", "pr", pr.Number, "outcome", res.Outcome, "err", err)
+		return false
+	case res.Outcome != forge.MergeDone && res.Outcome != forge.MergeAlready:
+		m.q.remove(pr.Number)
+		m.leaveTrain(ctx, pr.Number)
+		return false
+	}
+	m.landed(ctx, pr.Number, car)
+	return true
+}
+
+// pushCar records the car as the pool's update of the approved head and
+// pushes it to the PR's branch, leased on that head. A lost lease (the
+// branch moved) takes the record back, and the PR leaves the train; so
+// does any other failure of the push, until the next turn.
+func (m *merger) pushCar(ctx context.Context, pr forge.PR, car train.Car) bool {
+	p := m.p
+	p.writeTrack(pr.Number, apply(func(t lifecycle.Track) lifecycle.Track {
+		return lifecycle.Updated(t, lifecycle.HeadUpdate{From: car.Head, Base: car.Parent, Produced: car.Commit,
+			OldMergeBase: pr.MergeBase, Style: lifecycle.StyleTrain, At: p.now()})
+	}))
+	err := p.cars.LandCar(ctx, pr.Number, pr.HeadRef, car.Head, car.Commit)
+	if err == nil {
+		p.log.Info("merge train: car pushed to the PR's branch", "pr", pr.Number, "branch", pr.HeadRef, "car", car.Commit)
+		return true
+	}
+	p.writeTrack(pr.Number, apply(func(t lifecycle.Track) lifecycle.Track {
+		if t.Update.Produced == car.Commit {
+			t.Update = lifecycle.HeadUpdate{}
+		}
+		return t
+	}))
+	if errors.Is(err, clone.ErrLeaseLost) {
+		p.log.Info("merge train: the PR's branch moved since its approval; it leaves the train for a review of its new head", "pr", pr.Number)
+		m.rides.solo[pr.Number] = car.Head // its branch is not where the forge says (AGit): one by one
+		m.handBack(pr)
+		m.leaveTrain(ctx, pr.Number)
+		return false
+	}
+	p.log.Warn("merge train: pushing the car to the PR's branch failed; the next turn tries again", "pr", pr.Number, "err", err)
+	return false
+}
+
+// awaitHead reads PR n until the forge shows car as its head and has
+// tested it against the base (mergeable), every queuePace, for
+// trainLandFor at most.
+func (m *merger) awaitHead(ctx context.Context, n int, car string) (forge.PR, bool) {
+	p := m.p
+	until := p.now().Add(trainLandFor)
+	for {
+		fresh, err := m.read(ctx, n)
+		switch {
+		case err == nil && fresh.HeadSHA == car && fresh.Mergeable:
+			return fresh, true
+		case err == nil && (fresh.State != "open" || fresh.Merged):
+			return fresh, true // decided below: merged or closed
+		case ctx.Err() != nil || !p.now().Before(until):
+			p.log.Info("merge train: the forge does not show the car as the PR's tested head yet; the next turn reads it again", "pr", n, "err", err)
+			return forge.PR{}, false
+		}
+		t := time.NewTimer(m.q.pace)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// landed settles a PR whose car the forge merged, takes the car off the
+// train, and compares the base's tree with the car's: a difference stops
+// the train at the next plan.
+func (m *merger) landed(ctx context.Context, n int, car train.Car) {
+	p, r := m.p, m.rides
+	m.q.remove(n)
+	m.settle(ctx, n)
+	same, tip, err := p.cars.BaseTreeIs(ctx, car.Commit)
+	switch {
+	case err != nil:
+		p.log.Warn("merge train: comparing the landed tree with the car's failed", "pr", n, "err", err)
+	case !same:
+		p.log.Warn("merge train: the base's tree after the landing is not the car's; the train stops", "pr", n, "car", car.Commit, "tip", tip)
+		r.stopped, r.stoppedCar, r.stoppedTip = n, car.Commit, tip
+	default:
+		p.log.Info("merge train: car landed; the base's tree is the car's", "pr", n, "car", car.Commit, "tip", tip)
+	}
+	m.dropCar(ctx, n)
+}
+
+// eject takes a PR whose car failed off the train, with one note naming
+// the failing check; it merges on its own from now on, at this head.
+func (m *merger) eject(ctx context.Context, a train.Action) {
+	p := m.p
+	head := a.Commit
+	for _, c := range m.rides.t.Cars {
+		if c.PR == a.PR {
+			head = c.Head
+		}
+	}
+	m.rides.solo[a.PR] = head
+	body := texts.TrainEjectedBody(p.Base(), head, a.Check, a.Flake)
+	if err := p.noteOnce(ctx, a.PR, body, func(b string) bool { return texts.NotedAt(b, forge.MarkTrain, head) }); err != nil {
+		p.log.Warn("merge train: posting the ejection note failed", "pr", a.PR, "err", err)
+	}
+	delete(m.rides.riding, a.PR)
+	m.rides.alone[a.PR] = true
+	m.q.unhold(a.PR)
+	m.dropCar(ctx, a.PR)
+}
+
+// stopTrain says on the PR whose landing left another tree than its car's
+// that the train stopped; every car is formed again.
+func (m *merger) stopTrain(ctx context.Context) {
+	p, r := m.p, m.rides
+	if _, err := p.comment(ctx, r.stopped, texts.TrainStoppedBody(p.Base(), r.stoppedCar, r.stoppedTip)); err != nil {
+		p.log.Warn("merge train: posting the stop note failed", "pr", r.stopped, "err", err)
+	}
+	r.stopped, r.stoppedCar, r.stoppedTip = 0, "", ""
+}
+
+// leaveTrain takes PR n's car off the train now; the next plan re-forms
+// the cars behind it.
+func (m *merger) leaveTrain(ctx context.Context, n int) {
+	m.rides.t = train.Apply(m.rides.t, train.Action{Kind: train.Leave, PR: n}, "", "")
+	m.dropCar(ctx, n)
+}
+
+// dropCar deletes PR n's train branch; a failure leaves a branch of the
+// pool's own behind, which the next car of n replaces.
+func (m *merger) dropCar(ctx context.Context, n int) {
+	if err := m.p.cars.DeleteCar(ctx, trainBranch(m.rides.t.Base, n)); err != nil {
+		m.p.log.Warn("merge train: deleting a train branch failed", "pr", n, "err", err)
+	}
+}
+
+// holdUntil has entry n read again no sooner than at: a rider waits for
+// its car's CI, at the train's pace.
+func (q *mergeQueue) holdUntil(n int, at time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if e, ok := q.entries[n]; ok {
+		e.tried = true
+		e.notBefore = at
+	}
+}
+
+// unhold has entry n read at once: it merges on its own now.
+func (q *mergeQueue) unhold(n int) { q.holdUntil(n, time.Time{}) }
+
+// all returns every entry, oldest first, due or not: the train plans with
+// every PR waiting.
+func (q *mergeQueue) all() []queued {
+	q.mu.Lock()
+	var out []queued
+	for _, e := range q.entries {
+		out = append(out, *e)
+	}
+	q.mu.Unlock()
+	slices.SortFunc(out, func(a, b queued) int {
+		if c := a.since.Compare(b.since); c != 0 {
+			return c
+		}
+		return a.n - b.n
+	})
+	return out
+}

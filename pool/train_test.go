@@ -1,0 +1,229 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"log/slog"
+	"os"
+
+	"pool/clone"
+	"pool/forge"
+)
+
+// fakeCars makes cars on the fake forge: a car's commit has the parents
+// (car ahead, approved head); pushing it to its train branch starts the
+// stand-in CI on it, which fails every car holding a PR of bad; landing
+// moves the PR's head to it, leased on the approved head.
+type fakeCars struct {
+	f        *fakeForge
+	mu       sync.Mutex
+	bad      map[int]bool
+	holds    map[string][]int // the PRs in each car
+	branches map[string]string
+	formed   int // cars pushed: CI runs
+	// authorPush: the author of these PRs pushes this commit to the
+	// branch just before the pool's first landing of its car.
+	authorPush map[int]string
+}
+
+func newFakeCars(f *fakeForge) *fakeCars {
+	return &fakeCars{f: f, bad: map[int]bool{}, holds: map[string][]int{}, branches: map[string]string{}, authorPush: map[int]string{}}
+}
+
+func (c *fakeCars) MakeCar(_ context.Context, pr int, parent, head string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	car := fakeSHA(fmt.Sprintf("car-%d-%s", pr, parent))
+	c.f.mu.Lock()
+	c.f.parents[car] = []string{parent, head}
+	c.f.mu.Unlock()
+	c.holds[car] = append(slices.Clone(c.holds[parent]), pr)
+	return car, nil
+}
+
+func (c *fakeCars) PushCar(_ context.Context, branch, car string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.formed++
+	c.branches[branch] = car
+	state := "success"
+	for _, n := range c.holds[car] {
+		if c.bad[n] {
+			state = "failure"
+		}
+	}
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	c.f.statuses[car] = []forge.Status{{ID: int64(len(c.f.statuses) + 100), Context: "ci", State: state}}
+	c.f.ciAt[car] = c.f.now().Add(c.f.ciDelay)
+	return nil
+}
+
+func (c *fakeCars) DeleteCar(_ context.Context, branch string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.branches, branch)
+	return nil
+}
+
+func (c *fakeCars) LandCar(_ context.Context, pr int, branch, lease, car string) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	p := c.f.prs[pr]
+	if pushed, ok := c.authorPush[pr]; ok {
+		delete(c.authorPush, pr)
+		c.f.parents[pushed] = []string{p.HeadSHA}
+		c.f.statuses[pushed] = []forge.Status{{ID: 900, Context: "ci", State: "success"}}
+		p.HeadSHA = pushed
+		c.f.touch(pr)
+	}
+	if p.HeadSHA != lease || p.HeadRef != branch {
+		return clone.ErrLeaseLost
+	}
+	c.f.record("#%d: car %s pushed", pr, car)
+	p.HeadSHA, p.MergeBase = car, c.f.parents[car][0]
+	c.f.touch(pr)
+	return nil
+}
+
+func (c *fakeCars) BaseTreeIs(_ context.Context, car string) (bool, string, error) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	return c.f.base == car, c.f.base, nil
+}
+
+// runTrain runs a pool with trains on over f until stop holds.
+func runTrain(t *testing.T, f *fakeForge, cars *fakeCars, stop func() bool) *fakeAgent {
+	t.Helper()
+	a := newFakeAgent(approver(f, time.Millisecond))
+	cfg := testConfig(2)
+	cfg.IdleExit, cfg.MergeTrain = 0, "always"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := New(ctx, cfg, Deps{Forge: f, Agent: a, Now: f.now, History: &fakeHistory{}, Cars: cars, Log: testLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stopRun := context.WithCancel(ctx)
+	go func() {
+		waitFor(ctx, stop)
+		stopRun()
+	}()
+	if _, err := p.Run(runCtx); err != nil || ctx.Err() != nil {
+		t.Fatalf("Run: %v, %v", err, ctx.Err())
+	}
+	return a
+}
+
+// TestATrainLandsThreePRs: three approved PRs on a branch that blocks
+// outdated branches ride one train: three cars, one CI run each, no
+// update by the forge; each PR is merged fast-forward at its car, the
+// base ends at the last car, the approvals carry over to the cars (one
+// session per PR), and no train branch is left.
+func TestATrainLandsThreePRs(t *testing.T) {
+	f := outdatedForge(true, 1, 2, 3)
+	f.ciDelay = 30 * time.Millisecond
+	cars := newFakeCars(f)
+	a := runTrain(t, f, cars, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+	calls := updatesAndMerges(f)
+	if len(calls) != 3 || strings.Contains(strings.Join(calls, " "), "update") {
+		t.Errorf("calls %v, want three merges and no update", calls)
+	}
+	for _, c := range calls {
+		var n int
+		var head string
+		fmt.Sscanf(c, "#%d: merge at %s", &n, &head)
+		if len(f.parents[head]) != 2 || !strings.HasPrefix(c, fmt.Sprintf("#%d:", n)) || cars.holds[head][len(cars.holds[head])-1] != n {
+			t.Errorf("%s: not merged at its car", c)
+		}
+	}
+	if cars.formed != 3 {
+		t.Errorf("%d cars formed (CI runs), want 3", cars.formed)
+	}
+	if _, prompts, _ := a.count(); prompts != 3 {
+		t.Errorf("%d reviewer sessions, want 3: the approvals carry over to the cars", prompts)
+	}
+	if len(cars.holds[f.base]) != 3 {
+		t.Errorf("the base is at %s, holding %v; want the last car, holding all three", f.base, cars.holds[f.base])
+	}
+	if len(cars.branches) != 0 {
+		t.Errorf("train branches left: %v", cars.branches)
+	}
+}
+
+// TestAFailingCarIsEjected: PR 2's car fails (the stand-in CI fails every
+// car holding it). PRs 1 and 3 land at cars without PR 2; PR 2 leaves the
+// train with one note naming the check, and rides no train again at that
+// head or the pool's update of it (here it then merges on its own: the
+// fake's CI passes its own head).
+func TestAFailingCarIsEjected(t *testing.T) {
+	f := outdatedForge(true, 1, 2, 3)
+	f.ciDelay = 30 * time.Millisecond
+	cars := newFakeCars(f)
+	cars.bad[2] = true
+	runTrain(t, f, cars, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+	notes := 0
+	for _, c := range f.comments[2] {
+		if strings.Contains(c.Body, "left the merge train") && strings.Contains(c.Body, "ci failed") {
+			notes++
+		}
+	}
+	if notes != 1 {
+		t.Errorf("%d ejection notes on PR 2, want 1: %v", notes, f.comments[2])
+	}
+	for _, c := range updatesAndMerges(f) {
+		var n int
+		var head string
+		if _, err := fmt.Sscanf(c, "#%d: merge at %s", &n, &head); err != nil || n == 2 {
+			continue
+		}
+		if held := cars.holds[head]; !slices.Contains(held, n) || slices.Contains(held, 2) {
+			t.Errorf("%s: merged at a commit holding %v, want its car without PR 2", c, held)
+		}
+	}
+	for car, held := range cars.holds {
+		if slices.Contains(held, 2) && held[len(held)-1] == 2 && car != "" && f.statuses[car][0].State != "failure" {
+			t.Errorf("car %s of PR 2 passed", car)
+		}
+	}
+	t.Logf("%d cars formed; calls %v", cars.formed, updatesAndMerges(f))
+}
+
+// TestAnAuthorsPushWinsOverTheTrain: the author of PR 1 pushes just as
+// its car is about to land. The lease refuses the car, the author's
+// commit stays the head, no approval carries to it: it is reviewed again
+// (four sessions for three PRs), and it merges at the author's head or a
+// car of it, never at the car of the old head.
+func TestAnAuthorsPushWinsOverTheTrain(t *testing.T) {
+	f := outdatedForge(true, 1, 2, 3)
+	f.ciDelay = 30 * time.Millisecond
+	cars := newFakeCars(f)
+	pushed := fakeSHA("author-push-1")
+	cars.authorPush[1] = pushed
+	a := runTrain(t, f, cars, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+	if _, prompts, _ := a.count(); prompts != 4 {
+		t.Errorf("%d reviewer sessions, want 4: the author's push is reviewed", prompts)
+	}
+	for _, c := range updatesAndMerges(f) {
+		var head string
+		if _, err := fmt.Sscanf(c, "#1: merge at %s", &head); err != nil {
+			continue
+		}
+		if head != pushed && !slices.Contains(f.parents[head], pushed) {
+			t.Errorf("%s: PR 1 merged at %s (parents %v), want the author's push %s or a car of it", c, head, f.parents[head], pushed)
+		}
+	}
+}
+
+func testLog() *slog.Logger {
+	if os.Getenv("TRAIN_DEBUG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, nil))
+}
