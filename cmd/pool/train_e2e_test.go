@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"pool/internal/sandbox"
+)
+
+// trainCI is a stand-in CI for the pool's train branches: once a second it
+// lists the repository's branches and reports success on the commit of
+// each pool-train/* branch not reported yet. It returns the commits it
+// reported.
+func trainCI(t *testing.T, ctx context.Context, sb *sandbox.Sandbox) func() map[string]bool {
+	t.Helper()
+	var mu sync.Mutex
+	reported := map[string]bool{}
+	go func() {
+		for ctx.Err() == nil {
+			var branches []struct {
+				Name   string `json:"name"`
+				Commit struct {
+					ID string `json:"id"`
+				} `json:"commit"`
+			}
+			_, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/branches?limit=50", sb.Owner, sb.Repo), nil, &branches)
+			for _, b := range branches {
+				mu.Lock()
+				seen := reported[b.Commit.ID]
+				mu.Unlock()
+				if err != nil || seen || !strings.HasPrefix(b.Name, "pool-train/") {
+					continue
+				}
+				if err := sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, b.Commit.ID, sandbox.CIContext, "success", "", "passed"); err == nil {
+					mu.Lock()
+					reported[b.Commit.ID] = true
+					mu.Unlock()
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	return func() map[string]bool {
+		mu.Lock()
+		defer mu.Unlock()
+		out := map[string]bool{}
+		for k, v := range reported {
+			out[k] = v
+		}
+		return out
+	}
+}
+
+// gitCommit is a commit as the forge's git API shows it.
+type gitCommit struct {
+	SHA    string `json:"sha"`
+	Commit struct {
+		Tree struct {
+			SHA string `json:"sha"`
+		} `json:"tree"`
+	} `json:"commit"`
+	Parents []struct {
+		SHA string `json:"sha"`
+	} `json:"parents"`
+}
+
+func readCommit(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, ref string) gitCommit {
+	t.Helper()
+	var c gitCommit
+	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/git/commits/%s", sb.Owner, sb.Repo, ref), nil, &c); err != nil {
+		t.Fatalf("read commit %s: %v", ref, err)
+	}
+	return c
+}
+
+// TestATrainLandsThreePRsOnTheForge: three approved PRs on a branch that blocks
+// outdated branches and requires the CI's check, with merge.train always.
+// The pool forms three cars on its own train branches, where the stand-in
+// CI tests them; each PR is merged fast-forward at its car, which the CI
+// tested (the landed tree is the tested tree: the base's commit is the car
+// itself), with its approval carried over (three reviewer sessions), no
+// update by the forge, and no train branch left.
+func TestATrainLandsThreePRsOnTheForge(t *testing.T) {
+	parallelLong(t)
+	ctx := testContext(t)
+	sb := startSandbox(t, ctx, 3, nil)
+	protectOutdated(t, ctx, sb, nil)
+	ciCtx, stopCI := context.WithCancel(ctx)
+	defer stopCI()
+	standInCI(t, ciCtx, sb, sb.PRs)
+	tested := trainCI(t, ciCtx, sb)
+	forge := countRequests(t, sb.Forge.URL)
+	bin := buildPool(t)
+	start := time.Now()
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_FORGEJO_URL="+forge.url, "POOL_IDLE_EXIT=5",
+		"POOL_MERGE_TRAIN=always", "POOL_MERGE_TRAIN_SIZE=8"), "--workers", "2")
+	pool.wait(t, ctx)
+	took := time.Since(start)
+	cars := tested()
+	for _, n := range sb.PRs {
+		var pr struct {
+			Merged         bool   `json:"merged"`
+			MergeCommitSHA string `json:"merge_commit_sha"`
+			Head           struct {
+				Sha string `json:"sha"`
+			} `json:"head"`
+		}
+		if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/pulls/%d", sb.Owner, sb.Repo, n), nil, &pr); err != nil {
+			t.Fatal(err)
+		}
+		if !pr.Merged || !cars[pr.Head.Sha] {
+			t.Errorf("#%d: merged %v at %s; want merged at a car the CI tested (%d cars tested)", n, pr.Merged, pr.Head.Sha, len(cars))
+			continue
+		}
+		landed, car := readCommit(t, ctx, sb, pr.MergeCommitSHA), readCommit(t, ctx, sb, pr.Head.Sha)
+		if landed.Commit.Tree.SHA != car.Commit.Tree.SHA {
+			t.Errorf("#%d: landed tree %s (commit %s), tested tree %s (car %s)", n, landed.Commit.Tree.SHA, landed.SHA, car.Commit.Tree.SHA, car.SHA)
+		}
+		if len(car.Parents) != 2 {
+			t.Errorf("#%d: its car %s has %d parents, want 2 (the base tip, the approved head)", n, car.SHA, len(car.Parents))
+		}
+	}
+	sessions := len(sb.Model.Prompts())
+	if sessions != 3 {
+		t.Errorf("%d reviewer sessions, want 3: the approvals carry over to the cars", sessions)
+	}
+	if updates := forge.countPOST("/update?style=merge"); updates != 0 {
+		t.Errorf("%d updates by the forge, want none: the cars bring the PRs up to date", updates)
+	}
+	if n := strings.Count(pool.stderr.String(), "car landed; the base's tree is the car's"); n != 3 {
+		t.Errorf("the pool compared %d landed trees equal, want 3", n)
+	}
+	var branches []struct {
+		Name string `json:"name"`
+	}
+	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/branches?limit=50", sb.Owner, sb.Repo), nil, &branches); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range branches {
+		if strings.HasPrefix(b.Name, "pool-train/") {
+			t.Errorf("train branch %s left", b.Name)
+		}
+	}
+	t.Logf("figure: 3 PRs on one train, 2 workers: %d reviewer sessions, %d cars tested, %d merge calls, %s (pool start to exit, 5 idle cycles)",
+		sessions, len(cars), forge.countPOST("/merge"), took.Round(time.Second))
+	if t.Failed() {
+		t.Logf("pool stderr:\n%s", tailOf(pool.stderr.String(), 30000))
+	}
+}
