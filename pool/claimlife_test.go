@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"pool/claims"
@@ -199,5 +200,79 @@ func TestAClaimOfItsOwnGoneStaleIsNoTakeover(t *testing.T) {
 	v.Comments = v.Comments[1:]
 	if got := p.takenOver(v); got != "" {
 		t.Errorf("takenOver with only its own stale claim = %q, want none", got)
+	}
+}
+
+// TestAnUnverifiedClaimIsTakenBack: the pool read no claim on the head and
+// posted its own after another pool's (the forge answered late); then the
+// answer of its post was lost, or its read-back of the claims failed. It
+// cannot tell whether it won and starts no session: its claim is taken
+// back, not left on the PR beside the winner's for a claim's life (TestSim:
+// "#4 at update-4-...: 2 claims", "#89 at pr-89-1: 2 claims").
+func TestAnUnverifiedClaimIsTakenBack(t *testing.T) {
+	for name, fail := range map[string]func(f *fakeForge){
+		"read-back failed": func(f *fakeForge) { f.failTimes["comments"] = 1 },
+		"answer lost":      func(f *fakeForge) { f.lostNotes["Review claimed"] = 1 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFakeForge(1)
+			ctx := context.Background()
+			p, err := New(ctx, testConfig(1), Deps{Forge: f, Agent: newFakeAgent(nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pr, _ := f.PR(ctx, "o", "r", 1)
+			other := claims.Claim{Instance: "other-pool", SHA: pr.HeadSHA, At: time.Now().UTC()}
+			if _, err := f.PostComment(ctx, "o", "r", 1, texts.Sign(claims.Body(other))); err != nil {
+				t.Fatal(err)
+			}
+			first := make(chan viewResult, 1)
+			first <- viewResult{view: claims.View{HeadSHA: pr.HeadSHA, TTL: time.Hour, Now: time.Now()}} // read before the other's claim
+			fail(f)
+			won, err := p.claim(ctx, pr, first)
+			if won || err == nil {
+				t.Fatalf("claim = %v, %v; want false and the error", won, err)
+			}
+			if got := f.claimsOn(1); got != 1 {
+				t.Errorf("%d claims on the PR after the claim, want 1 (the other pool's): %v", got, f.Effects())
+			}
+		})
+	}
+}
+
+// TestANoteTakenBackIsDeletedThoughTheForgeFailsOnce: the pool posted a
+// note another pool had posted first, and the forge answered its read-back
+// of the notes, or the first delete of its copy, 502, or lost the answer to
+// its post. The copy goes all the same: left, the PR shows the note twice
+// (TestSim: "#124 at pr-124-1: diagnostic 8 after 34s", "#138 at
+// pr-138-1: diagnostic 3 after 373ms", "#151 at pr-151-2: diagnostic 2
+// after 27s").
+func TestANoteTakenBackIsDeletedThoughTheForgeFailsOnce(t *testing.T) {
+	for name, fail := range map[string]func(f *fakeForge){
+		"read-back failed": func(f *fakeForge) { f.failTimes["comments"] = 1 },
+		"delete failed":    func(f *fakeForge) { f.failTimes["delete comment"] = 1 },
+		"answer lost":      func(f *fakeForge) { f.lostNotes["the note"] = 1 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { // the second delete waits seconds
+				f := newFakeForge(1)
+				ctx := context.Background()
+				p, err := New(ctx, testConfig(1), Deps{Forge: f, Agent: newFakeAgent(nil)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := f.PostComment(ctx, "o", "r", 1, texts.Sign("the note")); err != nil { // the other pool's
+					t.Fatal(err)
+				}
+				fail(f)
+				_ = p.postFirst(ctx, 1, "the note", func(c forge.Comment) bool { return c.Body == texts.Sign("the note") }) // a lost answer's error
+				f.mu.Lock()
+				notes := len(f.comments[1])
+				f.mu.Unlock()
+				if notes != 1 {
+					t.Errorf("%d notes on the PR, want 1: %v", notes, f.Effects())
+				}
+			})
+		})
 	}
 }

@@ -311,6 +311,9 @@ func (f *fakeForge) PostComment(ctx context.Context, _, _ string, n int, body st
 func (f *fakeForge) DeleteComment(_ context.Context, _, _ string, id int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.fail("delete comment"); err != nil {
+		return err
+	}
 	for n, cs := range f.comments {
 		for i, c := range cs {
 			if c.ID == id {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"pool/forge"
 	"pool/texts"
+	"slices"
 	"time"
 
 	"pool/agent"
@@ -100,11 +101,13 @@ func (p *Pool) claim(ctx context.Context, pr forge.PR, first <-chan viewResult) 
 		return true, p.deleteLosers(ctx, v)
 	}
 	cl := claims.Claim{Instance: p.instance, SHA: pr.HeadSHA, At: p.now().UTC(), Takeover: p.takenOver(v)}
-	if _, err := p.forge.PostComment(ctx, p.cfg.Owner, p.cfg.Name, pr.Number, texts.Sign(claims.Body(cl))); err != nil {
-		return false, err
+	before := v
+	posted, err := p.forge.PostComment(ctx, p.cfg.Owner, p.cfg.Name, pr.Number, texts.Sign(claims.Body(cl)))
+	if err != nil {
+		return false, errors.Join(err, p.takeBackClaim(ctx, pr, before, 0))
 	}
 	if v, err = p.claimView(ctx, pr); err != nil {
-		return false, err
+		return false, errors.Join(err, p.takeBackClaim(ctx, pr, before, posted.ID))
 	}
 	verdict, winner := claims.Judge(v, p.instance)
 	p.metrics.ClaimRace(verdict == forge.ClaimOurs)
@@ -117,10 +120,34 @@ func (p *Pool) claim(ctx context.Context, pr forge.PR, first <-chan viewResult) 
 	return true, p.deleteLosers(ctx, v)
 }
 
+// takeBackClaim deletes the claim this pool posted on pr but could not
+// verify: comment id, or, when the post's answer was lost (id 0), its live
+// claims the view before the post did not hold. Unverified, the claim may
+// have lost a race, and left it would stand beside the winner's for a
+// claim's life (TestAnUnverifiedClaimIsTakenBack).
+func (p *Pool) takeBackClaim(ctx context.Context, pr forge.PR, before claims.View, id int64) error {
+	if id != 0 {
+		return p.takeBack(ctx, id)
+	}
+	v, err := p.claimView(ctx, pr)
+	if err != nil {
+		return err
+	}
+	for _, cl := range claims.Live(v) {
+		known := slices.ContainsFunc(claims.Live(before), func(b claims.Claim) bool { return b.CommentID == cl.CommentID })
+		if cl.Instance == p.instance && !known {
+			if err := p.takeBack(ctx, cl.CommentID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // deleteLosers removes this instance's live claims that do not win.
 func (p *Pool) deleteLosers(ctx context.Context, v claims.View) error {
 	for _, cl := range claims.Losers(v, p.instance) {
-		if err := p.forge.DeleteComment(ctx, p.cfg.Owner, p.cfg.Name, cl.CommentID); err != nil {
+		if err := p.takeBack(ctx, cl.CommentID); err != nil {
 			return err
 		}
 	}
