@@ -111,9 +111,9 @@ func (m *merger) trainStep(ctx context.Context) time.Duration {
 // carries the plan out. It reports whether a car landed.
 func (m *merger) trainTurn(ctx context.Context, entries []queued) (landed bool) {
 	p := m.p
-	waiting, reads, tip := m.riders(ctx, entries)
-	if tip == "" && len(m.rides.t.Cars) == 0 {
-		return false
+	waiting, reads, tip, ok := m.riders(ctx, entries)
+	if !ok || (tip == "" && len(m.rides.t.Cars) == 0) {
+		return false // a PR unread or undecided is not taken for gone: the next turn reads it again
 	}
 	m.readCarChecks(ctx)
 	acts := train.Plan(m.rides.t, train.Observation{Tip: tip, Waiting: waiting, Checks: m.rides.checks,
@@ -166,7 +166,7 @@ func (m *merger) unsorted() bool {
 // approved at the head read, in the queue's order; the others merge one
 // by one. A PR that changed under the queue leaves it, as in a turn one by
 // one. tip is the base tip the last read shows ("" with no rider).
-func (m *merger) riders(ctx context.Context, entries []queued) (waiting []train.Waiting, reads map[int]forge.PR, tip string) {
+func (m *merger) riders(ctx context.Context, entries []queued) (waiting []train.Waiting, reads map[int]forge.PR, tip string, ok bool) {
 	p := m.p
 	reads = map[int]forge.PR{}
 	clear(m.rides.riding)
@@ -175,9 +175,8 @@ func (m *merger) riders(ctx context.Context, entries []queued) (waiting []train.
 		pr, err := m.read(ctx, e.n)
 		switch {
 		case err != nil:
-			p.log.Warn("merge train: reading the PR failed; waiting", "pr", e.n, "err", err)
-			m.q.backOff(e.n, p.now(), err)
-			continue
+			p.log.Warn("merge train: reading the PR failed; the train waits", "pr", e.n, "err", err)
+			return nil, nil, "", false
 		case pr.State != "open" || pr.Merged || !m.sameHead(pr.Number, pr.HeadSHA, e.head) || pr.BaseRef != p.Base():
 			m.leave(ctx, pr)
 			continue
@@ -186,7 +185,10 @@ func (m *merger) riders(ctx context.Context, entries []queued) (waiting []train.
 			continue
 		}
 		m.rides.riding[pr.Number] = true // decided below: one by one it is not merged meanwhile
-		if !m.mayRide(ctx, pr) {
+		switch ride, err := m.mayRide(ctx, pr); {
+		case err != nil:
+			return nil, nil, "", false
+		case !ride:
 			delete(m.rides.riding, pr.Number)
 			continue
 		}
@@ -195,7 +197,7 @@ func (m *merger) riders(ctx context.Context, entries []queued) (waiting []train.
 		tip = pr.BaseSHA
 		m.q.holdUntil(pr.Number, p.now().Add(min(trainPoll, p.cfg.PollInterval)))
 	}
-	return waiting, reads, tip
+	return waiting, reads, tip, true
 }
 
 // alone reports whether PR n at head merges one by one: it left the train
@@ -232,28 +234,27 @@ func (m *merger) sameHead(n int, head, queued string) bool {
 // mayRide decides the PR once more, unless it is unchanged since it was
 // last found a rider: approved and green, merged next or updated first.
 // Any other decision is recorded, its note posted, and the PR handed back
-// to the discovery loop.
-func (m *merger) mayRide(ctx context.Context, pr forge.PR) bool {
+// to the discovery loop. An error: the PR could not be decided.
+func (m *merger) mayRide(ctx context.Context, pr forge.PR) (bool, error) {
 	p := m.p
 	if at, ok := m.rides.decided[pr.Number]; ok && at.Equal(pr.Updated) {
-		return true
+		return true, nil
 	}
 	d, t, err := p.decide(ctx, pr)
 	switch {
 	case err != nil:
-		p.log.Warn("merge train: deciding failed; waiting", "pr", pr.Number, "err", err)
-		m.q.notReady(pr.Number, p.now())
-		return false
+		p.log.Warn("merge train: deciding failed; the train waits", "pr", pr.Number, "err", err)
+		return false, err
 	case d.Kind == lifecycle.Merge || d.Kind == lifecycle.Update:
 		m.rides.decided[pr.Number] = pr.Updated
-		return true
+		return true, nil
 	case d.Kind == lifecycle.Wait && m.approvedHead(pr.Number, pr.HeadSHA) != pr.HeadSHA:
-		return true // its car is landing: the forge has not taken it in yet
+		return true, nil // its car is landing: the forge has not taken it in yet
 	}
 	delete(m.rides.decided, pr.Number)
 	m.say(ctx, pr, t, d.Action)
 	m.handBack(pr)
-	return false
+	return false, nil
 }
 
 // readCarChecks reads the checks of each car not known to be green or
