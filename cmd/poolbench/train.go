@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"pool/internal/sandbox"
@@ -34,6 +35,7 @@ type trainSide struct {
 	runs       int // CI runs (commits tested) from the pool's start to the last merge seen
 	failedRuns int
 	requests   int // the pool's forge requests over the same span
+	updates    int // the pool's update calls the forge answered 200 (POST pulls/{n}/update)
 	load       [2]string
 	failing    int  // the PR chosen to fail (0: none)
 	notes      int  // the pool's comments on it
@@ -190,7 +192,7 @@ func (b *bench) trainSide(ctx context.Context, t *trainTable, ci *standInCI, nam
 	last, merged := mergesAnswered(calls, b.sb.Owner, b.sb.Repo)
 	side.took, side.merged = last.Sub(start), merged
 	side.runs, side.failedRuns = ci.runsBetween(start, seen)
-	side.requests = callsBefore(calls, seen)
+	side.requests, side.updates = callsBefore(calls, seen), updatesAnswered(calls)
 	b.progress("%s: %d merged in %s, %d CI runs (%d failed), %d forge requests", name, side.merged, round(side.took), side.runs, side.failedRuns, side.requests)
 	return side, nil
 }
@@ -260,6 +262,22 @@ func mergesAnswered(calls []call, owner, repo string) (last time.Time, merged in
 		}
 	}
 	return last, merged
+}
+
+// updatePath matches an update call: /api/v1/repos/{owner}/{repo}/pulls/{n}/update.
+var updatePath = regexp.MustCompile(`^/api/v1/repos/[^/]+/[^/]+/pulls/\d+/update$`)
+
+// updatesAnswered counts the update calls the forge answered 200: the
+// one-by-one path's way to bring a PR up to date.
+func updatesAnswered(calls []call) int {
+	n := 0
+	for _, c := range calls {
+		path, _, _ := strings.Cut(c.uri, "?")
+		if c.method == http.MethodPost && c.status == http.StatusOK && updatePath.MatchString(path) {
+			n++
+		}
+	}
+	return n
 }
 
 // callsBefore counts the calls started before to.

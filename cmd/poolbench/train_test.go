@@ -66,11 +66,15 @@ func TestMergesAnswered(t *testing.T) {
 		{method: "POST", uri: "/api/v1/repos/o/r/pulls/2/merge", status: 200, start: at(9), end: at(10)}, // the last
 		{method: "GET", uri: "/api/v1/repos/o/r/pulls/2/merge", status: 200, start: at(11), end: at(12)}, // a read
 		{method: "POST", uri: "/api/v1/repos/o/r/pulls/3/update?style=merge", status: 200, start: at(13), end: at(14)},
+		{method: "POST", uri: "/api/v1/repos/o/r/pulls/5/update?style=merge", status: 409, start: at(13), end: at(14)}, // refused
 		{method: "POST", uri: "/api/v1/repos/o/other/pulls/4/merge", status: 200, start: at(15), end: at(16)},
 	}
 	last, merged := mergesAnswered(calls, "o", "r")
 	if !last.Equal(at(10)) || merged != 2 {
 		t.Errorf("mergesAnswered = %s, %d; want %s, 2", last, merged, at(10))
+	}
+	if n := updatesAnswered(calls); n != 1 {
+		t.Errorf("updatesAnswered = %d, want 1", n)
 	}
 	if n := callsBefore(calls, at(9)); n != 2 {
 		t.Errorf("callsBefore = %d, want 2", n)
@@ -79,15 +83,15 @@ func TestMergesAnswered(t *testing.T) {
 
 func TestTrainTable(t *testing.T) {
 	tbl := &trainTable{k: 20, ciDelay: 20 * time.Second, fail: 3, sides: [2]trainSide{
-		{name: "one", took: 400 * time.Second, merged: 19, runs: 38, failedRuns: 2, requests: 570, failing: 23, notes: 1},
+		{name: "one", took: 400 * time.Second, merged: 19, runs: 38, failedRuns: 2, requests: 570, updates: 18, failing: 23, notes: 1},
 		{name: "train", took: 100 * time.Second, merged: 19, runs: 19, failedRuns: 3, requests: 380, failing: 43, notes: 2},
 	}}
 	var out bytes.Buffer
 	tbl.render(&out)
 	got := out.String()
 	for _, want := range []string{
-		"| one by one (merge.train off) | 19 | 6m40s | 21.05 s | 38 | 2.00 | 570 | 30.0 |",
-		"| trains (merge.train always, train_size 8) | 19 | 1m40s | 5.26 s | 19 | 1.00 | 380 | 20.0 |",
+		"| one by one (merge.train off) | 19 | 6m40s | 21.05 s | 38 | 2.00 | 570 | 30.0 | 18 |",
+		"| trains (merge.train always, train_size 8) | 19 | 1m40s | 5.26 s | 19 | 1.00 | 380 | 20.0 | 0 |",
 		"Train / one by one: time 0.25 (target ≤ 0.3), CI runs per merged PR 0.50 (trains: 1.00, target ≤ 1.5), forge requests per merged PR 0.67.",
 		"no merge.train setting",
 		"#43), trains (merge.train always, train_size 8): not merged, 2 note(s) by the pool (target 1), 3 failed CI run(s)",
@@ -95,6 +99,14 @@ func TestTrainTable(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("the table lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+func TestTrainTableSaysTheTrainSideUpdatedOneByOne(t *testing.T) {
+	var out bytes.Buffer
+	(&trainTable{k: 4, ciDelay: time.Second, knowsTrains: true, sides: [2]trainSide{{name: "one", updates: 3}, {name: "train", updates: 3}}}).render(&out)
+	if want := "The train side brought 3 PRs up to date with the forge's update call"; !strings.Contains(out.String(), want) {
+		t.Errorf("the table lacks %q:\n%s", want, out.String())
 	}
 }
 

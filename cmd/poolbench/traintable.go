@@ -44,11 +44,11 @@ func (t *trainTable) render(w io.Writer) {
 		"%d approved branch PRs per side, each adding its own file, opened and tested green just before its run. "+
 		"Stand-in CI: every new commit (but main's) reported pending at once, its verdict %s later.\n\n",
 		machine(), cpuModel(), runtime.NumCPU(), runtime.Version(), sandbox.GiteaVersion, benchCIContext, t.k, t.ciDelay)
-	fmt.Fprintln(w, "| side | merged | pool start → last merge answered | per merged PR | CI runs | per merged PR | forge requests | per merged PR | load average, start → end |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| side | merged | pool start → last merge answered | per merged PR | CI runs | per merged PR | forge requests | per merged PR | updates by the forge's update call | load average, start → end |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range t.sides {
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %d | %.2f | %d | %.1f | %s → %s |\n", s.label(), s.merged, round(s.took),
-			fmtDuration(perMerged(int(s.took), s.merged)), s.runs, perMerged(s.runs, s.merged), s.requests, perMerged(s.requests, s.merged), s.load[0], s.load[1])
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %d | %.2f | %d | %.1f | %d | %s → %s |\n", s.label(), s.merged, round(s.took),
+			fmtDuration(perMerged(int(s.took), s.merged)), s.runs, perMerged(s.runs, s.merged), s.requests, perMerged(s.requests, s.merged), s.updates, s.load[0], s.load[1])
 	}
 	one, train := t.sides[0], t.sides[1]
 	trainRuns := perMerged(train.runs, train.merged)
@@ -57,6 +57,8 @@ func (t *trainTable) render(w io.Writer) {
 		ratio(perMerged(train.requests, train.merged), perMerged(one.requests, one.merged)))
 	if !t.knowsTrains {
 		fmt.Fprintln(w, "The pool binary names no merge.train setting in its --help: the train side ran with POOL_MERGE_TRAIN=always set and merged one by one.")
+	} else if train.updates > 0 {
+		fmt.Fprintf(w, "The train side brought %d PRs up to date with the forge's update call, the one-by-one path's way.\n", train.updates)
 	}
 	if t.fail > 0 {
 		for _, s := range t.sides {
