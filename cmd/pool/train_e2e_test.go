@@ -12,10 +12,11 @@ import (
 )
 
 // trainCI is a stand-in CI for the pool's train branches: once a second it
-// lists the repository's branches and reports success on the commit of
-// each pool-train/* branch not reported yet. It returns the commits it
-// reported.
-func trainCI(t *testing.T, ctx context.Context, sb *sandbox.Sandbox) func() map[string]bool {
+// lists the repository's branches and reports on the commit of each
+// pool-train/* branch (every branch, with heads) not reported yet: failure
+// when its tree holds every one of the files bad (none: never), else
+// success. It returns the commits it reported, each with whether it passed.
+func trainCI(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, heads bool, bad ...string) func() map[string]bool {
 	t.Helper()
 	var mu sync.Mutex
 	reported := map[string]bool{}
@@ -30,14 +31,18 @@ func trainCI(t *testing.T, ctx context.Context, sb *sandbox.Sandbox) func() map[
 			_, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/branches?limit=50", sb.Owner, sb.Repo), nil, &branches)
 			for _, b := range branches {
 				mu.Lock()
-				seen := reported[b.Commit.ID]
+				_, seen := reported[b.Commit.ID]
 				mu.Unlock()
-				if err != nil || seen || !strings.HasPrefix(b.Name, "pool-train/") {
+				if err != nil || seen || (!heads && !strings.HasPrefix(b.Name, "pool-train/")) || b.Name == "main" {
 					continue
 				}
-				if err := sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, b.Commit.ID, sandbox.CIContext, "success", "", "passed"); err == nil {
+				state := "success"
+				if len(bad) > 0 && holdsAll(ctx, sb, b.Commit.ID, bad) {
+					state = "failure"
+				}
+				if err := sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, b.Commit.ID, sandbox.CIContext, state, "", state); err == nil {
 					mu.Lock()
-					reported[b.Commit.ID] = true
+					reported[b.Commit.ID] = state == "success"
 					mu.Unlock()
 				}
 			}
@@ -56,6 +61,17 @@ func trainCI(t *testing.T, ctx context.Context, sb *sandbox.Sandbox) func() map[
 		}
 		return out
 	}
+}
+
+// holdsAll reports whether the tree of commit sha holds every file.
+func holdsAll(ctx context.Context, sb *sandbox.Sandbox, sha string, files []string) bool {
+	for _, f := range files {
+		status, _ := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/contents/%s?ref=%s", sb.Owner, sb.Repo, f, sha), nil, nil)
+		if status != 200 {
+			return false
+		}
+	}
+	return true
 }
 
 // gitCommit is a commit as the forge's git API shows it.
@@ -95,7 +111,7 @@ func TestATrainLandsThreePRsOnTheForge(t *testing.T) {
 	ciCtx, stopCI := context.WithCancel(ctx)
 	defer stopCI()
 	standInCI(t, ciCtx, sb, sb.PRs)
-	tested := trainCI(t, ciCtx, sb)
+	tested := trainCI(t, ciCtx, sb, false)
 	forge := countRequests(t, sb.Forge.URL)
 	bin := buildPool(t)
 	start := time.Now()
@@ -150,6 +166,98 @@ func TestATrainLandsThreePRsOnTheForge(t *testing.T) {
 	}
 	t.Logf("figure: 3 PRs on one train, 2 workers: %d reviewer sessions, %d cars tested, %d merge calls, %s (pool start to exit, 5 idle cycles)",
 		sessions, len(cars), forge.countPOST("/merge"), took.Round(time.Second))
+	if t.Failed() {
+		t.Logf("pool stderr:\n%s", tailOf(pool.stderr.String(), 30000))
+	}
+}
+
+// TestAFailingCarIsEjectedOnTheForge: PRs A and B each pass alone, but
+// together they fail the CI (a stand-in CI for every branch and car that
+// fails every commit holding both of their files). Whichever of them rides
+// behind the other has its car fail: it leaves the train with one note
+// naming the check and is not merged (its update, holding both, fails
+// too); the other two land at cars the CI passed, and no commit of the
+// base holds both files.
+func TestAFailingCarIsEjectedOnTheForge(t *testing.T) {
+	parallelLong(t)
+	ctx := testContext(t)
+	sb := startSandbox(t, ctx, 3, nil)
+	protectOutdated(t, ctx, sb, nil)
+	fileOf := map[int]string{}
+	for _, n := range sb.PRs[:2] {
+		var files []struct {
+			Filename string `json:"filename"`
+		}
+		if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/pulls/%d/files", sb.Owner, sb.Repo, n), nil, &files); err != nil || len(files) == 0 {
+			t.Fatalf("the files of #%d: %v, %v", n, files, err)
+		}
+		fileOf[n] = files[0].Filename
+	}
+	ciCtx, stopCI := context.WithCancel(ctx)
+	defer stopCI()
+	tested := trainCI(t, ciCtx, sb, true, fileOf[sb.PRs[0]], fileOf[sb.PRs[1]])
+	bin := buildPool(t)
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_IDLE_EXIT=0", "POOL_MERGE_TRAIN=always",
+		"POOL_FIXERS_ENABLED=false"), "--workers", "2")
+	// A PR whose checks fail keeps the pool from its idle exit: it stops
+	// once two PRs merged and the third's own checks failed after its
+	// ejection (the pool's update of it holds both files).
+	eventually(t, ctx, "two PRs merged, the third failing on its own", func() bool {
+		merged := 0
+		for _, n := range sb.PRs {
+			if getPR(t, ctx, sb, n).Merged {
+				merged++
+			}
+		}
+		return merged == 2 && strings.Contains(pool.stderr.String(), "state=ci_failing")
+	}, pool)
+	if err := pool.cmd.Process.Signal(sigterm); err != nil {
+		t.Fatal(err)
+	}
+	pool.wait(t, ctx)
+	cars := tested()
+	var unmerged []int
+	for _, n := range sb.PRs {
+		pr := getPR(t, ctx, sb, n)
+		switch {
+		case !pr.Merged:
+			unmerged = append(unmerged, n)
+		case !cars[pr.Head.Sha]:
+			t.Errorf("#%d merged at %s, want a car the CI passed", n, pr.Head.Sha)
+		}
+	}
+	if len(unmerged) != 1 || (unmerged[0] != sb.PRs[0] && unmerged[0] != sb.PRs[1]) {
+		t.Fatalf("PRs not merged: %v, want one of #%d and #%d", unmerged, sb.PRs[0], sb.PRs[1])
+	}
+	bad := unmerged[0]
+	var comments []struct {
+		Body string `json:"body"`
+	}
+	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/issues/%d/comments", sb.Owner, sb.Repo, bad), nil, &comments); err != nil {
+		t.Fatal(err)
+	}
+	notes := 0
+	for _, c := range comments {
+		if strings.Contains(c.Body, "left the merge train") {
+			notes++
+			if !strings.Contains(c.Body, sandbox.CIContext) {
+				t.Errorf("the ejection note does not name the check %s:\n%s", sandbox.CIContext, c.Body)
+			}
+		}
+	}
+	if notes != 1 {
+		t.Errorf("%d ejection notes on #%d, want 1", notes, bad)
+	}
+	if holdsAll(ctx, sb, "main", []string{fileOf[sb.PRs[0]], fileOf[sb.PRs[1]]}) {
+		t.Errorf("the base holds both PRs' files: the failing combination landed")
+	}
+	failed := 0
+	for _, passed := range cars {
+		if !passed {
+			failed++
+		}
+	}
+	t.Logf("figure: 3 PRs, two failing together: %d commits tested (PR heads and cars), %d failed, %d reviewer sessions", len(cars), failed, len(sb.Model.Prompts()))
 	if t.Failed() {
 		t.Logf("pool stderr:\n%s", tailOf(pool.stderr.String(), 30000))
 	}
