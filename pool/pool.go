@@ -93,16 +93,18 @@ type Pool struct {
 	fixes   Fixes // nil: a fixer's commits are not pushed
 	history History
 	cars    Cars // makes a merge train's cars (train.go); nil: no trains
-	digests Digester
-	store   State
-	log     *slog.Logger
-	now     func() time.Time
-	policy  lifecycle.Policy
-	marks   sessionmark.Key // makes its sessions' marks and checks them (vouch)
-	metrics Metrics
-	book    *describe.Book // what the status page and commit statuses show
-	slots   *slots.Slots
-	shared  bool // slots shared with pools of other repositories
+	// trainsOffSaid is why trains were last found impossible (sayTrainsOff); under mu.
+	trainsOffSaid string
+	digests       Digester
+	store         State
+	log           *slog.Logger
+	now           func() time.Time
+	policy        lifecycle.Policy
+	marks         sessionmark.Key // makes its sessions' marks and checks them (vouch)
+	metrics       Metrics
+	book          *describe.Book // what the status page and commit statuses show
+	slots         *slots.Slots
+	shared        bool // slots shared with pools of other repositories
 
 	me       string                 // the token's account
 	base     atomic.Pointer[string] // the default branch (Base); a renamed one is followed (followBase)

@@ -72,16 +72,43 @@ func newRides(base string) *rides {
 // (merge.train): always, or auto where the protection blocks outdated
 // branches; never without the clone, which makes the cars.
 func (p *Pool) trainsOn() bool {
-	if p.cars == nil {
+	if p.cars == nil || p.cfg.MergeTrain == "off" || p.cfg.MergeTrain == "" {
 		return false
 	}
-	switch p.cfg.MergeTrain {
-	case "always":
-		return true
-	case "auto":
-		return p.currentProtection().BlockOnOutdated
+	prot := p.currentProtection()
+	if why := trainsImpossible(prot); why != "" {
+		p.sayTrainsOff(why)
+		return false
 	}
-	return false
+	p.sayTrainsOff("")
+	return p.cfg.MergeTrain == "always" || prot.BlockOnOutdated
+}
+
+// trainsImpossible says why the branch's protection makes trains
+// pointless, or "": a car's landing is the pool's update of the approved
+// head, whose approval carries over only where the pool can read the rule
+// whole and it keeps stale approvals (lifecycle.CarriesOver); elsewhere
+// every landing would cost a review.
+func trainsImpossible(prot forge.Protection) string {
+	switch {
+	case !prot.Full:
+		return "the token cannot read the branch protection whole, so no approval carries over to a car (it needs repository admin)"
+	case prot.DismissStale:
+		return "the branch protection dismisses stale approvals, so no approval carries over to a car"
+	}
+	return ""
+}
+
+// sayTrainsOff logs once, each time it changes, why the PRs merge one by
+// one although merge.train asks for trains ("": trains are possible).
+func (p *Pool) sayTrainsOff(why string) {
+	p.mu.Lock()
+	said := p.trainsOffSaid
+	p.trainsOffSaid = why
+	p.mu.Unlock()
+	if why != "" && why != said {
+		p.log.Warn("merge.train is on, but the pool merges one by one: "+why, "branch", p.Base(), "merge_train", p.cfg.MergeTrain)
+	}
 }
 
 // trainBranch is the pool's own branch the car of PR n is pushed to.

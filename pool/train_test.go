@@ -227,3 +227,28 @@ func testLog() *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, nil))
 }
+
+// TestNoTrainWhereNoApprovalCarriesOver: where the protection dismisses
+// stale approvals, or the token cannot read it whole, no approval would
+// carry over to a car: with merge.train always the PRs merge one by one
+// (updated by the forge), and no car is formed.
+func TestNoTrainWhereNoApprovalCarriesOver(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		readable bool
+		dismiss  bool
+	}{{"dismiss stale approvals", true, true}, {"protection unreadable", false, false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := outdatedForge(tt.readable, 1, 2)
+			f.protection.DismissStale = tt.dismiss
+			cars := newFakeCars(f)
+			runTrain(t, f, cars, func() bool { return f.isMerged(1) && f.isMerged(2) })
+			if cars.formed != 0 {
+				t.Errorf("%d cars formed, want none", cars.formed)
+			}
+			if calls := updatesAndMerges(f); !strings.Contains(strings.Join(calls, " "), "update by merge") {
+				t.Errorf("calls %v, want the forge's update one by one", calls)
+			}
+		})
+	}
+}
