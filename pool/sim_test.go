@@ -34,8 +34,10 @@ import (
 //
 //	go test ./pool -run TestSim -count=1 -v        # seeds 1-3, 10 days, 70 PRs, 3 pools each
 //	go test ./pool -run TestSim -count=1 -v -timeout 0 -sim.seeds=1000 -sim.days=30 -sim.prs=200
+//	go test ./pool -run TestSim -count=1 -v -sim.first=6 -sim.seeds=6 -sim.days=10 -sim.prs=70   # seed 6 alone
 var (
 	simSeeds = flag.Int("sim.seeds", 0, "run the simulation on seeds 1..N instead of the fixed ones")
+	simFirst = flag.Int("sim.first", 1, "with -sim.seeds: the first seed (-sim.first=6 -sim.seeds=6 replays seed 6)")
 	simDays  = flag.Int("sim.days", 30, "simulated days per seed (-short: 2)")
 	simPRs   = flag.Int("sim.prs", 200, "PRs opened per seed (-short: 15)")
 	simPools = flag.Int("sim.pools", 3, "pools on the one forge")
@@ -51,13 +53,18 @@ const (
 	// The bounds the invariants hold the pools to.
 	simSilence       = time.Hour // longest wait with no note saying why
 	simRequestsPerHr = 500       // forge requests of one pool naming one PR in one hour (measured: at most 367)
+	simSlow          = 20        // one forge request in simSlow is answered 1 to 60 seconds late
+	simFork          = "dev/r"   // the repository of a fork PR's head branch
+	simRetargeted    = "release" // the base a PR is retargeted to, and back from
 	checkEvery       = 10 * time.Minute
 	simClaimTTL      = 30 * time.Minute // configs.Default's claim_ttl
+	simSettle        = 5 * time.Minute  // how long a note or claim that lost a race may stand: a few late answers
 )
 
 // simFigures are one run's measures.
 type simFigures struct {
 	merges, humanMerges   int
+	updates, editsAsked   int // the pools' updates; fork PRs whose author allowed edits after a pool's note asked
 	heads, prHours        int
 	sessions, claims      int
 	maxSessionsPerHead    int
@@ -71,9 +78,9 @@ type simFigures struct {
 }
 
 func (f simFigures) String() string {
-	return fmt.Sprintf("merges %d (+%d by humans), heads %d, sessions %d (%.2f a head, max %d), claims %d (max %d a head), "+
+	return fmt.Sprintf("merges %d (+%d by humans), updates %d (%d after edits were allowed), heads %d, sessions %d (%.2f a head, max %d), claims %d (max %d a head), "+
 		"notes %d (max %d on one head, %d diagnostics), requests %.1f per open PR-hour of a pool (max %d for one PR in an hour) and %.0f of the repository per pool-hour, longest silent wait %s",
-		f.merges, f.humanMerges, f.heads, f.sessions, float64(f.sessions)/float64(max(f.heads, 1)), f.maxSessionsPerHead,
+		f.merges, f.humanMerges, f.updates, f.editsAsked, f.heads, f.sessions, float64(f.sessions)/float64(max(f.heads, 1)), f.maxSessionsPerHead,
 		f.claims, f.maxClaimsPerHead, f.notes, f.maxNotesOnHead, f.diagnostics,
 		float64(f.requests)/float64(max(f.prHours, 1)), f.maxPerPRHr, float64(f.repoRequests)/float64(max(f.poolHours, 1)), f.longestSilence.Round(time.Minute))
 }
@@ -86,7 +93,7 @@ func TestSim(t *testing.T) {
 	}
 	if *simSeeds > 0 {
 		seeds = nil
-		for s := 1; s <= *simSeeds; s++ {
+		for s := max(*simFirst, 1); s <= *simSeeds; s++ {
 			seeds = append(seeds, uint64(s))
 		}
 	}
@@ -114,6 +121,8 @@ func TestSim(t *testing.T) {
 func (f simFigures) add(g simFigures) simFigures {
 	f.merges += g.merges
 	f.humanMerges += g.humanMerges
+	f.updates += g.updates
+	f.editsAsked += g.editsAsked
 	f.heads += g.heads
 	f.prHours += g.prHours
 	f.sessions += g.sessions
@@ -184,7 +193,9 @@ func newSimWorld(seed uint64, days, prs, pools int) *simWorld {
 	f.recheck = 2 * time.Minute // the forge tests the open PRs again after a merge, at its own pace
 	f.ciDelay = 10 * time.Minute
 	f.outsiders = map[string]bool{simOutsider: true}
-	f.protection = forge.Protection{Protected: true, UserCanMerge: true, StatusCheck: true, StatusContexts: []string{simCheck}}
+	f.protection = forge.Protection{Protected: true, UserCanMerge: true, StatusCheck: true, StatusContexts: []string{simCheck},
+		BlockOnOutdated: true}
+	f.outdated = true // a PR behind main merges only once updated: the pools update, forks need maintainer edits
 	w := &simWorld{rng: rand.New(rand.NewPCG(seed, 1)), f: f, sf: newSimForge(f, seed, 0.02), days: days, prs: prs,
 		start: time.Now(), agentRng: rand.New(rand.NewPCG(seed, 2)), sessions: map[simHead]int{}, noReview: map[simHead]bool{},
 		running: map[simHead][]simSession{}, kills: map[string]int{}, verdict: map[simHead]bool{},
@@ -319,7 +330,19 @@ func (w *simWorld) run() (simFigures, string) {
 		synctest.Wait()
 		broken = w.check()
 	}
-	cancel() // synctest.Test waits for every pool to end
+	if broken != "" {
+		w.logf("broken: %s", broken)
+	}
+	cancel()
+	// The pools end once their calls in flight return, a late answer
+	// (simSlow) up to a minute later: the clock moves only while this
+	// goroutine lives.
+	for _, p := range w.pools {
+		w.mu.Lock()
+		done := p.done
+		w.mu.Unlock()
+		<-done
+	}
 	return w.figures(), broken
 }
 
@@ -373,6 +396,10 @@ func (w *simWorld) step(ctx context.Context) {
 		w.refuse(w.pick(open))
 	case r < 0.72:
 		w.restart(ctx)
+	case r < 0.75:
+		w.retarget(w.pick(open))
+	case r < 0.79:
+		w.maintainerEdits()
 	}
 }
 
@@ -425,14 +452,19 @@ func (w *simWorld) open() {
 	if w.rng.Float64() < 0.1 {
 		author = simOutsider
 	}
+	repo, edits := "o/r", false
+	if w.rng.Float64() < 0.2 {
+		repo, edits = simFork, w.rng.Float64() < 0.5
+	}
 	head := fakeSHA(fmt.Sprintf("pr-%d-1", n))
 	w.f.mu.Lock()
 	w.f.prs[n] = &forge.PR{Number: n, Title: fmt.Sprintf("change %d", n), State: "open", Mergeable: true, HeadSHA: head,
-		BaseRef: "main", Author: author, HeadRepo: "o/r", HeadRef: fmt.Sprintf("feature-%d", n), MergeBase: w.f.base}
+		BaseRef: "main", Author: author, HeadRepo: repo, HeadRef: fmt.Sprintf("feature-%d", n), MergeBase: w.f.base,
+		MaintainerCanEdit: edits}
 	w.f.touch(n)
 	w.f.mu.Unlock()
 	w.newHead(n, head)
-	w.logf("#%d opened by %s at %s", n, author, short(head))
+	w.logf("#%d opened by %s at %s from %s (maintainer edits %v)", n, author, short(head), repo, edits)
 }
 
 // newHead starts CI on a head the PR now has, and the wait for the pool.
@@ -454,15 +486,18 @@ func (w *simWorld) newHead(n int, head string) {
 }
 
 // runCI has the CI run on a new head: 5 to 60 minutes later it passes,
-// fails, flakes (fails, and a re-run an hour later passes) or never ends.
+// fails, warns (which no forge merges on), flakes (fails, and a re-run an
+// hour later passes) or never ends.
 func (w *simWorld) runCI(n int, head string) {
 	took := time.Duration(5+w.rng.IntN(55)) * time.Minute
 	var states []string
 	switch r := w.rng.Float64(); {
 	case r < 0.7:
 		states = []string{"success"}
-	case r < 0.85:
+	case r < 0.8:
 		states = []string{"failure"}
+	case r < 0.85:
+		states = []string{"warning"}
 	case r < 0.95:
 		states = []string{"failure", "success"}
 	}
@@ -605,7 +640,8 @@ func (w *simWorld) humanReview(n int) {
 }
 
 // refuse has the forge refuse the PR's merges (a hook's 409, a rule's
-// 405) from now until a later draw takes it back.
+// 405, the owner's storage quota's 413) from now until a later draw takes
+// it back.
 func (w *simWorld) refuse(n int) {
 	w.sf.mu.Lock()
 	defer w.sf.mu.Unlock()
@@ -615,8 +651,11 @@ func (w *simWorld) refuse(n int) {
 		return
 	}
 	res := forge.MergeResult{Status: 409, Message: "PushRejected: pre-receive hook declined"}
-	if w.rng.Float64() < 0.5 {
+	switch r := w.rng.Float64(); {
+	case r < 0.4:
 		res = forge.MergeResult{Status: 405, Message: "Not allowed to merge: not enough approvals"}
+	case r < 0.6:
+		res = forge.MergeResult{Status: 413, Message: `{"message":"quota exceeded","user_id":1,"username":"o"}`}
 	}
 	res.Outcome, res.Rule = forgejo.ClassifyMerge(res.Status, res.Message), forge.RefusalRule(res.Status, res.Message)
 	w.sf.refuse[n] = res
@@ -648,4 +687,71 @@ func (w *simWorld) restart(ctx context.Context) {
 			w.startPool(ctx, p)
 		}
 	}()
+}
+
+// retarget moves the PR's base to another branch, or back to main: away,
+// it is no pool's business; back, it asks for the pool's word, on a head
+// behind main.
+func (w *simWorld) retarget(n int) {
+	w.f.mu.Lock()
+	pr := w.f.prs[n]
+	back := pr.BaseRef != "main"
+	pr.BaseRef = "main"
+	if !back {
+		pr.BaseRef = simRetargeted
+	}
+	w.f.touch(n)
+	w.f.mu.Unlock()
+	w.sf.mu.Lock()
+	w.sf.moved[n] = time.Now()
+	w.sf.mu.Unlock()
+	if back {
+		w.changed(n)
+		w.newWait(n)
+	}
+	w.logf("#%d retargeted to %s", n, map[bool]string{true: "main", false: simRetargeted}[back])
+}
+
+// maintainerEdits has the author of a fork PR allow or forbid maintainer
+// edits (half the time, when a pool's note asked for them, the author of
+// such a PR): the forge moves no update time. Allowed after a pool's note
+// said it may not push, the PR asks for the pool's word again.
+func (w *simWorld) maintainerEdits() {
+	w.sf.mu.Lock()
+	w.f.mu.Lock()
+	var forks, noted []int
+	for n, pr := range w.f.prs {
+		if pr.State == "open" && pr.HeadRepo == simFork {
+			forks = append(forks, n)
+			if strings.Contains(w.sf.holds[simHead{n, pr.HeadSHA}], "allow edits by maintainers") {
+				noted = append(noted, n)
+			}
+		}
+	}
+	w.sf.mu.Unlock()
+	slices.Sort(forks)
+	if len(noted) > 0 && w.rng.Float64() < 0.5 { // an author who read the note
+		forks = slices.Sorted(slices.Values(noted))
+	}
+	if len(forks) == 0 {
+		w.f.mu.Unlock()
+		return
+	}
+	n := w.pick(forks)
+	pr := w.f.prs[n]
+	pr.MaintainerCanEdit = !pr.MaintainerCanEdit
+	on, h := pr.MaintainerCanEdit, simHead{n, pr.HeadSHA}
+	w.f.mu.Unlock()
+	w.sf.mu.Lock()
+	w.sf.moved[n] = time.Now()
+	asked := strings.Contains(w.sf.holds[h], "allow edits by maintainers")
+	if on && asked {
+		delete(w.sf.holds, h)
+		w.sf.editsAsked++
+	}
+	w.sf.mu.Unlock()
+	if on && asked {
+		w.changed(n)
+	}
+	w.logf("#%d maintainer edits %v (the pool had asked: %v)", n, on, asked)
 }

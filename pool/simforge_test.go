@@ -36,11 +36,17 @@ type simForge struct {
 	updated  map[string]string     // a head a pool's update made: the head it updated
 	acted    map[int]time.Time     // when a pool last posted, updated or merged on each PR
 	waits    map[int]int           // how many times each PR was reopened or pushed: a new wait each
-	holds    map[simHead]bool      // the heads a pool's note says wait (blocked, withheld, conflict, no review)
+	holds    map[simHead]string    // the heads a pool's note says wait (blocked, withheld, conflict, no review): the note's kind
 	claimed  map[simHead]time.Time // when a claim on each head was last posted or renewed
-	broken   []string              // invariants broken inside a call
-	trace    []string              // the last steps and effects
-	start    time.Time
+	// moved is when each PR's base or its maintainer edits last changed: a
+	// pool that read the PR just before may act on what it read.
+	moved map[int]time.Time
+	// updates counts the pools' updates; editsAsked the fork PRs whose
+	// author allowed maintainer edits after a pool's note asked.
+	updates, editsAsked int
+	broken              []string // invariants broken inside a call
+	trace               []string // the last steps and effects
+	start               time.Time
 }
 
 // simPoolKey carries the id of the pool a call comes from.
@@ -86,29 +92,48 @@ type simNote struct {
 	body  string
 	kind  string // noteKind(body), read once: the checks read every note after every step
 	claim string // the head a claim note claims, or ""
+	// active is when a claim note was posted or last renewed: a claim
+	// whose life (simClaimTTL) has ended since holds nothing
+	active time.Time
 }
 
 func newSimForge(f *fakeForge, seed uint64, faults float64) *simForge {
 	return &simForge{f: f, rng: rand.New(rand.NewPCG(seed, 0x5eed)), faults: faults,
 		refuse: map[int]forge.MergeResult{}, start: time.Now(), requests: map[prHour]int{}, ops: map[prHour]map[string]int{}, updated: map[string]string{},
-		acted: map[int]time.Time{}, waits: map[int]int{}, holds: map[simHead]bool{}, claimed: map[simHead]time.Time{}}
+		acted: map[int]time.Time{}, waits: map[int]int{}, holds: map[simHead]string{}, claimed: map[simHead]time.Time{}, moved: map[int]time.Time{}}
 }
 
-// call counts a request for PR n (0: the repository's) and draws a fault
-// that refuses it before it is made.
+// call counts a request for PR n (0: the repository's), draws a fault
+// that refuses it before it is made, and draws its slowness: one request
+// in simSlow is answered 1 to 60 seconds late (a busy forge).
 func (s *simForge) call(ctx context.Context, op string, n int) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	k := prHour{simPoolOf(ctx), n, time.Now().Unix() / 3600}
 	s.requests[k]++
 	if s.ops[k] == nil {
 		s.ops[k] = map[string]int{}
 	}
 	s.ops[k][op]++
+	var err error
 	if s.rng.Float64() < s.faults {
-		return &forgejo.Error{Op: op, Status: 502, Retryable: true, Err: errors.New("simulated bad gateway")}
+		err = &forgejo.Error{Op: op, Status: 502, Retryable: true, Err: errors.New("simulated bad gateway")}
+		if op != "statuses" && op != "changed" && op != "list" {
+			s.logLocked("#%d %s: %s answered 502", n, simPoolOf(ctx), op)
+		}
 	}
-	return nil
+	var slow time.Duration
+	if s.rng.IntN(simSlow) == 0 {
+		slow = time.Duration(1+s.rng.IntN(60)) * time.Second
+	}
+	s.mu.Unlock()
+	if slow > 0 {
+		select {
+		case <-time.After(slow):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return err
 }
 
 // lost draws whether the answer of a write that was made is lost.
@@ -116,6 +141,7 @@ func (s *simForge) lost(op string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.rng.Float64() < s.faults/2 {
+		s.logLocked("the answer of a %s was lost", op)
 		return &forgejo.Error{Op: op, Status: 502, Retryable: true, Err: errors.New("simulated lost answer")}
 	}
 	return nil
@@ -187,7 +213,7 @@ func (s *simForge) PostComment(ctx context.Context, o, r string, n int, body str
 	s.mu.Lock()
 	nt := simNote{id: c.ID, epoch: s.waits[n], by: simPoolOf(ctx), n: n, head: head, at: time.Now(), body: body, kind: noteKind(body)}
 	if cl, ok := claims.Parse(forge.Comment{Body: body}); ok {
-		nt.claim = cl.SHA
+		nt.claim, nt.active = cl.SHA, nt.at
 	}
 	s.notes = append(s.notes, nt)
 	s.logLocked("#%d %s noted %q at %s", n, simPoolOf(ctx), nt.kind, short(head))
@@ -195,7 +221,7 @@ func (s *simForge) PostComment(ctx context.Context, o, r string, n int, body str
 	s.noteClaim(n, body)
 	switch kind, _, _ := strings.Cut(nt.kind, ":"); kind {
 	case forge.MarkBlocked, forge.MarkWithheld, forge.MarkConflict, forge.MarkNoReview:
-		s.holds[simHead{n, head}] = true
+		s.holds[simHead{n, head}] = nt.kind
 	}
 	s.mu.Unlock()
 	return c, s.lost("comment")
@@ -210,9 +236,10 @@ func (s *simForge) EditComment(ctx context.Context, o, r string, id int64, body 
 		return c, err
 	}
 	s.mu.Lock()
-	for _, nt := range s.notes {
+	for i, nt := range s.notes {
 		if nt.id == id {
 			s.noteClaim(nt.n, body)
+			s.notes[i].active = time.Now()
 		}
 	}
 	s.mu.Unlock()
@@ -315,6 +342,7 @@ func (s *simForge) Merge(ctx context.Context, o, r string, n int, opt forgejo.Me
 	s.mu.Lock()
 	s.f.mu.Lock()
 	approved, green := s.approvedLocked(n, opt.HeadSHA), s.greenLocked(opt.HeadSHA)
+	base := s.f.prs[n].BaseRef
 	s.f.mu.Unlock()
 	s.mu.Unlock()
 	res, err := s.f.Merge(ctx, o, r, n, opt)
@@ -324,6 +352,9 @@ func (s *simForge) Merge(ctx context.Context, o, r string, n int, opt forgejo.Me
 		s.logLocked("#%d merged by %s at %s", n, simPoolOf(ctx), short(opt.HeadSHA))
 		if !approved || !green {
 			s.broken = append(s.broken, fmt.Sprintf("#%d merged at %s: counted approval %v, required checks green %v", n, short(opt.HeadSHA), approved, green))
+		}
+		if base != "main" && time.Since(s.moved[n]) > time.Minute {
+			s.broken = append(s.broken, fmt.Sprintf("#%d merged at %s into %s, retargeted %s before", n, short(opt.HeadSHA), base, time.Since(s.moved[n]).Round(time.Second)))
 		}
 		s.mu.Unlock()
 		if err := s.lost("merge"); err != nil {
@@ -398,8 +429,17 @@ func (s *simForge) Update(ctx context.Context, o, r string, n int, style string)
 		return forgejo.UpdateResult{}, err
 	}
 	s.f.mu.Lock()
-	old := s.f.prs[n].HeadSHA
+	pr := *s.f.prs[n]
 	s.f.mu.Unlock()
+	old := pr.HeadSHA
+	if pr.HeadRepo != "o/r" && !pr.MaintainerCanEdit { // the forge refuses to push to the fork
+		s.mu.Lock()
+		if time.Since(s.moved[n]) > time.Minute {
+			s.broken = append(s.broken, fmt.Sprintf("#%d: %s updated a fork PR whose author does not allow maintainer edits", n, simPoolOf(ctx)))
+		}
+		s.mu.Unlock()
+		return forgejo.UpdateResult{Outcome: forgejo.UpdateRefused, Status: 403, Message: "user does not have permission to push"}, nil
+	}
 	res, err := s.f.Update(ctx, o, r, n, style)
 	if err != nil || res.Outcome != forgejo.UpdateDone {
 		return res, err
@@ -409,6 +449,7 @@ func (s *simForge) Update(ctx context.Context, o, r string, n int, style string)
 	s.f.mu.Unlock()
 	s.mu.Lock()
 	s.updated[made] = old
+	s.updates++
 	s.acted[n] = time.Now()
 	s.logLocked("#%d updated by %s from %s to %s", n, simPoolOf(ctx), short(old), short(made))
 	s.mu.Unlock()

@@ -23,12 +23,16 @@ func (w *simWorld) check() string {
 }
 
 // checkNotes: at most one pool note per PR, head and reason (claims and
-// diagnostics have their own bounds).
+// diagnostics have their own bounds). A note younger than simSettle may be
+// the second of two pools that read before either posted, whose poster
+// has not read the notes back yet (the forge answers late): it takes its
+// note back then.
 func (w *simWorld) checkNotes() string {
 	seen := map[string]int{}
+	now := time.Now()
 	for _, nt := range w.sf.notes {
 		kind := nt.kind
-		if kind == forge.MarkClaim || kind == forge.MarkRetry {
+		if kind == forge.MarkClaim || kind == forge.MarkRetry || now.Sub(nt.at) < simSettle {
 			continue
 		}
 		key := fmt.Sprintf("#%d at %s: %q", nt.n, short(nt.head), kind)
@@ -41,7 +45,8 @@ func (w *simWorld) checkNotes() string {
 
 // checkDiagnostics: the k-th pause between diagnostics on one head is at
 // least half of diagnostic_every poll intervals doubled k-1 times, up to
-// 8 hours. A wait begins again when the PR is reopened or pushed.
+// 8 hours. A wait begins again when the PR is reopened or pushed. Notes
+// younger than simSettle wait, as in checkNotes.
 func (w *simWorld) checkDiagnostics() string {
 	type wait struct {
 		simHead
@@ -50,8 +55,9 @@ func (w *simWorld) checkDiagnostics() string {
 	last := map[wait]time.Time{}
 	count := map[wait]int{}
 	first := 10 * 30 * time.Second
+	now := time.Now()
 	for _, nt := range w.sf.notes {
-		if nt.kind != forge.MarkRetry {
+		if nt.kind != forge.MarkRetry || now.Sub(nt.at) < simSettle {
 			continue
 		}
 		h := wait{simHead{nt.n, nt.head}, nt.epoch}
@@ -67,7 +73,10 @@ func (w *simWorld) checkDiagnostics() string {
 	return ""
 }
 
-// checkSessions: one claim per head across the pools, three where a
+// checkSessions: one live claim per head across the pools (once the
+// claims' tie-break has had simSettle to take a loser back; a claim whose
+// life ended holds nothing: a killed pool's, taken over, or its own that
+// it claims again after its restart), three where a
 // session left no counted review; one session of a head at a time, and
 // none after a session filed its verdict there. A head whose sessions
 // leave no review gets another after a back-off, up to
@@ -81,8 +90,12 @@ func (w *simWorld) checkSessions() string {
 		return w.twice
 	}
 	claimed := map[simHead]int{}
+	now := time.Now()
 	for _, nt := range w.sf.notes {
-		if nt.claim != "" {
+		// A claim younger than simSettle may be the loser of a race
+		// whose poster has not read the claims back yet: the forge answers
+		// late (simSlow), and the tie-break takes it back then.
+		if nt.claim != "" && now.Sub(nt.at) >= simSettle && now.Sub(nt.active) < simClaimTTL {
 			claimed[simHead{nt.n, nt.claim}]++
 		}
 	}
@@ -123,11 +136,11 @@ func (w *simWorld) checkSilence() (broken string) {
 	for n, since := range w.since {
 		pr := w.f.prs[n]
 		h := simHead{n, pr.HeadSHA}
-		if since.IsZero() || pr.State != "open" || w.sf.acted[n].After(since) || w.sf.holds[h] || now.Sub(w.sf.claimed[h]) < simClaimTTL {
+		if since.IsZero() || pr.State != "open" || w.sf.acted[n].After(since) || w.sf.holds[h] != "" || now.Sub(w.sf.claimed[h]) < simClaimTTL {
 			w.settle(n, since, now)
 			continue
 		}
-		if pr.HasLabel(simSkip) || w.authorsTurn(n, pr.HeadSHA) || (pr.Draft && !w.sf.approvedLocked(n, pr.HeadSHA)) {
+		if pr.HasLabel(simSkip) || pr.BaseRef != "main" || w.authorsTurn(n, pr.HeadSHA) || (pr.Draft && !w.sf.approvedLocked(n, pr.HeadSHA)) {
 			w.settle(n, since, now)
 			continue
 		}
@@ -218,5 +231,6 @@ func (w *simWorld) figures() simFigures {
 	fig.poolHours = w.days * 24 * len(w.pools)
 	fig.prHours = int(w.openHours)
 	fig.longestSilence = w.silence
+	fig.updates, fig.editsAsked = w.sf.updates, w.sf.editsAsked
 	return fig
 }
