@@ -43,6 +43,7 @@ package claims
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -128,7 +129,8 @@ func Stale(v View) []Claim {
 }
 
 // lastActivity is the latest of the claim, its last edit, a later comment by
-// its author, and a review on the PR after it. No claim is another claim's
+// its author (not a pool's note: poolNote), and a review on the PR after
+// it, each while the claim lives. No claim is another claim's
 // activity: pools often share one account, and were another instance's
 // claim, a takeover would revive the very claim it replaces; were the same
 // instance's new claim on a head its stale one named, the stale one would
@@ -140,19 +142,29 @@ func lastActivity(v View, cl Claim) time.Time {
 	if cl.Edited.After(last) {
 		last = cl.Edited
 	}
+	var acts []time.Time
 	for _, c := range v.Comments {
 		if c.ID <= cl.CommentID || c.Author != cl.Author || !c.Created.After(last) {
 			continue
 		}
-		if _, ok := Parse(c); ok {
+		if _, ok := Parse(c); ok || poolNote(c.Body) {
 			continue
 		}
-		last = c.Created
+		acts = append(acts, c.Created)
 	}
 	for _, r := range v.Reviews {
 		if r.Submitted.After(last) {
-			last = r.Submitted
+			acts = append(acts, r.Submitted)
 		}
+	}
+	// Activity extends the claim's life only while it lives: a stale claim
+	// stays stale (TestAStaleClaimStaysStale).
+	slices.SortFunc(acts, func(a, b time.Time) int { return a.Compare(b) })
+	for _, at := range acts {
+		if v.TTL > 0 && at.Sub(last) >= v.TTL {
+			break
+		}
+		last = at
 	}
 	return last
 }
@@ -190,4 +202,22 @@ func Losers(v View, instance string) []Claim {
 		}
 	}
 	return out
+}
+
+// poolNotes are the marker kinds of the pool's own notes (diagnostics,
+// holds, conflicts), which any pool of the repository posts with the
+// account its claims share: no session's activity
+// (TestAPoolsNoteDoesNotReviveAStaleClaim).
+var poolNotes = []string{forge.MarkRetry, forge.MarkBlocked, forge.MarkNoReview, forge.MarkConflict, forge.MarkWithheld, forge.MarkTrain}
+
+func poolNote(body string) bool {
+	if !forge.HasMarker(body) {
+		return false
+	}
+	for _, k := range poolNotes {
+		if forge.ParseMarker(body, k, &struct{}{}) {
+			return true
+		}
+	}
+	return false
 }

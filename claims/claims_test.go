@@ -161,3 +161,51 @@ func TestANewClaimDoesNotReviveAStaleOne(t *testing.T) {
 		t.Errorf("another pool judges %s by comment %d, want taken by comment 2", verdict, win.CommentID)
 	}
 }
+
+// TestAPoolsNoteDoesNotReviveAStaleClaim: the pools of a repository share
+// one account, so a diagnostic or a hold note any of them posts is a
+// later comment by a claim's author; it is no session's activity and keeps
+// no claim alive. Revived, the stale claim of a pool whose session ended
+// long ago won the tie-break again, and that pool started a fixer beside
+// the session of the pool that had taken the head over (TestSim: "#14 at
+// pr-14-1: session 4 started while another ran there").
+func TestAPoolsNoteDoesNotReviveAStaleClaim(t *testing.T) {
+	// The claim's life ends at t0+30m; a note at t0+20m would keep it
+	// alive to t0+50m.
+	judge := func(body string) []Claim {
+		later := forge.Comment{ID: 2, Author: "bot", Created: t0.Add(20 * time.Minute), Updated: t0.Add(20 * time.Minute), Body: body}
+		return Live(View{HeadSHA: "head", Trusted: []string{"bot"}, TTL: 30 * time.Minute, Now: t0.Add(45 * time.Minute),
+			Comments: []forge.Comment{claimComment(1, "bot", "me", "head", t0), later}})
+	}
+	for _, kind := range []string{forge.MarkRetry, forge.MarkBlocked, forge.MarkNoReview, forge.MarkConflict, forge.MarkWithheld, forge.MarkTrain} {
+		if live := judge("a pool's note\n\n" + forge.Marker(kind, map[string]string{"head": "head"})); len(live) != 0 {
+			t.Errorf("%s note: live claims %+v, want none", kind, live)
+		}
+	}
+	if live := judge("the session answers an item"); len(live) != 1 {
+		t.Errorf("a session's comment: live claims %+v, want the claim", live)
+	}
+}
+
+// TestAStaleClaimStaysStale: activity extends a claim's life only while it
+// lives. A review a human files an hour after the claim went stale revives
+// it no more: revived, the stale claim of a pool whose fixer ended long ago
+// had the lowest id again, and that pool started a fixer beside the one of
+// the pool that had claimed the head since (TestSim seed 2: "#55 at
+// pr-55-1: session 6 started while another ran there"). A review while it
+// lives extends it.
+func TestAStaleClaimStaysStale(t *testing.T) {
+	review := func(at time.Time) forge.Review {
+		return forge.Review{ID: 9, Author: "alice", State: forge.ReviewApproved, CommitID: "head", Submitted: at}
+	}
+	v := View{HeadSHA: "head", Trusted: []string{"bot"}, TTL: 30 * time.Minute, Now: t0.Add(2*time.Hour + time.Minute),
+		Comments: []forge.Comment{claimComment(1, "bot", "me", "head", t0)},
+		Reviews:  []forge.Review{review(t0.Add(2 * time.Hour))}}
+	if live := Live(v); len(live) != 0 {
+		t.Errorf("a review after the claim went stale: live %+v, want none", live)
+	}
+	v.Reviews, v.Now = []forge.Review{review(t0.Add(20 * time.Minute))}, t0.Add(45*time.Minute)
+	if live := Live(v); len(live) != 1 {
+		t.Errorf("a review while the claim lived: live %+v, want the claim", live)
+	}
+}

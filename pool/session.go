@@ -129,7 +129,11 @@ func (p *Pool) takeBackClaim(ctx context.Context, pr forge.PR, before claims.Vie
 	if id != 0 {
 		return p.takeBack(ctx, id)
 	}
-	v, err := p.claimView(ctx, pr)
+	var v claims.View
+	err := tryAgain(ctx, func() (err error) {
+		v, err = p.claimView(ctx, pr)
+		return err
+	})
 	if err != nil {
 		return err
 	}
