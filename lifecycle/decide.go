@@ -109,7 +109,7 @@ func (t Track) atHead(head string, now time.Time) Track {
 			t.Update = HeadUpdate{}
 		}
 	}
-	t.HeadSHA, t.HeadSeen = head, now
+	t.HeadSHA, t.HeadSeen, t.HeadBefore = head, now, t.HeadSeen
 	return t
 }
 

@@ -94,9 +94,13 @@ func UpdateHolder(tracks map[int]Track) int {
 // can be rebuilt from the forge if lost. Only the functions of this package
 // change it.
 type Track struct {
-	State       State     `json:"state"`
-	HeadSHA     string    `json:"head_sha"`              // head when last observed
-	HeadSeen    time.Time `json:"head_seen"`             // when the pool first saw that head
+	State    State     `json:"state"`
+	HeadSHA  string    `json:"head_sha"`  // head when last observed
+	HeadSeen time.Time `json:"head_seen"` // when the pool first saw that head
+	// HeadBefore is when the pool first saw the head before this one: the
+	// notes on this head posted since belong to its wait now (the head
+	// was another then), those before to an earlier wait at it.
+	HeadBefore  time.Time `json:"head_before,omitzero"`
 	ReviewedSHA string    `json:"reviewed_sha"`          // head at which a counted review was last seen
 	Attempts    int       `json:"attempts"`              // merge calls at this head that failed (not refusals, not "try again later")
 	LastStatus  string    `json:"last_status"`           // last merge answer or checks state, for diagnostics

@@ -234,14 +234,23 @@ func (p *Pool) diagnose(ctx context.Context, n int, t lifecycle.Track, reason st
 	if err != nil {
 		return err
 	}
-	since := p.now().Add(-lifecycle.DiagnosticPause(p.policy, max(t.Diagnostics, 1)))
+	// The other pools' diagnostics of this wait at the head count: this
+	// one is due the pause its number asks after the last of them
+	// (TestAPoolCountsTheOtherPoolsDiagnosticsOfTheHead).
+	posted := 0
+	for _, c := range comments {
+		if t.HeadSHA != "" && strings.EqualFold(c.Author, p.me) && texts.RetryHead(c.Body) == t.HeadSHA && c.Created.After(t.HeadBefore) {
+			posted++
+		}
+	}
+	since := p.now().Add(-lifecycle.DiagnosticPause(p.policy, max(t.Diagnostics, posted+1)))
 	recent := func(c forge.Comment) bool {
 		return strings.EqualFold(c.Author, p.me) && forge.ParseMarker(c.Body, forge.MarkRetry, &struct{}{}) && c.Created.After(since)
 	}
 	if slices.ContainsFunc(comments, recent) {
 		return nil
 	}
-	return p.postFirst(ctx, n, texts.DiagnosticBody(t.Attempts, t.LastStatus, reason), recent)
+	return p.postFirst(ctx, n, texts.DiagnosticBody(t.Attempts, t.LastStatus, reason, t.HeadSHA), recent)
 }
 
 // recoverAttempts rebuilds an approved PR's retry count from the pool's own

@@ -367,8 +367,8 @@ func TestLostStateRebuildsAttemptsFromDiagnostics(t *testing.T) {
 	f.review(1, "reviewer", forge.ReviewApproved)
 	f.statuses[f.prs[1].HeadSHA] = []forge.Status{{ID: 1, Context: "ci", State: "pending"}}
 	f.comments[1] = []forge.Comment{
-		{ID: 50, Author: "pool-bot", Body: texts.Sign(texts.DiagnosticBody(20, "pending", "checks pending"))},
-		{ID: 51, Author: "mallory", Body: texts.DiagnosticBody(90, "pending", "checks pending")},
+		{ID: 50, Author: "pool-bot", Body: texts.Sign(texts.DiagnosticBody(20, "pending", "checks pending", ""))},
+		{ID: 51, Author: "mallory", Body: texts.DiagnosticBody(90, "pending", "checks pending", "")},
 	}
 	f.nextID = 100
 	cfg := testConfig(1)

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"pool/forge"
+	"pool/lifecycle"
 	"pool/store"
+	"pool/texts"
 )
 
 // TestPoolsOfOneRepositoryShareTheDiagnosticPause: two pools serve one
@@ -143,5 +145,49 @@ func startTwoPools(t *testing.T, ctx context.Context, f *fakeForge, stagger time
 		}
 		go p.Run(ctx)
 		time.Sleep(stagger)
+	}
+}
+
+// TestAPoolCountsTheOtherPoolsDiagnosticsOfTheHead: three diagnostics of
+// the head stand on the PR, 40, 20 and 8 minutes old, posted by the other
+// pools of the repository; this pool's own track has counted one. The
+// fourth is due 40 minutes after the third, whoever posts it: the pool
+// posts none now (TestSim: seed 6 "#45 at pr-45-1: diagnostic 4 after
+// 8m27s, want at least 10m0s", seed 4 "#24 at pr-24-1: diagnostic 4 after
+// 8m58s"). Had the pool first seen another head since they were posted
+// (the head pushed away and back), they belong to an earlier wait: it
+// posts its own.
+func TestAPoolCountsTheOtherPoolsDiagnosticsOfTheHead(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		before time.Duration // how long ago the pool first saw the head before this one
+		notes  int
+	}{{"same wait", time.Hour, 0}, {"an earlier wait", 5 * time.Minute, 1}} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFakeForge(1)
+				f.now = time.Now
+				cfg := testConfig(1)
+				cfg.PollInterval = 30 * time.Second
+				ctx := context.Background()
+				p, err := New(ctx, cfg, Deps{Forge: f, Agent: newFakeAgent(nil)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				head := f.prs[1].HeadSHA
+				for _, age := range []time.Duration{40, 20, 8} {
+					f.nextID++
+					f.comments[1] = append(f.comments[1], forge.Comment{ID: f.nextID, Author: f.me, Created: time.Now().Add(-age * time.Minute),
+						Body: texts.Sign(texts.DiagnosticBody(0, "pending", "checks pending", head))})
+				}
+				tr := lifecycle.Track{HeadSHA: head, HeadSeen: time.Now().Add(-time.Minute), HeadBefore: time.Now().Add(-c.before), Diagnostics: 1}
+				if err := p.diagnose(ctx, 1, tr, "checks pending"); err != nil {
+					t.Fatal(err)
+				}
+				if diags := effectsWith(f, "#1: comment Merge retry"); len(diags) != c.notes {
+					t.Errorf("diagnostics posted %v, want %d", diags, c.notes)
+				}
+			})
+		})
 	}
 }

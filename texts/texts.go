@@ -74,10 +74,20 @@ func TitlePR(title, repo string, single bool) (int, bool) {
 // DiagnosticBody is the note on an approved PR that still waits to merge:
 // why (the decision's reason), the last status, and the merge calls that
 // failed (attempt). The pool posts it further apart each time.
-func DiagnosticBody(attempt int, status, why string) string {
+func DiagnosticBody(attempt int, status, why, head string) string {
 	return fmt.Sprintf("Merge retry: still waiting to merge (%s). Last status: %s. Failed merge calls at this head: %d.\n"+
 		"The pool keeps trying and will not give up; its next note comes after a longer pause.\n\n%s",
-		why, status, attempt, forge.Marker(forge.MarkRetry, map[string]any{"attempt": attempt, "status": status}))
+		why, status, attempt, forge.Marker(forge.MarkRetry, map[string]any{"attempt": attempt, "status": status, "head": head}))
+}
+
+// RetryHead reads the head a diagnostic comment's marker names ("" for a
+// diagnostic that names none, or another comment).
+func RetryHead(body string) string {
+	var v struct {
+		Head string `json:"head"`
+	}
+	forge.ParseMarker(body, forge.MarkRetry, &v)
+	return v.Head
 }
 
 // RetryAttempt reads the attempt number from a diagnostic comment's marker.
