@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"pool/clone"
 	"pool/configs"
 	"pool/forge"
 	"pool/forgejo"
@@ -65,6 +66,7 @@ const (
 type simFigures struct {
 	merges, humanMerges   int
 	updates, editsAsked   int // the pools' updates; fork PRs whose author allowed edits after a pool's note asked
+	fixers, fixesPushed   int // fixer sessions; the fixes pushed
 	heads, prHours        int
 	sessions, claims      int
 	maxSessionsPerHead    int
@@ -78,9 +80,9 @@ type simFigures struct {
 }
 
 func (f simFigures) String() string {
-	return fmt.Sprintf("merges %d (+%d by humans), updates %d (%d after edits were allowed), heads %d, sessions %d (%.2f a head, max %d), claims %d (max %d a head), "+
+	return fmt.Sprintf("merges %d (+%d by humans), updates %d (%d after edits were allowed), fixer sessions %d (%d pushed a fix), heads %d, sessions %d (%.2f a head, max %d), claims %d (max %d a head), "+
 		"notes %d (max %d on one head, %d diagnostics), requests %.1f per open PR-hour of a pool (max %d for one PR in an hour) and %.0f of the repository per pool-hour, longest silent wait %s",
-		f.merges, f.humanMerges, f.updates, f.editsAsked, f.heads, f.sessions, float64(f.sessions)/float64(max(f.heads, 1)), f.maxSessionsPerHead,
+		f.merges, f.humanMerges, f.updates, f.editsAsked, f.fixers, f.fixesPushed, f.heads, f.sessions, float64(f.sessions)/float64(max(f.heads, 1)), f.maxSessionsPerHead,
 		f.claims, f.maxClaimsPerHead, f.notes, f.maxNotesOnHead, f.diagnostics,
 		float64(f.requests)/float64(max(f.prHours, 1)), f.maxPerPRHr, float64(f.repoRequests)/float64(max(f.poolHours, 1)), f.longestSilence.Round(time.Minute))
 }
@@ -123,6 +125,8 @@ func (f simFigures) add(g simFigures) simFigures {
 	f.humanMerges += g.humanMerges
 	f.updates += g.updates
 	f.editsAsked += g.editsAsked
+	f.fixers += g.fixers
+	f.fixesPushed += g.fixesPushed
 	f.heads += g.heads
 	f.prHours += g.prHours
 	f.sessions += g.sessions
@@ -153,6 +157,8 @@ type simWorld struct {
 
 	mu       sync.Mutex // guards the fields below, which the agents' goroutines write
 	agentRng *rand.Rand
+	fixes    *simFixes
+	fixers   int // fixer sessions started
 	sessions map[simHead]int
 	noReview map[simHead]bool         // a session on the head left no counted review
 	running  map[simHead][]simSession // the sessions on the head running now
@@ -185,6 +191,7 @@ type simPool struct {
 	stop  context.CancelFunc
 	done  chan struct{}
 	up    bool
+	trees *fakeTrees // the clone's work trees, which outlive the process
 }
 
 func newSimWorld(seed uint64, days, prs, pools int) *simWorld {
@@ -200,11 +207,12 @@ func newSimWorld(seed uint64, days, prs, pools int) *simWorld {
 		start: time.Now(), agentRng: rand.New(rand.NewPCG(seed, 2)), sessions: map[simHead]int{}, noReview: map[simHead]bool{},
 		running: map[simHead][]simSession{}, kills: map[string]int{}, verdict: map[simHead]bool{},
 		heads: map[int][]string{}, since: map[int]time.Time{}, hardChange: map[int]time.Time{}}
+	w.fixes = &simFixes{w: w, rng: rand.New(rand.NewPCG(seed, 3))}
 	for i := 1; i <= pools; i++ {
 		a := newFakeAgent(nil)
 		id := fmt.Sprintf("sim-%d", i)
 		a.behaveOn = func(n int, prompt string) (time.Duration, func(), string) { return w.review(id, n, prompt) }
-		w.pools = append(w.pools, &simPool{id: id, agent: a, state: store.NewMemory()})
+		w.pools = append(w.pools, &simPool{id: id, agent: a, state: store.NewMemory(), trees: newFakeTrees()})
 	}
 	return w
 }
@@ -214,7 +222,7 @@ func (w *simWorld) config(id string) configs.Config {
 	cfg.ForgejoURL, cfg.Token, cfg.Owner, cfg.Name = "http://forge.test", "t", "o", "r"
 	cfg.AgentURL, cfg.Workers, cfg.InstanceID = "http://agent.test", 2, id
 	cfg.IdleExit = 0
-	cfg.Fixers.Enabled = false // the simulated agent reviews; it fixes nothing
+	cfg.Fixers.Enabled = true // a fixer session on an approved PR whose checks fail commits a fix half the time (simFixes)
 	cfg.HumanReviewers = []string{simReviewer, simHuman}
 	return cfg
 }
@@ -230,6 +238,9 @@ func (w *simWorld) review(pool string, n int, prompt string) (time.Duration, fun
 		head = m[1]
 	}
 	h := simHead{n, head}
+	if strings.Contains(prompt, "checks fail on its head commit") {
+		return w.fixSession(pool, h)
+	}
 	w.mu.Lock()
 	s := w.started(h, pool)
 	d := time.Duration(5+w.agentRng.IntN(40)) * time.Minute
@@ -354,7 +365,7 @@ func (w *simWorld) startPool(ctx context.Context, p *simPool) {
 	w.mu.Unlock()
 	go func() {
 		defer close(done)
-		pl, err := New(pctx, w.config(p.id), Deps{Forge: w.sf, Agent: p.agent, Store: p.state})
+		pl, err := New(pctx, w.config(p.id), Deps{Forge: w.sf, Agent: p.agent, Store: p.state, Trees: p.trees, Fixes: w.fixes})
 		if err != nil {
 			return
 		}
@@ -463,12 +474,12 @@ func (w *simWorld) open() {
 		MaintainerCanEdit: edits}
 	w.f.touch(n)
 	w.f.mu.Unlock()
-	w.newHead(n, head)
+	w.newHead(n, head, w.rng)
 	w.logf("#%d opened by %s at %s from %s (maintainer edits %v)", n, author, short(head), repo, edits)
 }
 
 // newHead starts CI on a head the PR now has, and the wait for the pool.
-func (w *simWorld) newHead(n int, head string) {
+func (w *simWorld) newHead(n int, head string, rng *rand.Rand) {
 	w.mu.Lock()
 	w.heads[n] = append(w.heads[n], head)
 	w.mu.Unlock()
@@ -481,17 +492,17 @@ func (w *simWorld) newHead(n int, head string) {
 	}
 	w.f.mu.Unlock()
 	if !known {
-		w.runCI(n, head)
+		w.runCI(n, head, rng)
 	}
 }
 
 // runCI has the CI run on a new head: 5 to 60 minutes later it passes,
 // fails, warns (which no forge merges on), flakes (fails, and a re-run an
 // hour later passes) or never ends.
-func (w *simWorld) runCI(n int, head string) {
-	took := time.Duration(5+w.rng.IntN(55)) * time.Minute
+func (w *simWorld) runCI(n int, head string, rng *rand.Rand) {
+	took := time.Duration(5+rng.IntN(55)) * time.Minute
 	var states []string
-	switch r := w.rng.Float64(); {
+	switch r := rng.Float64(); {
 	case r < 0.7:
 		states = []string{"success"}
 	case r < 0.8:
@@ -544,7 +555,7 @@ func (w *simWorld) push(n int, back bool) {
 	}
 	w.f.touch(n)
 	w.f.mu.Unlock()
-	w.newHead(n, head)
+	w.newHead(n, head, w.rng)
 	w.newWait(n)
 	w.logf("#%d pushed %s (back to an old head: %v)", n, short(head), back)
 }
@@ -754,4 +765,60 @@ func (w *simWorld) maintainerEdits() {
 		w.changed(n)
 	}
 	w.logf("#%d maintainer edits %v (the pool had asked: %v)", n, on, asked)
+}
+
+// fixSession is a fixer session on h: it runs 5 to 45 minutes and files
+// no review; what it committed the pool pushes (simFixes.PushFix). It may
+// start on a head with a verdict (an approval whose checks fail), but not
+// beside another session there.
+func (w *simWorld) fixSession(pool string, h simHead) (time.Duration, func(), string) {
+	w.mu.Lock()
+	before := w.twice
+	s := w.started(h, pool)
+	if before == "" && strings.HasSuffix(w.twice, "after one filed its verdict there") {
+		w.twice = "" // a fixer's turn comes after the approval
+	}
+	d := time.Duration(5+w.agentRng.IntN(40)) * time.Minute
+	w.fixers++
+	w.mu.Unlock()
+	w.logf("#%d fixer session on %s for %s", h.n, short(h.head), d)
+	return d, func() { w.ended(h, s, false) }, "I committed a fix."
+}
+
+// simFixes pushes what a fixer committed, half the time: a new head on
+// the PR's branch, leased on the head the fixer was given.
+type simFixes struct {
+	w      *simWorld
+	mu     sync.Mutex // guards rng and pushed; held while the fix is pushed
+	rng    *rand.Rand
+	pushed int
+}
+
+func (x *simFixes) MarkReviewer(string, bool) error { return nil }
+
+func (x *simFixes) PushFix(_ context.Context, _ string, fix clone.Fix) (string, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	w := x.w
+	if x.rng.Float64() < 0.5 {
+		w.logf("#%d the fixer committed nothing", fix.PR)
+		return "", nil
+	}
+	w.mu.Lock()
+	head := fakeSHA(fmt.Sprintf("pr-%d-%d", fix.PR, len(w.heads[fix.PR])+1))
+	w.mu.Unlock()
+	w.f.mu.Lock()
+	pr := w.f.prs[fix.PR]
+	if pr.HeadSHA != fix.Head || pr.State != "open" {
+		w.f.mu.Unlock()
+		return "", &clone.RefusedError{Reason: "the head moved since the fixer started"}
+	}
+	pr.HeadSHA = head
+	w.f.touch(fix.PR)
+	w.f.mu.Unlock()
+	w.newHead(fix.PR, head, x.rng)
+	w.newWait(fix.PR)
+	x.pushed++
+	w.logf("#%d fixer's commit pushed: %s", fix.PR, short(head))
+	return head, nil
 }

@@ -232,5 +232,8 @@ func (w *simWorld) figures() simFigures {
 	fig.prHours = int(w.openHours)
 	fig.longestSilence = w.silence
 	fig.updates, fig.editsAsked = w.sf.updates, w.sf.editsAsked
+	w.fixes.mu.Lock()
+	fig.fixers, fig.fixesPushed = w.fixers, w.fixes.pushed
+	w.fixes.mu.Unlock()
 	return fig
 }
