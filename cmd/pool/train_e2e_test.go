@@ -15,11 +15,13 @@ import (
 // lists the repository's branches and reports on the commit of each
 // pool-train/* branch (every branch, with heads) not reported yet: failure
 // when its tree holds every one of the files bad (none: never), else
-// success. It returns the commits it reported, each with whether it passed.
-func trainCI(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, heads bool, bad ...string) func() map[string]bool {
+// success, once it has seen the commit for delay. It returns the commits
+// it reported, each with whether it passed.
+func trainCI(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, heads bool, delay time.Duration, bad ...string) func() map[string]bool {
 	t.Helper()
 	var mu sync.Mutex
 	reported := map[string]bool{}
+	firstSeen := map[string]time.Time{}
 	go func() {
 		for ctx.Err() == nil {
 			var branches []struct {
@@ -34,6 +36,12 @@ func trainCI(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, heads bool,
 				_, seen := reported[b.Commit.ID]
 				mu.Unlock()
 				if err != nil || seen || (!heads && !strings.HasPrefix(b.Name, "pool-train/")) || b.Name == "main" {
+					continue
+				}
+				if _, ok := firstSeen[b.Commit.ID]; !ok {
+					firstSeen[b.Commit.ID] = time.Now()
+				}
+				if time.Since(firstSeen[b.Commit.ID]) < delay {
 					continue
 				}
 				state := "success"
@@ -111,7 +119,7 @@ func TestATrainLandsThreePRsOnTheForge(t *testing.T) {
 	ciCtx, stopCI := context.WithCancel(ctx)
 	defer stopCI()
 	standInCI(t, ciCtx, sb, sb.PRs)
-	tested := trainCI(t, ciCtx, sb, false)
+	tested := trainCI(t, ciCtx, sb, false, 0)
 	forge := countRequests(t, sb.Forge.URL)
 	bin := buildPool(t)
 	start := time.Now()
@@ -195,7 +203,7 @@ func TestAFailingCarIsEjectedOnTheForge(t *testing.T) {
 	}
 	ciCtx, stopCI := context.WithCancel(ctx)
 	defer stopCI()
-	tested := trainCI(t, ciCtx, sb, true, fileOf[sb.PRs[0]], fileOf[sb.PRs[1]])
+	tested := trainCI(t, ciCtx, sb, true, 0, fileOf[sb.PRs[0]], fileOf[sb.PRs[1]])
 	bin := buildPool(t)
 	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_IDLE_EXIT=0", "POOL_MERGE_TRAIN=always",
 		"POOL_FIXERS_ENABLED=false"), "--workers", "2")
@@ -258,6 +266,66 @@ func TestAFailingCarIsEjectedOnTheForge(t *testing.T) {
 		}
 	}
 	t.Logf("figure: 3 PRs, two failing together: %d commits tested (PR heads and cars), %d failed, %d reviewer sessions", len(cars), failed, len(sb.Model.Prompts()))
+	if t.Failed() {
+		t.Logf("pool stderr:\n%s", tailOf(pool.stderr.String(), 30000))
+	}
+}
+
+// TestAnAuthorsPushDuringATrainIsReviewedOnTheForge: while the first PR's
+// car waits for its CI (8 s), its author pushes a commit to the PR's
+// branch. The push stands (the pool's landing is leased on the approved
+// head), no approval carries to it (a fourth reviewer session reviews it),
+// and the PR merges with the author's commit in the base.
+func TestAnAuthorsPushDuringATrainIsReviewedOnTheForge(t *testing.T) {
+	parallelLong(t)
+	ctx := testContext(t)
+	sb := startSandbox(t, ctx, 3, nil)
+	protectOutdated(t, ctx, sb, nil)
+	ciCtx, stopCI := context.WithCancel(ctx)
+	defer stopCI()
+	standInCI(t, ciCtx, sb, sb.PRs)
+	trainCI(t, ciCtx, sb, false, 8*time.Second)
+	bin := buildPool(t)
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_IDLE_EXIT=5", "POOL_MERGE_TRAIN=always"), "--workers", "2")
+	var pushedTo int
+	var pushed string
+	eventually(t, ctx, "a car formed", func() bool {
+		var branches []struct {
+			Name string `json:"name"`
+		}
+		sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/branches?limit=50", sb.Owner, sb.Repo), nil, &branches)
+		for _, b := range branches {
+			if _, err := fmt.Sscanf(b.Name, "pool-train/main/%d", &pushedTo); err == nil {
+				return true
+			}
+		}
+		return false
+	}, pool)
+	sha, err := sb.Forge.PushFile(ctx, sb.OwnerToken, sb.Owner, sb.Repo, getPR(t, ctx, sb, pushedTo).Head.Ref,
+		"author-during-train.txt", "pushed while the PR rode a train\n", "a push during the train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushed = sha
+	pool.wait(t, ctx)
+	for _, n := range sb.PRs {
+		assertMerged(t, ctx, sb, n)
+	}
+	if !holdsAll(ctx, sb, "main", []string{"author-during-train.txt"}) {
+		t.Errorf("the author's push %s to #%d is not in the base", pushed, pushedTo)
+	}
+	if sessions := len(sb.Model.Prompts()); sessions != 4 {
+		t.Errorf("%d reviewer sessions, want 4: the author's push is reviewed, no approval carries to it", sessions)
+	}
+	reviewed := false
+	for _, p := range sb.Model.Prompts() {
+		if n, _, head, ok := sandbox.PromptTarget(p); ok && n == fmt.Sprint(pushedTo) && head == pushed {
+			reviewed = true
+		}
+	}
+	if !reviewed {
+		t.Errorf("no reviewer session on #%d at the author's push %s", pushedTo, pushed)
+	}
 	if t.Failed() {
 		t.Logf("pool stderr:\n%s", tailOf(pool.stderr.String(), 30000))
 	}
