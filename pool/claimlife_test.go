@@ -276,3 +276,41 @@ func TestANoteTakenBackIsDeletedThoughTheForgeFailsOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestARenewalLateForAStaleClaimYieldsToTheTakeover: the pool read its
+// own claim on the head alive, seconds before its life ended, and renewed
+// it; another pool, reading it stale, had taken the head over meanwhile.
+// The late edit revived the stale claim, and both pools started a session
+// (TestSim seed 1: "#161 at pr-161-1: session 3 started while another ran
+// there", a fixer each). The pool yields to the takeover and takes its
+// claim back.
+func TestARenewalLateForAStaleClaimYieldsToTheTakeover(t *testing.T) {
+	f := newFakeForge(1)
+	ctx := context.Background()
+	p, err := New(ctx, testConfig(1), Deps{Forge: f, Agent: newFakeAgent(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, _ := f.PR(ctx, "o", "r", 1)
+	ours, err := f.PostComment(ctx, "o", "r", 1, texts.Sign(claims.Body(claims.Claim{Instance: "pool-test", SHA: pr.HeadSHA, At: time.Now().UTC()})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, _ := f.Comments(ctx, "o", "r", 1) // the pool's read: its claim alone, alive
+	takeover := claims.Claim{Instance: "other-pool", SHA: pr.HeadSHA, At: time.Now().UTC(), Takeover: "pool-test"}
+	if _, err := f.PostComment(ctx, "o", "r", 1, texts.Sign(claims.Body(takeover))); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan viewResult, 1)
+	first <- viewResult{view: p.view(pr, read, nil)}
+	won, err := p.claim(ctx, pr, first)
+	if err != nil || won {
+		t.Fatalf("claim = %v, %v; want false: another pool took the head over", won, err)
+	}
+	cs, _ := f.Comments(ctx, "o", "r", 1)
+	for _, c := range cs {
+		if c.ID == ours.ID {
+			t.Errorf("the pool's claim stands beside the takeover: %v", f.Effects())
+		}
+	}
+}

@@ -98,6 +98,16 @@ func (p *Pool) claim(ctx context.Context, pr forge.PR, first <-chan viewResult) 
 		if err := p.renewClaim(ctx, pr.Number, held); err != nil {
 			return false, err
 		}
+		if v, err = p.claimView(ctx, pr); err != nil {
+			return false, err
+		}
+		if tookOver(v, p.instance) {
+			// The claim was stale by the time the renewal landed, and
+			// another pool took the head over: it holds the head
+			// (TestARenewalLateForAStaleClaimYieldsToTheTakeover).
+			p.lostClaim(pr.Number, p.now().Add(p.cfg.PollInterval))
+			return false, p.takeBack(ctx, held.CommentID)
+		}
 		return true, p.deleteLosers(ctx, v)
 	}
 	cl := claims.Claim{Instance: p.instance, SHA: pr.HeadSHA, At: p.now().UTC(), Takeover: p.takenOver(v)}
@@ -146,6 +156,14 @@ func (p *Pool) takeBackClaim(ctx context.Context, pr forge.PR, before claims.Vie
 		}
 	}
 	return nil
+}
+
+// tookOver reports whether a live claim of another instance took the head
+// over from instance's stale claim.
+func tookOver(v claims.View, instance string) bool {
+	return slices.ContainsFunc(claims.Live(v), func(cl claims.Claim) bool {
+		return cl.Instance != instance && cl.Takeover == instance
+	})
 }
 
 // deleteLosers removes this instance's live claims that do not win.
