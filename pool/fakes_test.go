@@ -94,6 +94,8 @@ type fakeForge struct {
 	unreadable map[int]bool
 	// defaultBranch is the repository's default branch ("": main).
 	defaultBranch string
+	// noFastForward: the repository does not allow fast-forward-only merges.
+	noFastForward bool
 	// outsiders are the accounts that are no collaborator of the repository
 	// (IsCollaborator); any other is one.
 	outsiders map[string]bool
@@ -403,6 +405,10 @@ func (f *fakeForge) Merge(ctx context.Context, _, _ string, n int, opt forgejo.M
 		msg := `{"message":"not ready to merge: The head branch is behind the base branch"}`
 		return forge.MergeResult{Outcome: forgejo.ClassifyMerge(405, msg), Status: 405, Message: msg,
 			Rule: forge.RefusalRule(405, msg)}, nil
+	}
+	if opt.Style == "fast-forward-only" && f.noFastForward {
+		return forge.MergeResult{Outcome: forge.MergeBlocked, Status: 405,
+			Message: "fast-forward-only is not allowed an allowed merge style for this repository"}, nil
 	}
 	if opt.Style == "fast-forward-only" && (len(f.parents[opt.HeadSHA]) == 0 || f.parents[opt.HeadSHA][0] != f.base) {
 		return forge.MergeResult{Outcome: forge.MergeBlocked, Status: 405, Message: "not a fast-forward"}, nil

@@ -159,9 +159,15 @@ func (m *merger) merge(ctx context.Context, pr forge.PR) (forge.MergeResult, err
 
 // mergeAs is merge in style (a train lands its cars fast-forward only).
 func (m *merger) mergeAs(ctx context.Context, pr forge.PR, style string) (forge.MergeResult, error) {
-	p := m.p
-	res, err := p.forge.Merge(ctx, p.cfg.Owner, p.cfg.Name, pr.Number, forgejo.MergeOptions{
+	res, err := m.p.forge.Merge(ctx, m.p.cfg.Owner, m.p.cfg.Name, pr.Number, forgejo.MergeOptions{
 		Style: style, HeadSHA: pr.HeadSHA})
+	return m.mergeAnswer(ctx, pr, res, err)
+}
+
+// mergeAnswer folds the forge's answer res (or err) to the merge of pr
+// into the track, as merge does.
+func (m *merger) mergeAnswer(ctx context.Context, pr forge.PR, res forge.MergeResult, err error) (forge.MergeResult, error) {
+	p := m.p
 	if err != nil && res.Status == 0 {
 		return res, err
 	}

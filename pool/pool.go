@@ -93,6 +93,9 @@ type Pool struct {
 	fixes   Fixes // nil: a fixer's commits are not pushed
 	history History
 	cars    Cars // makes a merge train's cars (train.go); nil: no trains
+	// noFastForward: the forge refused a train's fast-forward-only merge for
+	// its style; trains are off from then on.
+	noFastForward atomic.Bool
 	// trainsOffSaid is why trains were last found impossible (sayTrainsOff); under mu.
 	trainsOffSaid string
 	digests       Digester

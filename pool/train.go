@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"pool/clone"
@@ -76,7 +77,11 @@ func (p *Pool) trainsOn() bool {
 		return false
 	}
 	prot := p.currentProtection()
-	if why := trainsImpossible(prot); why != "" {
+	why := trainsImpossible(prot)
+	if p.noFastForward.Load() {
+		why = "the repository does not allow fast-forward-only merges, which land a train's cars (its merge settings)"
+	}
+	if why != "" {
 		p.sayTrainsOff(why)
 		return false
 	}
@@ -97,6 +102,13 @@ func trainsImpossible(prot forge.Protection) string {
 		return "the branch protection dismisses stale approvals, so no approval carries over to a car"
 	}
 	return ""
+}
+
+// styleRefused reports whether the forge refused a merge for its style:
+// the repository does not allow it ("fast-forward-only is not allowed an
+// allowed merge style for this repository", Gitea 1.26, 405).
+func styleRefused(res forge.MergeResult) bool {
+	return res.Status == 405 && strings.Contains(strings.ToLower(res.Message), "merge style")
 }
 
 // sayTrainsOff logs once, each time it changes, why the PRs merge one by
@@ -401,7 +413,12 @@ func (m *merger) landCar(ctx context.Context, pr forge.PR) bool {
 		m.leaveTrain(ctx, pr.Number)
 		return false
 	}
-	res, err := m.mergeAs(ctx, fresh, trainStyle)
+	res, err := p.forge.Merge(ctx, p.cfg.Owner, p.cfg.Name, fresh.Number, forgejo.MergeOptions{Style: trainStyle, HeadSHA: fresh.HeadSHA})
+	if styleRefused(res) {
+		p.noFastForward.Store(true) // trainsOn says so, once; the PR, at its car, merges one by one
+		return false
+	}
+	res, err = m.mergeAnswer(ctx, fresh, res, err)
 	switch {
 	case err != nil || res.Outcome == forge.MergeNotReady:
 		p.log.Info("merge train: the car's merge did not go through yet; the next turn tries again", "pr", pr.Number, "outcome", res.Outcome, "err", err)

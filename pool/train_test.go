@@ -252,3 +252,23 @@ func TestNoTrainWhereNoApprovalCarriesOver(t *testing.T) {
 		})
 	}
 }
+
+// TestNoTrainWhereFastForwardIsNotAllowed: the repository does not allow
+// fast-forward-only merges. The first landing is refused for its style:
+// trains go off, no note blames the PR, and every PR merges one by one.
+func TestNoTrainWhereFastForwardIsNotAllowed(t *testing.T) {
+	f := outdatedForge(true, 1, 2, 3)
+	f.noFastForward = true
+	cars := newFakeCars(f)
+	runTrain(t, f, cars, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+	for n, cs := range f.comments {
+		for _, c := range cs {
+			if strings.Contains(c.Body, "on hold") || strings.Contains(c.Body, "merge train") {
+				t.Errorf("#%d: a note on the refused style: %s", n, c.Body)
+			}
+		}
+	}
+	if formed := cars.formed; formed > 3 {
+		t.Errorf("%d cars formed, want at most the first train's 3", formed)
+	}
+}
