@@ -24,10 +24,12 @@ import (
 // store kept across restarts) against the fake forge and agent servers,
 // under testing/synctest's clock, which moves only when every goroutine of
 // the test waits: a month of a busy repository costs seconds. A seeded
-// schedule opens, pushes, force-pushes back, closes and reopens, labels,
-// marks WIP and merges PRs by hand; CI passes, fails, flakes and stays
-// pending; humans and outsiders review; the forge fails requests, loses
-// answers and refuses merges; pools are killed and restarted. After every
+// schedule opens (some from forks), pushes, force-pushes back, retargets,
+// closes and reopens, labels, marks WIP and merges PRs by hand, and has
+// forks' authors toggle maintainer edits; CI passes, fails, warns, flakes
+// and stays pending; humans and outsiders review; fixers push fixes; the
+// forge fails requests, loses answers, answers late and refuses merges
+// (409, 405, 413); pools are killed and restarted. After every
 // step the invariants are checked; the first one broken fails the run with
 // the seed and the trace. The seed fixes the schedule; the goroutines'
 // interleaving is the runtime's, so a seed replays the same world, not
