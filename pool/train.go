@@ -394,7 +394,7 @@ func (m *merger) landCar(ctx context.Context, pr forge.PR) bool {
 			return false
 		}
 	}
-	fresh, ok := m.awaitHead(ctx, pr.Number, car.Commit)
+	fresh, ok := m.awaitHead(ctx, pr.Number, car)
 	if !ok {
 		return false
 	}
@@ -420,8 +420,10 @@ func (m *merger) landCar(ctx context.Context, pr forge.PR) bool {
 	}
 	res, err = m.mergeAnswer(ctx, fresh, res, err)
 	switch {
-	case err != nil || res.Outcome == forge.MergeNotReady:
-		p.log.Info("merge train: the car's merge did not go through yet; the next turn tries again", "pr", pr.Number, "outcome", res.Outcome, "err", err)
+	case err != nil || res.Outcome == forge.MergeNotReady || res.Rule == forge.RuleOutdated:
+		// "behind": the forge had not taken in the landing ahead; the car,
+		// on the PR's branch already, stays the front car
+		p.log.Info("merge train: the car's merge did not go through yet; the next turn tries again", "pr", pr.Number, "outcome", res.Outcome, "rule", res.Rule, "err", err)
 		return false
 	case res.Outcome != forge.MergeDone && res.Outcome != forge.MergeAlready:
 		m.q.remove(pr.Number)
@@ -465,15 +467,17 @@ func (m *merger) pushCar(ctx context.Context, pr forge.PR, car train.Car) bool {
 }
 
 // awaitHead reads PR n until the forge shows car as its head and has
-// tested it against the base (mergeable), every queuePace, for
-// trainLandFor at most.
-func (m *merger) awaitHead(ctx context.Context, n int, car string) (forge.PR, bool) {
+// tested it against the base: mergeable, with the car's first parent as
+// its merge base (a mergeable flag read just after the landing ahead can
+// be the one from before it, and the merge is then refused as behind),
+// every queuePace, for trainLandFor at most.
+func (m *merger) awaitHead(ctx context.Context, n int, car train.Car) (forge.PR, bool) {
 	p := m.p
 	until := p.now().Add(trainLandFor)
 	for {
 		fresh, err := m.read(ctx, n)
 		switch {
-		case err == nil && fresh.HeadSHA == car && fresh.Mergeable:
+		case err == nil && fresh.HeadSHA == car.Commit && fresh.Mergeable && (fresh.MergeBase == "" || fresh.MergeBase == car.Parent):
 			return fresh, true
 		case err == nil && (fresh.State != "open" || fresh.Merged):
 			return fresh, true // decided below: merged or closed
