@@ -89,7 +89,7 @@ func (p *Pool) listAll(ctx context.Context) ([]forge.PR, error) {
 	if err != nil {
 		return nil, err
 	}
-	asked := p.now()
+	asked := p.askStamp()
 	prs, err := p.forge.OpenPRs(ctx, p.cfg.Owner, p.cfg.Name)
 	if err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func (p *Pool) applyChange(ctx context.Context, ch forgejo.PRChange, served time
 		ix.unread[ch.Number].change = &ch // read once its back-off ends
 		return nil
 	}
-	asked := p.now()
+	asked := p.askStamp()
 	pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, ch.Number)
 	if errors.Is(err, forgejo.ErrUnauthorized) || ctx.Err() != nil {
 		return err
@@ -248,6 +248,22 @@ func (p *Pool) fresherRead(pr forge.PR, asked time.Time) {
 		p.fresher = map[int]freshRead{}
 	}
 	p.fresher[pr.Number] = freshRead{pr: pr, asked: asked}
+}
+
+// askStamp is when the pool asks the forge for a PR or the list of them,
+// by its clock, and later than every stamp it gave before: reads asked at
+// one instant of a coarse clock (or the simulation's) stay in the order
+// they were asked, so that the queue's read of a PR the loop had listed
+// and queued at that instant replaces the listing's copy (takeFresher).
+func (p *Pool) askStamp() time.Time {
+	p.askMu.Lock()
+	defer p.askMu.Unlock()
+	now := p.now()
+	if !now.After(p.lastAsk) {
+		now = p.lastAsk.Add(time.Nanosecond)
+	}
+	p.lastAsk = now
+	return now
 }
 
 // freshRead is a read of a PR the merge queue made, and when it asked.

@@ -184,6 +184,38 @@ func TestAnOlderReadNeverReplacesTheIndexsCopy(t *testing.T) {
 	}
 }
 
+// TestAQueuesReadAtTheListingsInstantReplacesItsCopy: the loop lists a PR
+// and queues it; the queue reads it again at the same instant of the
+// pool's clock (a coarse clock, or the simulation's), after a push, and
+// gives it back. The queue's read was asked after the listing, so it is
+// the loop's copy from then on: kept, the loop decided the old head again,
+// queued it again, and the queue gave it back again, without a pause.
+func TestAQueuesReadAtTheListingsInstantReplacesItsCopy(t *testing.T) {
+	instant := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	f := newFakeForge(1)
+	f.now = func() time.Time { return instant }
+	p, err := New(context.Background(), testConfig(1), Deps{Forge: f, Agent: newFakeAgent(nil), Now: f.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := p.listPRs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.queue.add(1, p.index.open[1].HeadSHA, p.now())
+	f.push(1, fakeSHA("sha-1-b"))
+	pr, err := p.merger.read(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.merger.handBack(pr)
+	p.takeFresher()
+	if got := p.index.open[1].HeadSHA; got != pr.HeadSHA {
+		t.Errorf("the loop's copy is at %s after the queue gave back its read at %s, asked after the listing at the same instant",
+			got, pr.HeadSHA)
+	}
+}
+
 // open adds PR n, as an author opening it does.
 func (f *fakeForge) open(n int) {
 	f.mu.Lock()

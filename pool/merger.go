@@ -94,7 +94,7 @@ func (m *merger) turn(ctx context.Context) (wait time.Duration) {
 
 // read reads PR n for the merge queue, noting when it asked.
 func (m *merger) read(ctx context.Context, n int) (forge.PR, error) {
-	asked := m.p.now()
+	asked := m.p.askStamp()
 	pr, err := m.p.forge.PR(ctx, m.p.cfg.Owner, m.p.cfg.Name, n)
 	m.q.asked(n, asked)
 	return pr, err

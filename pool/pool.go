@@ -129,6 +129,9 @@ type Pool struct {
 	// fresher are reads of PRs newer than the index's copies, made by the
 	// merge queue, for the loop's next listing (fresherRead); under mu.
 	fresher map[int]freshRead
+	// lastAsk is the latest stamp askStamp gave; under askMu.
+	askMu   sync.Mutex
+	lastAsk time.Time
 	turn    ListTurn      // when the discovery loop lists every open PR
 	freed   chan struct{} // a slot was released; buffered 1
 	cycled  chan struct{} // closed when the discovery loop's first cycle has ended
