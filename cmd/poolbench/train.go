@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -211,15 +212,23 @@ func (b *bench) settleFailing(ctx context.Context, side *trainSide) error {
 		User struct {
 			Login string `json:"login"`
 		} `json:"user"`
+		Created string `json:"created_at"`
+		Body    string `json:"body"`
 	}
 	path := fmt.Sprintf("/repos/%s/%s/issues/%d/comments", sb.Owner, sb.Repo, n)
 	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, http.MethodGet, path, nil, &comments); err != nil {
 		return fmt.Errorf("read the comments of PR #%d: %w", n, err)
 	}
+	var kept strings.Builder
 	for _, c := range comments {
 		if c.User.Login == sb.PoolUser {
 			side.notes++
+			fmt.Fprintf(&kept, "--- %s\n%s\n", c.Created, c.Body)
 		}
+	}
+	// The notes themselves, for -keep: which are the train's, which a claim's.
+	if err := os.WriteFile(filepath.Join(b.dir, "train-"+side.name+"-failing-notes.txt"), []byte(kept.String()), 0o644); err != nil {
+		return fmt.Errorf("keep the notes of PR #%d: %w", n, err)
 	}
 	pr, err := b.readPR(ctx, n)
 	if err != nil {
