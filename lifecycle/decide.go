@@ -100,7 +100,7 @@ func SessionEnded(t Track, head, hint string) Track {
 // too: forgetting it would update the PR again and lose the carry-over.
 func (t Track) atHead(head string, now time.Time) Track {
 	if head != t.HeadSHA {
-		t.Attempts, t.Failures, t.Diagnostics, t.DiagnosedAt = 0, 0, 0, time.Time{}
+		t.Attempts, t.Failures, t.NotStarted, t.Diagnostics, t.DiagnosedAt = 0, 0, 0, 0, time.Time{}
 		t.NotBefore = time.Time{}
 		t.FixerSHA, t.LastStatus, t.Blocked, t.LandedIn, t.ConflictAt, t.ConflictHint, t.ConflictBase = "", "", "", "", "", "", ""
 		t.Refusals, t.Refused, t.RefusedUntil, t.RefusedSeen, t.RefusedOn = 0, "", time.Time{}, time.Time{}, ""
@@ -146,7 +146,7 @@ func unreviewed(p Policy, t Track, o Observation) (Track, Action) {
 	case o.Claim == forge.ClaimTaken:
 		return t, Action{Kind: Wait, Reason: "claimed by another pool"}
 	case o.Now.Before(t.NotBefore):
-		return t, Action{Kind: Wait, Reason: "backing off after a session that left no review"}
+		return t, Action{Kind: Wait, Reason: "backing off after a session that left no review or did not start"}
 	case t.ReviewedSHA != "":
 		return t, Action{Kind: Review, Reason: "head changed since the last review"}
 	}
@@ -514,6 +514,16 @@ func SessionLeftNoReview(p Policy, t Track, now time.Time, uncounted []string) (
 			"(the account needs write access, or a place on the branch's approvals whitelist)", joinAccounts(uncounted))
 	}
 	return t, Action{Kind: NoteNoReview, Reason: reason, Marks: Marks{NoReviewNoted: t.HeadSHA}}
+}
+
+// SessionNotStarted records a session of the head that failed to start,
+// and backs off before the next try, doubling up to RetryMax. It counts
+// toward no hold: nothing ran, so nothing says the head's reviews cannot
+// count.
+func SessionNotStarted(p Policy, t Track, now time.Time) Track {
+	t.NotStarted++
+	t.NotBefore = now.Add(forge.Backoff{Base: p.RetryBase, Max: p.RetryMax}.Delay(t.NotStarted, 0))
+	return t
 }
 
 // FixerStarted records that a fixer session was created and prompted for

@@ -117,6 +117,10 @@ type Track struct {
 	HintedAt     time.Time `json:"hinted_at,omitzero"`
 	FixerSHA     string    `json:"fixer_sha"` // head a fixer session was started (created and prompted) for
 	Failures     int       `json:"failures"`  // sessions at this head that left no review
+	// NotStarted counts the sessions of this head that failed to start (a
+	// fetch, the agent server or the forge failed): a back-off, never the
+	// no-review hold, which only sessions that ran and left no review earn.
+	NotStarted int `json:"not_started,omitempty"`
 	// Diagnostics counts the diagnostic comments of this head's wait to
 	// merge; DiagnosedAt is when the last was decided on (or the wait began).
 	Diagnostics int       `json:"diagnostics,omitempty"`

@@ -172,11 +172,10 @@ func (p *Pool) sessionEnded(n int, hint string) {
 }
 
 // sessionNotStarted records a session that could not start: the PR backs
-// off as after one that left no review.
+// off (lifecycle.SessionNotStarted), never toward the no-review hold.
 func (p *Pool) sessionNotStarted(n int) {
 	p.writeTrack(n, apply(func(t lifecycle.Track) lifecycle.Track {
-		t, _ = lifecycle.SessionLeftNoReview(p.policy, t, p.now(), nil)
-		return t
+		return lifecycle.SessionNotStarted(p.policy, t, p.now())
 	}))
 }
 

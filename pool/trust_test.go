@@ -419,3 +419,25 @@ func TestANoReviewNoteOfThePoolsAccountHoldsAnotherPool(t *testing.T) {
 		t.Errorf("#2, whose note an outsider imitated, not merged: %v", f.Effects())
 	}
 }
+
+// TestSessionsThatFailToStartAreNoNoReviewHold: the agent server refuses
+// every session's start (its prompt call fails) more times than the
+// no-review hold counts; then it works. The head backs off and is tried
+// again, with no no-review note and no hold: no session ran, so nothing
+// says its reviews cannot count. The PR is reviewed and merged once the
+// server answers (TestTwentyPercentFaults: 3 starts failed on forge and
+// agent faults, and the PR was held for good).
+func TestSessionsThatFailToStartAreNoNoReviewHold(t *testing.T) {
+	f := newFakeForge(1)
+	a := newFakeAgent(approver(f, time.Millisecond))
+	a.setDown("prompt", true)
+	cfg := testConfig(1)
+	cfg.IdleExit = 0
+	runUntil(t, cfg, f, a, func(ctx context.Context, _ *Pool) {
+		waitFor(ctx, func() bool { a.mu.Lock(); defer a.mu.Unlock(); return len(a.createdIn) > lifecycle.NoReviewNoteAfter })
+		a.setDown("prompt", false)
+	}, func() bool { return f.isMerged(1) })
+	if n := effectsWith(f, "#1: comment Reviews keep failing"); len(n) != 0 {
+		t.Errorf("sessions that never started were noted as leaving no review: %v", n)
+	}
+}
