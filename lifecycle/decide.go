@@ -81,6 +81,9 @@ func decide(p Policy, t Track, o Observation) (Track, Action) {
 	}
 	t, act := unreviewed(p, t, o)
 	if act.Kind == Review && end.Head != "" {
+		if end.Cut {
+			return SessionUnfinished(p, t, o.Now), Action{Kind: Wait, Reason: "backing off after a session that did not run to its end"}
+		}
 		return SessionLeftNoReview(p, t, o.Now, v.Uncounted)
 	}
 	return t, act
@@ -93,6 +96,14 @@ func SessionEnded(t Track, head, hint string) Track {
 	return t
 }
 
+// SessionCut records that the PR's session for head ended before it ran
+// to its end (lost, stuck, timed out, errored), its reviewer reporting
+// hint; the next decision judges it, as SessionEnded's.
+func SessionCut(t Track, head, hint string) Track {
+	t.Ended = SessionEnd{Head: head, Hint: hint, Cut: true}
+	return t
+}
+
 // atHead forgets what belonged to the previous head.
 // The pool's own update is kept for the head it made, whose approval it
 // judges, and forgotten at the next. A read of the head it updated from,
@@ -100,7 +111,7 @@ func SessionEnded(t Track, head, hint string) Track {
 // too: forgetting it would update the PR again and lose the carry-over.
 func (t Track) atHead(head string, now time.Time) Track {
 	if head != t.HeadSHA {
-		t.Attempts, t.Failures, t.NotStarted, t.Diagnostics, t.DiagnosedAt = 0, 0, 0, 0, time.Time{}
+		t.Attempts, t.Failures, t.Unfinished, t.Diagnostics, t.DiagnosedAt = 0, 0, 0, 0, time.Time{}
 		t.NotBefore = time.Time{}
 		t.FixerSHA, t.LastStatus, t.Blocked, t.LandedIn, t.ConflictAt, t.ConflictHint, t.ConflictBase = "", "", "", "", "", "", ""
 		t.Refusals, t.Refused, t.RefusedUntil, t.RefusedSeen, t.RefusedOn = 0, "", time.Time{}, time.Time{}, ""
@@ -516,13 +527,13 @@ func SessionLeftNoReview(p Policy, t Track, now time.Time, uncounted []string) (
 	return t, Action{Kind: NoteNoReview, Reason: reason, Marks: Marks{NoReviewNoted: t.HeadSHA}}
 }
 
-// SessionNotStarted records a session of the head that failed to start,
-// and backs off before the next try, doubling up to RetryMax. It counts
-// toward no hold: nothing ran, so nothing says the head's reviews cannot
-// count.
-func SessionNotStarted(p Policy, t Track, now time.Time) Track {
-	t.NotStarted++
-	t.NotBefore = now.Add(forge.Backoff{Base: p.RetryBase, Max: p.RetryMax}.Delay(t.NotStarted, 0))
+// SessionUnfinished records a session of the head that failed to start or
+// did not run to its end, and backs off before the next try, doubling up
+// to RetryMax. It counts toward no hold: a session that never finished
+// says nothing of whether the head's reviews can count.
+func SessionUnfinished(p Policy, t Track, now time.Time) Track {
+	t.Unfinished++
+	t.NotBefore = now.Add(forge.Backoff{Base: p.RetryBase, Max: p.RetryMax}.Delay(t.Unfinished, 0))
 	return t
 }
 

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -667,5 +668,36 @@ func TestANoReviewNoteOnTheForgeHolds(t *testing.T) {
 	o.Allowed, o.Read = true, allFacts
 	if _, act := Decide(p, tr, o); act.Kind != Review {
 		t.Errorf("with the maintainer's label: %s (%s), want a review", act.Kind, act.Reason)
+	}
+}
+
+// TestSessionsCutShortAreNoNoReviewHold: sessions of a head that did not
+// run to their end (lost, stuck, timed out, errored) back off and are
+// tried again however many there were: no note, no hold. Sessions that
+// ran to their end with no review hold after three.
+func TestSessionsCutShortAreNoNoReviewHold(t *testing.T) {
+	p := Policy{RetryBase: time.Minute, RetryMax: time.Hour}
+	for _, cut := range []bool{true, false} {
+		tr, at := Track{HeadSHA: "h1", HeadSeen: now, State: Unreviewed}, now
+		var kinds []Kind
+		for range 5 {
+			if cut {
+				tr = SessionCut(tr, "h1", "")
+			} else {
+				tr = SessionEnded(tr, "h1", "")
+			}
+			var act Action
+			tr, act = Decide(p, tr, Observation{Open: true, HeadSHA: "h1", Now: at})
+			tr = tr.Mark(act.Marks)
+			kinds = append(kinds, act.Kind)
+			at = tr.NotBefore
+			tr.Ended = SessionEnd{}
+			_, act = Decide(p, tr, Observation{Open: true, HeadSHA: "h1", Now: at})
+			kinds = append(kinds, act.Kind)
+		}
+		held := slices.Contains(kinds, NoteNoReview)
+		if held == cut {
+			t.Errorf("cut %v: decisions %v; want a no-review note only for sessions that ran to their end", cut, kinds)
+		}
 	}
 }

@@ -117,10 +117,11 @@ type Track struct {
 	HintedAt     time.Time `json:"hinted_at,omitzero"`
 	FixerSHA     string    `json:"fixer_sha"` // head a fixer session was started (created and prompted) for
 	Failures     int       `json:"failures"`  // sessions at this head that left no review
-	// NotStarted counts the sessions of this head that failed to start (a
-	// fetch, the agent server or the forge failed): a back-off, never the
-	// no-review hold, which only sessions that ran and left no review earn.
-	NotStarted int `json:"not_started,omitempty"`
+	// Unfinished counts the sessions of this head that failed to start (a
+	// fetch, the agent server or the forge failed) or did not run to their
+	// end: a back-off, never the no-review hold, which only sessions that
+	// ran to their end and left no review earn.
+	Unfinished int `json:"unfinished,omitempty"`
 	// Diagnostics counts the diagnostic comments of this head's wait to
 	// merge; DiagnosedAt is when the last was decided on (or the wait began).
 	Diagnostics int       `json:"diagnostics,omitempty"`
@@ -171,6 +172,10 @@ type Track struct {
 type SessionEnd struct {
 	Head string `json:"head"`
 	Hint string `json:"hint,omitempty"`
+	// Cut: the session did not run to its end (lost, stuck, timed out,
+	// errored): with no review, it backs off (SessionUnfinished) and
+	// counts toward no hold.
+	Cut bool `json:"cut,omitempty"`
 }
 
 // HeadUpdate is an update of a PR's head branch made by the pool: the base

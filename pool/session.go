@@ -344,7 +344,7 @@ func (p *Pool) collect(ctx context.Context, s followed) {
 	if res.MergeStatus == "merged" {
 		p.checkMergedClaim(ctx, s.PR, log)
 	}
-	p.sessionEnded(s.PR, res.MergeStatus)
+	p.sessionEnded(s.PR, res.MergeStatus, s.Outcome() == sessions.OutcomeIdle)
 }
 
 // checkMergedClaim logs a reviewer's report that it merged the PR which

@@ -162,20 +162,23 @@ func (p *Pool) updateAnswered(pr forge.PR, res forgejo.UpdateResult, style, diff
 // reporting hint, at the head the pool last decided on: the session was
 // started for that head, and the loop decides nothing on a PR while its
 // session runs.
-func (p *Pool) sessionEnded(n int, hint string) {
+func (p *Pool) sessionEnded(n int, hint string, ran bool) {
 	p.writeTrack(n, func(t lifecycle.Track, had bool) (lifecycle.Track, bool) {
 		if !had {
 			return t, false // forgotten meanwhile (merged or closed): nothing to judge
+		}
+		if !ran {
+			return lifecycle.SessionCut(t, t.HeadSHA, hint), true
 		}
 		return lifecycle.SessionEnded(t, t.HeadSHA, hint), true
 	})
 }
 
 // sessionNotStarted records a session that could not start: the PR backs
-// off (lifecycle.SessionNotStarted), never toward the no-review hold.
+// off (lifecycle.SessionUnfinished), never toward the no-review hold.
 func (p *Pool) sessionNotStarted(n int) {
 	p.writeTrack(n, apply(func(t lifecycle.Track) lifecycle.Track {
-		return lifecycle.SessionNotStarted(p.policy, t, p.now())
+		return lifecycle.SessionUnfinished(p.policy, t, p.now())
 	}))
 }
 

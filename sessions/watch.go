@@ -197,7 +197,7 @@ func (s *Set) judge(ctx context.Context, ss *Session, statuses map[string]agent.
 	case errMsg != "":
 		return "error"
 	case done || ss.seenBusy:
-		return "idle"
+		return OutcomeIdle
 	case s.promptLost(ss):
 		s.log.Warn("the agent server's event stream broke after the session was prompted, and the server has not run it since; ending the session",
 			"pr", ss.PR, "session", ss.ID, "stream_back_since", s.cfg.Now().Sub(s.reconnected).Round(time.Second))
@@ -232,6 +232,11 @@ func (s *Set) stop(ctx context.Context, ss *Session) {
 		s.log.Warn("aborting a session failed", "session", ss.ID, "err", err)
 	}
 }
+
+// OutcomeIdle is the outcome of a session that ran to its end: the agent
+// server finished its reply. The others (stuck, timeout, gone, error) cut
+// it short.
+const OutcomeIdle = "idle"
 
 func (s *Set) finish(ss *Session, outcome string) {
 	s.mu.Lock()
