@@ -140,7 +140,8 @@ func (w *simWorld) checkSilence() (broken string) {
 			w.settle(n, since, now)
 			continue
 		}
-		if pr.HasLabel(simSkip) || pr.BaseRef != "main" || w.authorsTurn(n, pr.HeadSHA) || (pr.Draft && !w.sf.approvedLocked(n, pr.HeadSHA)) {
+		if pr.HasLabel(simSkip) || pr.BaseRef != "main" || w.authorsTurn(n, pr.HeadSHA) || (pr.Draft && !w.sf.approvedLocked(n, pr.HeadSHA)) ||
+			w.queuedForUpdate(n, pr) {
 			w.settle(n, since, now)
 			continue
 		}
@@ -152,6 +153,26 @@ func (w *simWorld) checkSilence() (broken string) {
 		}
 	}
 	return ""
+}
+
+// queuedForUpdate: n's head is approved and green but behind the base,
+// and another open PR of the base has a head a pool's update made, which
+// holds the base's one update until it merges or lets go (its re-review
+// can take the sessions' hour). The pool's word on n is its commit status,
+// "approved, checks green; behind main: queued for updating", which the
+// simulation does not keep (seed 1 in a CI run: #76 answered 62 minutes
+// after its reopening, while #147's update was reviewed again). Callers
+// hold w.sf.mu and w.f.mu.
+func (w *simWorld) queuedForUpdate(n int, pr *forge.PR) bool {
+	if pr.MergeBase == "" || pr.MergeBase == w.f.base || !w.sf.approvedLocked(n, pr.HeadSHA) || !w.sf.greenLocked(pr.HeadSHA) {
+		return false
+	}
+	for m, other := range w.f.prs {
+		if m != n && other.State == "open" && other.BaseRef == "main" && w.sf.updated[other.HeadSHA] != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // settle ends a wait. One the pool answered counts toward the longest
