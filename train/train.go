@@ -109,10 +109,16 @@ func Plan(t Train, o Observation) []Action {
 
 // keep walks the train from the front and returns the cars that stay and
 // the actions for the others: the first car that is gone (its PR left,
-// its parent is not the base tip or the car ahead, or its checks failed)
-// and every car behind it, which is re-formed.
+// its parent is not the base tip or the car ahead, or its checks failed
+// while every car ahead passed) and every car behind it, which is
+// re-formed.
+//
+// A failing car with a car ahead not green yet stays: a car holds every
+// PR ahead of it, so its failure may be theirs (the CI reported the cars
+// out of order), and ejecting it would eject a PR for another's fault and
+// re-form the cars behind twice. The front-most failure is ejected first.
 func keep(cars []Car, o Observation) ([]Car, []Action) {
-	parent := o.Tip
+	parent, aheadGreen := o.Tip, true
 	for i, c := range cars {
 		var a Action
 		switch head, ok := waitingHead(o.Waiting, c.PR); {
@@ -120,11 +126,11 @@ func keep(cars []Car, o Observation) ([]Car, []Action) {
 			return cars[:i], dropFrom(cars, i, "the car's parent is no longer the base tip or the car ahead")
 		case !ok || head != c.Head:
 			a = Action{Kind: Leave, PR: c.PR, Commit: c.Commit, Reason: "the PR left the merge queue or has a new head"}
-		case o.Checks[c.Commit] == Failed:
+		case o.Checks[c.Commit] == Failed && aheadGreen:
 			a = Action{Kind: Eject, PR: c.PR, Commit: c.Commit, Check: o.Failing[c.Commit], Flake: passedBehind(cars[i+1:], o),
 				Reason: "the car's checks failed"}
 		default:
-			parent = c.Commit
+			parent, aheadGreen = c.Commit, aheadGreen && o.Checks[c.Commit] == Green
 			continue
 		}
 		return cars[:i], append([]Action{a}, dropFrom(cars, i+1, "a car ahead left the train")...)

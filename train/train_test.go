@@ -56,6 +56,14 @@ func TestPlan(t *testing.T) {
 			obs: Observation{Tip: "tip", Waiting: waiting(1, 2, 3, 4), Size: 8,
 				Checks: map[string]Checks{"car1": Green, "car2": Failed}, Failing: map[string]string{"car2": "ci/test"}},
 			want: "eject 2, drop 3, drop 4, form 3, form 4, land 1"},
+		{name: "a failing car behind a pending one waits: the failure may be the car ahead's", train: formed("tip", 1, 2, 3, 4),
+			obs: Observation{Tip: "tip", Waiting: waiting(1, 2, 3, 4), Size: 8,
+				Checks: map[string]Checks{"car1": Green, "car3": Failed, "car4": Failed}, Failing: map[string]string{"car3": "ci/test", "car4": "ci/test"}},
+			want: "land 1"},
+		{name: "of two failing cars the front one is ejected", train: formed("tip", 1, 2, 3),
+			obs: Observation{Tip: "tip", Waiting: waiting(1, 2, 3), Size: 8,
+				Checks: map[string]Checks{"car1": Green, "car2": Failed, "car3": Failed}, Failing: map[string]string{"car2": "ci/test", "car3": "ci/test"}},
+			want: "eject 2, drop 3, form 3, land 1"},
 		{name: "an author's push: the PR leaves, no car is formed for its new head", train: formed("tip", 1, 2, 3),
 			obs:  Observation{Tip: "tip", Waiting: []Waiting{{1, "h1"}, {2, "pushed"}, {3, "h3"}}, Size: 8},
 			want: "leave 2, drop 3, form 3"},
@@ -118,7 +126,7 @@ func TestApplyFormsOnTheLastCar(t *testing.T) {
 func TestATrainRunsToTheEnd(t *testing.T) {
 	for _, bad := range []int{0, 1, 3, 5} {
 		t.Run(fmt.Sprintf("bad %d", bad), func(t *testing.T) {
-			landed, ejected, runs := drive(t, []int{1, 2, 3, 4, 5}, bad, 3)
+			landed, ejected, runs := drive(t, []int{1, 2, 3, 4, 5}, bad, 3, false)
 			var want []int
 			for _, n := range []int{1, 2, 3, 4, 5} {
 				if n != bad {
@@ -139,16 +147,38 @@ func TestATrainRunsToTheEnd(t *testing.T) {
 	}
 }
 
+// TestACarBehindReportingFirstEjectsNothing: the CI reports the cars
+// back to front, one a round, so a car holding the bad PR fails while the
+// bad PR's own car (ahead of it) is still pending. Only the bad PR is
+// ejected, and the CI runs are those of a report all at once: one per PR
+// and the re-formed cars behind the bad one.
+func TestACarBehindReportingFirstEjectsNothing(t *testing.T) {
+	queue := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for _, bad := range []int{1, 3, 5} {
+		t.Run(fmt.Sprintf("bad %d", bad), func(t *testing.T) {
+			landed, ejected, runs := drive(t, slices.Clone(queue), bad, 8, true)
+			if len(landed) != len(queue)-1 || !slices.Equal(ejected, []int{bad}) {
+				t.Errorf("landed %v, ejected %v; want all but %d landed and only %d ejected", landed, ejected, bad, bad)
+			}
+			_, _, once := drive(t, slices.Clone(queue), bad, 8, false)
+			if runs > once {
+				t.Errorf("%d CI runs, reporting back to front; %d reporting at once", runs, once)
+			}
+		})
+	}
+}
+
 // drive plans and applies until nothing is left to do; each round is one
-// CI result for every car. It returns the PRs landed and ejected, in
-// order, and the cars formed (CI runs).
-func drive(t *testing.T, queue []int, bad, size int) (landed, ejected []int, runs int) {
+// CI result for every car (backFirst: for the back-most pending car only).
+// It returns the PRs landed and ejected, in order, and the cars formed (CI
+// runs).
+func drive(t *testing.T, queue []int, bad, size int, backFirst bool) (landed, ejected []int, runs int) {
 	tip, tr := "tip", Train{Base: "main"}
 	holds := map[string][]int{"tip": nil} // the PRs in each commit
 	checks, failing := map[string]Checks{}, map[string]string{}
-	for round := 0; round < 50; round++ {
+	for round := 0; round < 200; round++ {
 		acts := Plan(tr, Observation{Tip: tip, Waiting: waiting(queue...), Size: size, Checks: checks, Failing: failing})
-		if len(acts) == 0 {
+		if len(acts) == 0 && !slices.ContainsFunc(tr.Cars, func(c Car) bool { return checks[c.Commit] == Pending }) {
 			return landed, ejected, runs
 		}
 		for _, a := range acts {
@@ -173,15 +203,27 @@ func drive(t *testing.T, queue []int, bad, size int) (landed, ejected []int, run
 			}
 			tr = Apply(tr, a, tip, commit)
 		}
+		report := func(c string) {
+			checks[c] = Green
+			if slices.Contains(holds[c], bad) {
+				checks[c], failing[c] = Failed, "ci/test"
+			}
+		}
+		if backFirst {
+			for i := len(tr.Cars) - 1; i >= 0; i-- {
+				if c := tr.Cars[i].Commit; checks[c] == Pending {
+					report(c)
+					break
+				}
+			}
+			continue
+		}
 		for c, st := range checks { // CI reports every pending car
 			if st == Pending {
-				checks[c] = Green
-				if slices.Contains(holds[c], bad) {
-					checks[c], failing[c] = Failed, "ci/test"
-				}
+				report(c)
 			}
 		}
 	}
-	t.Fatalf("the train did not finish in 50 rounds: landed %v, ejected %v, train %+v", landed, ejected, tr.Cars)
+	t.Fatalf("the train did not finish in 200 rounds: landed %v, ejected %v, train %+v", landed, ejected, tr.Cars)
 	return nil, nil, 0
 }
