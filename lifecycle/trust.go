@@ -198,19 +198,27 @@ func (p Policy) Approval(t Track, o Observation) Verdict {
 //     pool saw; for a rebase, the PR's diff is byte for byte the approved
 //     one. A head with anything else in it (an author pushed during the
 //     update) is reviewed again;
-//   - the protection does not dismiss stale approvals (and the pool can
-//     read that it does not);
-//   - the forge itself still counts the approval: official, not dismissed,
-//     not stale, by an account the rule counts.
+//   - the protection, where the pool can read it whole, does not dismiss
+//     stale approvals (the operator asked for a review of every push);
+//   - the forge itself still counts the approval, on the reviews read
+//     after the forge took in the new head: official, not dismissed, not
+//     stale, by an account the rule counts.
 //
 // It is safe because the only new content is the base, which was reviewed
 // and merged already, and the required checks test the combination before
-// the merge.
+// the merge. A token that cannot read the rule whole (not a repository
+// admin's) cannot see whether the forge dismisses stale approvals; there
+// the forge's own flags on the approval decide: a forge that found the
+// PR's content changed by the push marks the approval stale (Gitea 1.26,
+// Forgejo: checkIfPRContentChanged, then MarkReviewsAsStale and, with
+// dismiss_stale_approvals, DismissApprovalReviews), and a stale or
+// dismissed approval carries nothing. The tree checks above hold for
+// every token: the forge's flags alone never carry an approval.
 func (r ReviewRule) CarriesOver(u HeadUpdate, o Observation) bool {
 	switch {
 	case !u.Made() || o.HeadSHA == u.From:
 		return false
-	case !o.Protection.Full || o.Protection.DismissStale:
+	case o.Protection.Full && o.Protection.DismissStale:
 		return false
 	case !madeBy(u, o):
 		return false

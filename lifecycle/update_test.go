@@ -67,10 +67,8 @@ func TestCarryOver(t *testing.T) {
 			o.Protection.DismissStale = true
 			return o
 		}},
-		{name: "a protection the token cannot read whole", obs: func(o Observation) Observation {
-			o.Protection.Full = false
-			return o
-		}},
+		{name: "a protection the token cannot read whole: the forge's flags on the approval decide", want: true,
+			obs: func(o Observation) Observation { o.Protection = unreadable(o.Protection); return o }},
 		{name: "the forge dismissed the approval", obs: func(o Observation) Observation {
 			o.Reviews[0].Dismissed = true
 			return o
@@ -139,6 +137,84 @@ func TestCarryOver(t *testing.T) {
 			_, act := Decide(policy, tr, o)
 			if tt.want && act.Kind == Review || !tt.want && act.Kind != Review {
 				t.Errorf("Decide: %s (%s), want a review: %v", act.Kind, act.Reason, !tt.want)
+			}
+		})
+	}
+}
+
+// unreadable is p as a token that is no repository admin's reads it: the
+// branch summary only.
+func unreadable(p forge.Protection) forge.Protection {
+	return forge.Protection{Protected: p.Protected, Rule: p.Rule, UserCanMerge: p.UserCanMerge,
+		RequiredApprovals: p.RequiredApprovals, StatusCheck: p.StatusCheck, StatusContexts: p.StatusContexts}
+}
+
+// TestCarryOverWithARuleTheTokenCannotRead: a token that cannot read the
+// protection whole (not a repository admin's) cannot see whether the forge
+// dismisses stale approvals. The approval carries over where the forge's
+// own reads after the update show it kept: by an account the rule counts,
+// official, not dismissed, not stale; and only onto a head the pool's
+// update made, its tree checked, as with any token.
+func TestCarryOverWithARuleTheTokenCannotRead(t *testing.T) {
+	counted := policy
+	counted.Rule.Reviewers = []string{"bob"}
+	tests := []struct {
+		name  string
+		style string
+		rule  ReviewRule
+		obs   func(Observation) Observation
+		want  bool
+	}{
+		{name: "the forge shows the approval kept: official, not dismissed, not stale", want: true},
+		{name: "by a listed reviewer", rule: counted.Rule, want: true},
+		{name: "a train's car, the approval kept", style: StyleTrain, want: true,
+			obs: func(o Observation) Observation { o.HeadParents = []string{"b2", "h1"}; return o }},
+		{name: "the forge marked the approval stale (it found the PR's content changed)",
+			obs: func(o Observation) Observation { o.Reviews[0].Stale = true; return o }},
+		{name: "the forge dismissed the approval (a hidden dismiss_stale_approvals)",
+			obs: func(o Observation) Observation { o.Reviews[0].Dismissed = true; return o }},
+		{name: "the approval is not official (not on a hidden approvals whitelist)",
+			obs: func(o Observation) Observation { o.Reviews[0].Official = false; return o }},
+		{name: "the approval is not official, though the rule lets listed accounts count unofficially",
+			rule: ReviewRule{Reviewers: []string{"bob"}, AllowUnofficial: true},
+			obs:  func(o Observation) Observation { o.Reviews[0].Official = false; return o }},
+		{name: "the approver is not an account the rule counts", rule: ReviewRule{Reviewers: []string{"carol"}}},
+		{name: "the approval is the author's own",
+			obs: func(o Observation) Observation { o.Reviews[0].Author = o.Author; return o }},
+		{name: "an approval kept by the forge on another commit than the approved head",
+			obs: func(o Observation) Observation { o.Reviews[0].CommitID = "h0"; return o }},
+		{name: "an author pushed during the update, the approval still shown kept",
+			obs: func(o Observation) Observation { o.HeadParents = []string{"h2-pool-merge"}; return o }},
+		{name: "a force-push after the update, the approval still shown kept",
+			obs: func(o Observation) Observation { o.HeadSHA = "h2-evil"; return o }},
+		{name: "the merge's tree is not the merge of the approved head and the base tip",
+			obs: func(o Observation) Observation { o.TreeDiffers = true; return o }},
+		{name: "a rebase that changed the PR's diff", style: "rebase",
+			obs: func(o Observation) Observation { o.HeadParents, o.DiffHash = nil, "d2"; return o }},
+		{name: "a train's car on another base tip than the pool saw", style: StyleTrain,
+			obs: func(o Observation) Observation { o.HeadParents = []string{"b3", "h1"}; return o }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			style := tt.style
+			if style == "" {
+				style = "merge"
+			}
+			pol := policy
+			if tt.rule.Reviewers != nil {
+				pol.Rule = tt.rule
+			}
+			tr := updatedTrack(style, "d1")
+			o := updatedHead()
+			o.Protection = unreadable(o.Protection)
+			if tt.obs != nil {
+				o = tt.obs(o)
+			}
+			if got := pol.Rule.CarriesOver(tr.Update, o); got != tt.want {
+				t.Errorf("CarriesOver = %v, want %v", got, tt.want)
+			}
+			if v := pol.Approval(tr, o); (v.State == forge.ReviewApproved) != tt.want || v.Carried != tt.want {
+				t.Errorf("Approval = %+v, want approved and carried: %v", v, tt.want)
 			}
 		})
 	}

@@ -242,6 +242,9 @@ func (f *fakeForge) Update(_ context.Context, _, _ string, n int, style string) 
 		f.parents[pushed] = []string{head}
 		head = pushed
 	}
+	if f.evilMerge[n] || f.authorPush[n] {
+		f.contentChanged(n)
+	}
 	for _, st := range f.statuses[pr.HeadSHA] { // the CI passes the new head too
 		f.nextID++
 		st.ID = f.nextID
@@ -251,6 +254,20 @@ func (f *fakeForge) Update(_ context.Context, _, _ string, n int, style string) 
 	f.ciAt[head] = f.now().Add(f.ciDelay)
 	f.touch(n)
 	return forgejo.UpdateResult{Outcome: forgejo.UpdateDone, Status: 200}, nil
+}
+
+// contentChanged does what the forge does when a push changed PR n's
+// content (Gitea 1.26, Forgejo: checkIfPRContentChanged): its reviews
+// become stale, and with dismiss_stale_approvals its approvals are
+// dismissed. A push that only merges the base in changes nothing. Callers
+// hold mu.
+func (f *fakeForge) contentChanged(n int) {
+	for i := range f.reviews[n] {
+		f.reviews[n][i].Stale = true
+		if f.protection.DismissStale && f.reviews[n][i].State == forge.ReviewApproved {
+			f.reviews[n][i].Dismissed = true
+		}
+	}
 }
 
 func (f *fakeForge) CommitParents(_ context.Context, _, _, sha string) ([]string, error) {

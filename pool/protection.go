@@ -89,6 +89,7 @@ func (p *Pool) logProtection() {
 	if unseen := lifecycle.Unreadable(pr); len(unseen) > 0 {
 		p.log.Warn("the token cannot read the whole branch protection rule (it needs repository admin); "+
 			"decisions use the branch summary, and the forge enforces the rest; the pool learns block_on_outdated_branch "+
-			"from the forge's refusals, and carries no approval over an update", "unseen", strings.Join(unseen, ","))
+			"from the forge's refusals, and carries an approval over its own update only where the forge shows it kept "+
+			"(official, not stale, not dismissed)", "unseen", strings.Join(unseen, ","))
 	}
 }

@@ -91,14 +91,12 @@ func (p *Pool) trainsOn() bool {
 
 // trainsImpossible says why the branch's protection makes trains
 // pointless, or "": a car's landing is the pool's update of the approved
-// head, whose approval carries over only where the pool can read the rule
-// whole and it keeps stale approvals (lifecycle.CarriesOver); elsewhere
-// every landing would cost a review.
+// head, whose approval carries over only where the rule keeps stale
+// approvals (lifecycle.CarriesOver); elsewhere every landing would cost a
+// review. A rule the token cannot read whole leaves it to the forge's
+// flags on each approval after the landing push, so trains run.
 func trainsImpossible(prot forge.Protection) string {
-	switch {
-	case !prot.Full:
-		return "the token cannot read the branch protection whole, so no approval carries over to a car (it needs repository admin)"
-	case prot.DismissStale:
+	if prot.Full && prot.DismissStale {
 		return "the branch protection dismisses stale approvals, so no approval carries over to a car"
 	}
 	return ""

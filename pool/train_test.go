@@ -81,6 +81,7 @@ func (c *fakeCars) LandCar(_ context.Context, pr int, branch, lease, car string)
 		c.f.parents[pushed] = []string{p.HeadSHA}
 		c.f.statuses[pushed] = []forge.Status{{ID: 900, Context: "ci", State: "success"}}
 		p.HeadSHA = pushed
+		c.f.contentChanged(pr)
 		c.f.touch(pr)
 	}
 	if p.HeadSHA != lease || p.HeadRef != branch {
@@ -229,15 +230,15 @@ func testLog() *slog.Logger {
 }
 
 // TestNoTrainWhereNoApprovalCarriesOver: where the protection dismisses
-// stale approvals, or the token cannot read it whole, no approval would
-// carry over to a car: with merge.train always the PRs merge one by one
-// (updated by the forge), and no car is formed.
+// stale approvals no approval would carry over to a car: with merge.train
+// always the PRs merge one by one (updated by the forge), and no car is
+// formed.
 func TestNoTrainWhereNoApprovalCarriesOver(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		readable bool
 		dismiss  bool
-	}{{"dismiss stale approvals", true, true}, {"protection unreadable", false, false}} {
+	}{{"dismiss stale approvals", true, true}} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := outdatedForge(tt.readable, 1, 2)
 			f.protection.DismissStale = tt.dismiss
@@ -250,6 +251,26 @@ func TestNoTrainWhereNoApprovalCarriesOver(t *testing.T) {
 				t.Errorf("calls %v, want the forge's update one by one", calls)
 			}
 		})
+	}
+}
+
+// TestATrainRunsWithAnUnreadableRule: a token that cannot read the
+// protection whole (a write collaborator's) rides trains too: the forge
+// keeps each approval over the landing push of its car (not stale, not
+// dismissed), so the approvals carry over, one session per PR, and every
+// PR lands at its car.
+func TestATrainRunsWithAnUnreadableRule(t *testing.T) {
+	f := outdatedForge(false, 1, 2, 3)
+	cars := newFakeCars(f)
+	a := runTrain(t, f, cars, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+	if cars.formed == 0 {
+		t.Errorf("no car formed, want a train: %v", updatesAndMerges(f))
+	}
+	if calls := updatesAndMerges(f); strings.Contains(strings.Join(calls, " "), "update by") {
+		t.Errorf("calls %v, want no update by the forge", calls)
+	}
+	if _, prompts, _ := a.count(); prompts != 3 {
+		t.Errorf("%d reviewer sessions, want 3: the approvals carry over to the cars", prompts)
 	}
 }
 

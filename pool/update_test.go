@@ -115,9 +115,7 @@ func TestAnEvilMergeOverTheUpdateIsReviewed(t *testing.T) {
 
 // TestUnreadableOutdatedRuleIsLearnedOnce: the token cannot read the rule;
 // the forge's first refusal names it, the pool learns it and updates the
-// PRs behind: at most one refused merge call in all. The approvals do not
-// carry over (the pool cannot read whether stale approvals are
-// dismissed): the updated heads are reviewed again.
+// PRs behind: at most one refused merge call in all.
 func TestUnreadableOutdatedRuleIsLearnedOnce(t *testing.T) {
 	f := outdatedForge(false, 1, 2, 3)
 	a := newFakeAgent(approver(f, time.Millisecond))
@@ -132,6 +130,40 @@ func TestUnreadableOutdatedRuleIsLearnedOnce(t *testing.T) {
 	}
 	if merges > 4 {
 		t.Errorf("%d merge calls for 3 PRs, want at most one refused: %v", merges, updatesAndMerges(f))
+	}
+}
+
+// TestApprovalsCarryOverWithAnUnreadableRule: the pool's token is a
+// write collaborator's, which cannot read the protection whole (nor
+// whether it dismisses stale approvals). The forge keeps each approval
+// over the pool's updates (not stale, not dismissed, official): the
+// approvals carry over, one session per PR. Where an author pushes during
+// the update of PR 2 the forge marks its approval stale (and dismisses it
+// under a dismiss_stale_approvals the token cannot see): that head is
+// reviewed again.
+func TestApprovalsCarryOverWithAnUnreadableRule(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		authorPush bool
+		dismiss    bool
+		want       int
+	}{
+		{name: "the forge keeps the approvals", want: 3},
+		{name: "an author pushes during the update", authorPush: true, want: 4},
+		{name: "an author pushes under a hidden dismiss_stale_approvals", authorPush: true, dismiss: true, want: 4},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := outdatedForge(false, 1, 2, 3)
+			f.authorPush[2] = tt.authorPush
+			f.protection.DismissStale = tt.dismiss // unread: Full is false
+			a := newFakeAgent(approver(f, time.Millisecond))
+			cfg := testConfig(1)
+			cfg.IdleExit = 0
+			runUntil(t, cfg, f, a, func(context.Context, *Pool) {}, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+			if _, prompts, _ := a.count(); prompts != tt.want {
+				t.Errorf("%d reviewer sessions, want %d: %v", prompts, tt.want, updatesAndMerges(f))
+			}
+		})
 	}
 }
 
