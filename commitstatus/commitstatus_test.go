@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"pool/describe"
 	"pool/forge"
 	"pool/forgejo"
 	"pool/statuspage"
@@ -283,5 +284,29 @@ func TestMemoryOfALostAnswerReadsFirst(t *testing.T) {
 	restarted.Sync(ctx, status(merged))
 	if len(f.writes) != 1 || f.reads != 1 {
 		t.Errorf("writes %q, %d reads; want the one write, read back once", f.writes, f.reads)
+	}
+}
+
+// TestTheCarIsWrittenAsTheTrainMoves: the pool's status on a PR riding a
+// merge train names its car and train; it is written once per place, and
+// again when a car ahead lands (car 2 of 3 becomes car 1 of 2), pending
+// until the PR merges.
+func TestTheCarIsWrittenAsTheTrainMoves(t *testing.T) {
+	f := &fakeForge{}
+	p := newPublisher(f)
+	ctx := context.Background()
+	row := func(car, cars int) statuspage.PR {
+		text := describe.TrainPlace(car, cars, "main")
+		return statuspage.PR{Number: 5, Head: "h5", Next: text, Commit: text, Car: car, Cars: cars, Train: "main"}
+	}
+	p.Sync(ctx, status(row(2, 3)))
+	p.Sync(ctx, status(row(2, 3)))
+	p.Sync(ctx, status(row(1, 2)))
+	want := []string{
+		`o/r@h5 pool=pending "approved, checks green; car 2 of 3 on main's merge train" https://pool.example/#pr-5`,
+		`o/r@h5 pool=pending "approved, checks green; car 1 of 2 on main's merge train" https://pool.example/#pr-5`,
+	}
+	if !slices.Equal(f.writes, want) {
+		t.Errorf("writes:\n%q\nwant:\n%q", f.writes, want)
 	}
 }

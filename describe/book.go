@@ -145,7 +145,10 @@ type Live struct {
 	Busy map[int]Session
 	// MergeAhead says how many PRs the merge queue holds before PR n, and
 	// whether it holds n.
-	MergeAhead      func(n int) (int, bool)
+	MergeAhead func(n int) (int, bool)
+	// Car says which car of its base's merge train PR n is, of how many,
+	// and whether it rides one. May be nil: no train.
+	Car             func(n int) (car, cars int, ok bool)
 	Base, SkipLabel string
 }
 
@@ -193,13 +196,22 @@ func (b *Book) row(n int, e *entry, t lifecycle.Track, live Live) statuspage.PR 
 	mergeAhead, merging := live.MergeAhead(n)
 	in := Standing{Merging: merging, MergeAhead: mergeAhead, Track: t, Act: e.act, Queued: queued, Ahead: ahead,
 		WaitingFor: e.waitingFor, Failing: e.failing, Merge: e.merge, Base: live.Base, SkipLabel: live.SkipLabel}
+	if live.Car != nil {
+		if car, cars, ok := live.Car(n); ok {
+			in.Car, in.Cars = car, cars
+		}
+	}
 	if s, ok := live.Busy[n]; ok {
 		in.Busy = true
 		in.Session, in.Kind = s.Started, s.Kind
 	}
 	commit := in
 	commit.NoPlace = true
-	return statuspage.PR{Number: n, Title: e.title, URL: e.url, Head: e.head, State: string(t.State),
+	row := statuspage.PR{Number: n, Title: e.title, URL: e.url, Head: e.head, State: string(t.State),
 		Attempts: t.Attempts, LastAnswer: t.LastStatus, Next: Next(in), Commit: Next(commit), Done: e.done(),
-		Merged: t.State == lifecycle.Merged, Seen: e.seen}
+		Merged: t.State == lifecycle.Merged, Seen: e.seen, Car: in.Car, Cars: in.Cars}
+	if in.Car > 0 {
+		row.Train = live.Base
+	}
+	return row
 }

@@ -28,8 +28,11 @@ type Standing struct {
 	Merging    bool           // in the merge queue
 	MergeAhead int            // PRs before it in the merge queue
 	NoPlace    bool           // say nothing of its place in the merge queue (the commit status)
-	WaitingFor []string       // checks that run, or required contexts not passed yet
-	Failing    []string       // checks that failed at the head
+	// Car is the PR's car on its base's merge train (1 the front car) of
+	// Cars; 0 when it rides none.
+	Car, Cars  int
+	WaitingFor []string // checks that run, or required contexts not passed yet
+	Failing    []string // checks that failed at the head
 	Merge      forge.MergeResult
 	Base       string
 	SkipLabel  string
@@ -65,6 +68,8 @@ func describeRaw(s Standing) string {
 		return "checks failing; queued for a fixer" + ahead(s.Ahead)
 	case s.Queued:
 		return "queued for review" + ahead(s.Ahead)
+	case s.Car > 0:
+		return TrainPlace(s.Car, s.Cars, s.Base)
 	case s.Act.Kind == lifecycle.Update, t.State == lifecycle.OutOfDate:
 		text := fmt.Sprintf("approved, checks green; behind %s: queued for updating", s.Base)
 		if s.Merging {
@@ -134,6 +139,12 @@ func mergeText(s Standing) string {
 		return "approved; merging once the forge has checked it against " + s.Base
 	}
 	return "approved; merging"
+}
+
+// TrainPlace says where a PR rides: "approved, checks green; car 2 of 3
+// on main's merge train".
+func TrainPlace(car, cars int, base string) string {
+	return fmt.Sprintf("approved, checks green; car %d of %d on %s's merge train", car, cars, base)
 }
 
 func ahead(n int) string {

@@ -30,6 +30,10 @@ type Metrics struct {
 	webhooks         *prometheus.CounterVec
 	cycles           prometheus.Histogram
 	claimRaces       *prometheus.CounterVec
+	updates          prometheus.Counter
+	trains           prometheus.Counter
+	cars             prometheus.Counter
+	ejections        prometheus.Counter
 
 	mu      sync.Mutex // guards streams and opened
 	streams int        // event streams open now
@@ -63,6 +67,10 @@ func New(gauges func() Gauges) *Metrics {
 	m.reconnects = m.counter("pool_agent_event_stream_reconnects_total", "Times the agent server's event stream was opened again after the first.")
 	m.webhooks = m.counterVec("pool_webhook_deliveries_total", "Forge webhook deliveries, by verdict (woke, ignored, rejected, bad_request, too_large, bad_method).", "verdict")
 	m.claimRaces = m.counterVec("pool_claim_races_total", "Claims posted and verified, by result (won, lost).", "result")
+	m.updates = m.counter("pool_head_updates_total", "PR branches the forge updated at the pool's call (each new head is one CI run).")
+	m.trains = m.counter("pool_trains_formed_total", "Merge trains formed (a first car on a base with none).")
+	m.cars = m.counter("pool_train_cars_total", "Merge train cars pushed to their train branches (each is one CI run).")
+	m.ejections = m.counter("pool_train_ejections_total", "Merge train cars whose checks failed: their PR left the train with one note.")
 	m.cycles = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pool_cycle_duration_seconds",
 		Help: "Duration of discovery cycles.", Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 10)})
 	m.reg.MustRegister(m.cycles,
@@ -125,6 +133,18 @@ func (m *Metrics) ClaimRace(won bool) {
 	}
 	m.claimRaces.WithLabelValues(result).Inc()
 }
+
+// HeadUpdated counts a PR branch the forge updated at the pool's call.
+func (m *Metrics) HeadUpdated() { m.updates.Inc() }
+
+// TrainFormed counts a merge train formed.
+func (m *Metrics) TrainFormed() { m.trains.Inc() }
+
+// CarFormed counts a merge train car pushed for CI.
+func (m *Metrics) CarFormed() { m.cars.Inc() }
+
+// CarEjected counts a car ejected for failing checks.
+func (m *Metrics) CarEjected() { m.ejections.Inc() }
 
 // EventStreamConnected reports whether the agent server's event stream is open now.
 func (m *Metrics) EventStreamConnected() bool {

@@ -116,6 +116,12 @@ func TestCountersAndGauges(t *testing.T) {
 	m.ClaimRace(false)
 	m.ClaimRace(true)
 	m.CycleDone(120 * time.Millisecond)
+	m.HeadUpdated()
+	m.TrainFormed()
+	for range 3 {
+		m.CarFormed()
+	}
+	m.CarEjected()
 	fams := scrape(t, m)
 	tests := []struct {
 		name   string
@@ -134,6 +140,10 @@ func TestCountersAndGauges(t *testing.T) {
 		{"pool_claim_races_total", []string{"result", "won"}, 2},
 		{"pool_claim_races_total", []string{"result", "lost"}, 1},
 		{"pool_cycle_duration_seconds", nil, 1},
+		{"pool_head_updates_total", nil, 1},
+		{"pool_trains_formed_total", nil, 1},
+		{"pool_train_cars_total", nil, 3},
+		{"pool_train_ejections_total", nil, 1},
 		{"pool_agent_event_stream_connected", nil, 0},
 		{"pool_agent_server_up", []string{"server", "http://a:1"}, 1},
 		{"pool_agent_server_up", []string{"server", "http://b:2"}, 0},

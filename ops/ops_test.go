@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -58,6 +59,30 @@ func TestPageShowsSlotsPRsAndWarnings(t *testing.T) {
 	}
 	if strings.Contains(page, "<script>") {
 		t.Error("a PR title's markup reached the page unescaped")
+	}
+}
+
+// TestPageShowsTheTrain: PRs riding a merge train show their car and
+// train in their rows, and the train is listed, front car first.
+func TestPageShowsTheTrain(t *testing.T) {
+	st := sample()
+	ride := func(n, car int) statuspage.PR {
+		return statuspage.PR{Number: n, State: "merge_queued", Car: car, Cars: 2, Train: "main",
+			Next: fmt.Sprintf("approved, checks green; car %d of 2 on main's merge train", car)}
+	}
+	st.PRs = append(st.PRs, ride(12, 2), ride(11, 1))
+	srv := &Server{Status: func() statuspage.Status { return st }}
+	page := get(t, srv.Handler(), "/").Body.String()
+	for _, want := range []string{
+		"<h2>Merge trains</h2>", `<td>main</td><td><a href="#pr-11">#11</a>, <a href="#pr-12">#12</a></td>`,
+		"car 1 of 2 on main&#39;s merge train", "car 2 of 2 on main&#39;s merge train",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if page := get(t, (&Server{Status: sample}).Handler(), "/").Body.String(); strings.Contains(page, "Merge trains") {
+		t.Errorf("a page with no train lists trains")
 	}
 }
 

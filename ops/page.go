@@ -66,6 +66,12 @@ th { background: #f6f8fa; }
 {{else}}<tr><td colspan="6" class="empty">all slots free</td></tr>
 {{end}}</table>
 
+{{with .S.Trains}}<h2>Merge trains</h2>
+<table>
+<tr><th>base</th><th>cars, front car first</th></tr>
+{{range $t := .}}<tr><td>{{if $t.Repo}}{{$t.Repo}}:{{end}}{{$t.Base}}</td><td>{{range $i, $n := $t.PRs}}{{if $i}}, {{end}}<a href="#{{anchor $t.Repo $n}}">{{pr $t.Repo $n}}</a>{{end}}</td></tr>
+{{end}}</table>
+{{end}}
 <h2>Pull requests</h2>
 <table>
 <tr><th>PR</th><th>title</th><th>head</th><th>state</th><th>attempts</th><th>last forge answer</th><th>next</th></tr>

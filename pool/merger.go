@@ -46,7 +46,10 @@ func (m *merger) turn(ctx context.Context) (wait time.Duration) {
 	p := m.p
 	if p.trainsOn() { // the train's riders are its own; the others merge one by one below
 		next := m.trainStep(ctx)
+		m.q.showTrain(m.rides.t.Cars)
 		defer func() { wait = min(wait, next) }()
+	} else {
+		m.q.showTrain(nil)
 	}
 	entries, _ := m.q.due(p.now())
 	entries = holderFirst(m.notRiding(entries), p.updateHolder())

@@ -40,6 +40,7 @@ type mergeQueue struct {
 	entries map[int]*queued // guarded by mu
 	moved   time.Time       // guarded by mu: the queue's last merge answered
 	alone   int             // guarded by mu: the entry read alone since then, 0 if none yet
+	cars    []int           // guarded by mu: the PRs of the base's merge train, front car first, as last shown
 	wake    chan struct{}   // buffered 1
 	base    time.Duration   // first wait for the forge
 	pace    time.Duration   // the wait for the next PR after a merge

@@ -19,6 +19,14 @@ type Metrics interface {
 	RetryAttempted()
 	CycleDone(d time.Duration)
 	ClaimRace(won bool)
+	// HeadUpdated: the forge updated a PR's branch at the pool's call (a
+	// new head: one CI run). TrainFormed: a merge train formed (its first
+	// car). CarFormed: a car pushed to its train branch (one CI run).
+	// CarEjected: a car's checks failed and its PR left the train.
+	HeadUpdated()
+	TrainFormed()
+	CarFormed()
+	CarEjected()
 }
 
 type noMetrics struct{}
@@ -30,12 +38,16 @@ func (noMetrics) Merged(string)           {}
 func (noMetrics) RetryAttempted()         {}
 func (noMetrics) CycleDone(time.Duration) {}
 func (noMetrics) ClaimRace(bool)          {}
+func (noMetrics) HeadUpdated()            {}
+func (noMetrics) TrainFormed()            {}
+func (noMetrics) CarFormed()              {}
+func (noMetrics) CarEjected()             {}
 
 // Status is what the pool shows of itself now: slots, tracked and recently
 // finished PRs, and identity. Warnings are added by the caller that keeps
 // the log.
 func (p *Pool) Status() statuspage.Status {
-	live := describe.Live{Busy: map[int]describe.Session{}, MergeAhead: p.queue.ahead, Base: p.Base(), SkipLabel: p.cfg.SkipLabel}
+	live := describe.Live{Busy: map[int]describe.Session{}, MergeAhead: p.queue.ahead, Car: p.queue.car, Base: p.Base(), SkipLabel: p.cfg.SkipLabel}
 	p.mu.Lock()
 	for n := range p.busy {
 		var s describe.Session

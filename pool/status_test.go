@@ -32,6 +32,10 @@ func (m *recordingMetrics) MergeCalled(outcome string)     { m.add("merge " + ou
 func (m *recordingMetrics) Merged(by string)               { m.add("merged by " + by) }
 func (m *recordingMetrics) RetryAttempted()                { m.add("retry") }
 func (m *recordingMetrics) ClaimRace(won bool)             { m.add(fmt.Sprint("claim won=", won)) }
+func (m *recordingMetrics) HeadUpdated()                   { m.add("updated") }
+func (m *recordingMetrics) TrainFormed()                   { m.add("train formed") }
+func (m *recordingMetrics) CarFormed()                     { m.add("car formed") }
+func (m *recordingMetrics) CarEjected()                    { m.add("car ejected") }
 func (m *recordingMetrics) CycleDone(time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

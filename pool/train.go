@@ -374,6 +374,10 @@ func (m *merger) formCar(ctx context.Context, a train.Action, tip string) bool {
 		return false
 	}
 	p.log.Info("merge train: car formed", "pr", a.PR, "car", car, "parent", parent, "cars", len(r.t.Cars)+1)
+	if len(r.t.Cars) == 0 {
+		p.metrics.TrainFormed()
+	}
+	p.metrics.CarFormed()
 	r.checks[car], r.formed[car] = train.Pending, p.now()
 	r.t = train.Apply(r.t, a, tip, car)
 	return true
@@ -523,6 +527,7 @@ func (m *merger) eject(ctx context.Context, a train.Action) {
 		}
 	}
 	m.rides.solo[a.PR] = head
+	p.metrics.CarEjected()
 	body := texts.TrainEjectedBody(p.Base(), head, a.Check, a.Flake)
 	if err := p.noteOnce(ctx, a.PR, body, func(b string) bool { return texts.NotedAt(b, forge.MarkTrain, head) }); err != nil {
 		p.log.Warn("merge train: posting the ejection note failed", "pr", a.PR, "err", err)
@@ -567,6 +572,28 @@ func (q *mergeQueue) holdUntil(n int, at time.Time) {
 		e.tried = true
 		e.notBefore = at
 	}
+}
+
+// showTrain records the train's cars, front car first, for the status
+// page and the commit status (car), after each turn of the train.
+func (q *mergeQueue) showTrain(cars []train.Car) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.cars = q.cars[:0]
+	for _, c := range cars {
+		q.cars = append(q.cars, c.PR)
+	}
+}
+
+// car says which car of the base's train PR n is (1 the front car), of
+// how many, and whether it rides it.
+func (q *mergeQueue) car(n int) (car, cars int, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if i := slices.Index(q.cars, n); i >= 0 {
+		return i + 1, len(q.cars), true
+	}
+	return 0, 0, false
 }
 
 // unhold has entry n read at once: it merges on its own now.

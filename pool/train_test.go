@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"log/slog"
+	"maps"
 	"os"
 
 	"pool/clone"
@@ -102,14 +103,24 @@ func (c *fakeCars) BaseTreeIs(_ context.Context, car string) (bool, string, erro
 // runTrain runs a pool with trains on over f until stop holds.
 func runTrain(t *testing.T, f *fakeForge, cars *fakeCars, stop func() bool) *fakeAgent {
 	t.Helper()
+	return runTrainWith(t, f, cars, nil, nil, stop)
+}
+
+// runTrainWith is runTrain with metrics m (nil: none) and during, if set,
+// running beside the pool.
+func runTrainWith(t *testing.T, f *fakeForge, cars *fakeCars, m Metrics, during func(context.Context, *Pool), stop func() bool) *fakeAgent {
+	t.Helper()
 	a := newFakeAgent(approver(f, time.Millisecond))
 	cfg := testConfig(2)
 	cfg.IdleExit, cfg.MergeTrain = 0, "always"
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	p, err := New(ctx, cfg, Deps{Forge: f, Agent: a, Now: f.now, History: &fakeHistory{}, Cars: cars, Log: testLog()})
+	p, err := New(ctx, cfg, Deps{Forge: f, Agent: a, Now: f.now, History: &fakeHistory{}, Cars: cars, Log: testLog(), Metrics: m})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if during != nil {
+		go during(ctx, p)
 	}
 	runCtx, stopRun := context.WithCancel(ctx)
 	go func() {
@@ -155,6 +166,70 @@ func TestATrainLandsThreePRs(t *testing.T) {
 	}
 	if len(cars.branches) != 0 {
 		t.Errorf("train branches left: %v", cars.branches)
+	}
+}
+
+// TestTheTrainIsShownAndCounted: while three PRs ride one train, the
+// status page's row and the pool's commit status of each say its car and
+// its train ("car 2 of 3 on main's merge train"), and the API rows carry
+// the car, the cars and the train's base; the metrics count one train,
+// three cars (three CI runs for three merged PRs) and no ejection, nor any
+// update by the forge. With PR 2's car failing, one ejection is counted.
+func TestTheTrainIsShownAndCounted(t *testing.T) {
+	for _, bad := range []bool{false, true} {
+		t.Run(fmt.Sprint("failing car ", bad), func(t *testing.T) {
+			f := outdatedForge(true, 1, 2, 3)
+			f.ciDelay = 300 * time.Millisecond // the cars stand while all three are approved and ride
+			cars := newFakeCars(f)
+			cars.bad[2] = bad
+			m := &recordingMetrics{}
+			var mu sync.Mutex
+			seen := map[string]bool{}
+			watch := func(ctx context.Context, p *Pool) {
+				for ctx.Err() == nil {
+					for _, pr := range p.Status().PRs {
+						if pr.Car == 0 {
+							continue
+						}
+						mu.Lock()
+						seen[fmt.Sprintf("%d/%d %s | %s | %s", pr.Car, pr.Cars, pr.Train, pr.Next, pr.Commit)] = true
+						mu.Unlock()
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			runTrainWith(t, f, cars, m, watch, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+			mu.Lock()
+			defer mu.Unlock()
+			if !bad {
+				for car := 1; car <= 3; car++ {
+					text := fmt.Sprintf("approved, checks green; car %d of 3 on main's merge train", car)
+					want := fmt.Sprintf("%d/3 main | %s | %s", car, text, text) // the queue's order decides which PR
+					if !seen[want] {
+						t.Errorf("never shown: %q; shown: %v", want, slices.Sorted(maps.Keys(seen)))
+					}
+				}
+			}
+			wantEjected := 0
+			if bad {
+				wantEjected = 1
+			}
+			if got := m.count("train formed"); got < 1 {
+				t.Errorf("%d trains formed counted, want at least 1", got)
+			}
+			if got := m.count("car formed"); got != cars.formed {
+				t.Errorf("%d cars counted, %d formed", got, cars.formed)
+			}
+			if got := m.count("car ejected"); got != wantEjected {
+				t.Errorf("%d ejections counted, want %d", got, wantEjected)
+			}
+			if got, calls := m.count("updated"), updatesAndMerges(f); got != strings.Count(strings.Join(calls, " "), "update by") {
+				t.Errorf("%d updates counted, calls %v", got, calls)
+			}
+			if !bad && (m.count("train formed") != 1 || m.count("car formed") != 3 || m.count("updated") != 0) {
+				t.Errorf("counted %d trains, %d cars, %d updates; want 1, 3 and 0", m.count("train formed"), m.count("car formed"), m.count("updated"))
+			}
+		})
 	}
 }
 
@@ -292,4 +367,76 @@ func TestNoTrainWhereFastForwardIsNotAllowed(t *testing.T) {
 	if formed := cars.formed; formed > 3 {
 		t.Errorf("%d cars formed, want at most the first train's 3", formed)
 	}
+}
+
+// TestTrainsOffIsSaidOnce: where the forge's settings make trains
+// impossible, the pool says in one line why it merges one by one; it says
+// nothing more while they stay so, nothing while trains are possible, and
+// one line again when the rule changes back. A rule the token cannot read
+// whole does not make trains impossible.
+func TestTrainsOffIsSaidOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	f := outdatedForge(true, 1)
+	f.protection.DismissStale = true
+	var buf lockedBuffer
+	cfg := testConfig(1)
+	cfg.MergeTrain = "auto"
+	p, err := New(ctx, cfg, Deps{Forge: f, Agent: newFakeAgent(nil), Now: f.now, History: &fakeHistory{}, Cars: newFakeCars(f),
+		Log: slog.New(slog.NewTextHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const said = "merge.train is on, but the pool merges one by one"
+	turns := func(rule forge.Protection, wantOn bool, wantLines int, why string) {
+		t.Helper()
+		f.mu.Lock()
+		f.protection = rule
+		f.mu.Unlock()
+		p.protectionRead = time.Time{}
+		p.refreshProtection(ctx)
+		for range 3 {
+			if on := p.trainsOn(); on != wantOn {
+				t.Errorf("trainsOn = %v under %+v, want %v", on, rule, wantOn)
+			}
+		}
+		if got := strings.Count(buf.String(), said); got != wantLines {
+			t.Errorf("%d lines %q, want %d; log:\n%s", got, said, wantLines, buf.String())
+		}
+		if why != "" && !strings.Contains(buf.String(), said+": "+why) {
+			t.Errorf("no line says %q; log:\n%s", why, buf.String())
+		}
+	}
+	dismissing := f.protection
+	keeping := dismissing
+	keeping.DismissStale = false
+	unread := forge.Protection{Protected: true, Rule: "main", UserCanMerge: true, StatusCheck: true, StatusContexts: []string{"ci"}}
+	turns(dismissing, false, 1, "the branch protection dismisses stale approvals")
+	turns(keeping, true, 1, "")
+	turns(unread, false, 1, "") // auto: off until the forge's refusal names block_on_outdated_branch, but possible
+	p.learn("block_on_outdated_branch")
+	if !p.trainsOn() {
+		t.Errorf("trains off under an unreadable rule that blocks outdated branches")
+	}
+	turns(dismissing, false, 2, "the branch protection dismisses stale approvals")
+	p.noFastForward.Store(true)
+	turns(keeping, false, 3, "the repository does not allow fast-forward-only merges")
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger and a reader.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -45,6 +45,7 @@ func (m *merger) update(ctx context.Context, pr forge.PR) {
 func (m *merger) afterUpdate(ctx context.Context, pr forge.PR, res forgejo.UpdateResult, style, diff string) {
 	produced := ""
 	if res.Outcome == forgejo.UpdateDone {
+		m.p.metrics.HeadUpdated()
 		produced = m.producedHead(ctx, pr)
 	}
 	next, act, ok := m.p.updateAnswered(pr, res, style, diff, produced)

@@ -7,6 +7,7 @@ package statuspage
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -113,6 +114,11 @@ type PR struct {
 	// differs from Next: without the PR's place in the merge queue, which
 	// moves at every merge and would be written again on every queued head.
 	Commit string `json:"-"`
+	// Car is the PR's car on the merge train of the base Train (1 the
+	// front car), of Cars; 0 and "" when it rides none.
+	Car   int    `json:"car,omitempty"`
+	Cars  int    `json:"cars,omitempty"`
+	Train string `json:"train,omitempty"`
 	// Done: merged (or closed); kept on the page for a while.
 	Done   bool      `json:"done"`
 	Merged bool      `json:"merged"`
@@ -125,6 +131,42 @@ type Warning struct {
 	Level   string    `json:"level"`
 	Message string    `json:"message"`
 	Attrs   string    `json:"attrs"`
+}
+
+// Train is one base's merge train as the page shows it.
+type Train struct {
+	Repo string // with several repositories
+	Base string
+	PRs  []int // the PRs of its cars, front car first
+}
+
+// Trains are the merge trains the PRs ride, gathered from their rows
+// (PR.Car, PR.Cars, PR.Train), by repository and base in order of first
+// appearance.
+func (s Status) Trains() []Train {
+	var out []Train
+	at := map[[2]string]int{}
+	for _, pr := range s.PRs {
+		if pr.Car <= 0 || pr.Train == "" || pr.Done {
+			continue
+		}
+		k := [2]string{pr.Repo, pr.Train}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, Train{Repo: pr.Repo, Base: pr.Train, PRs: make([]int, max(pr.Cars, pr.Car))})
+		}
+		t := &out[i]
+		for len(t.PRs) < pr.Car {
+			t.PRs = append(t.PRs, 0)
+		}
+		t.PRs[pr.Car-1] = pr.Number
+	}
+	for i := range out { // a row shown before its train moved leaves a gap
+		out[i].PRs = slices.DeleteFunc(out[i].PRs, func(n int) bool { return n == 0 })
+	}
+	return out
 }
 
 // Uptime is how long the pool has run, to the second.
