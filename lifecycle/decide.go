@@ -116,6 +116,9 @@ func (t Track) atHead(head string, now time.Time) Track {
 		t.FixerSHA, t.LastStatus, t.Blocked, t.LandedIn, t.ConflictAt, t.ConflictHint, t.ConflictBase = "", "", "", "", "", "", ""
 		t.Refusals, t.Refused, t.RefusedUntil, t.RefusedSeen, t.RefusedOn = 0, "", time.Time{}, time.Time{}, ""
 		t.WaitedForChecks = false
+		if t.TrainLeft != head {
+			t.TrainLeft = ""
+		}
 		if t.HeadSHA != t.Update.From && head != t.Update.From {
 			t.Update = HeadUpdate{}
 		}
@@ -234,6 +237,10 @@ func approvedAfterConflict(p Policy, t Track, o Observation, hint string) (Track
 		return holdingRefused(t, o.HeadSHA)
 	}
 	t.Blocked = ""
+	if t.TrainLeft != "" && t.TrainLeft == o.HeadSHA {
+		t.State, t.LastStatus = CIFailing, "its car failed in the merge train"
+		return t, Action{Kind: Wait, Reason: "its car failed in the merge train (noted); waiting for a new head"}
+	}
 	switch o.checks() {
 	case ChecksFailing:
 		t, diag := t.retry(p, CIFailing, string(ChecksFailing), o.Now)

@@ -142,6 +142,12 @@ type Track struct {
 	// WaitedForChecks: the approved head waited for pending checks; its
 	// merge is announced on the issues the PR closes.
 	WaitedForChecks bool `json:"waited_for_checks"`
+	// TrainLeft is the head whose car failed in a merge train (one note
+	// named the check; no car behind it passed): the pool merges the PR at
+	// it neither on a train nor one by one, as an update onto the base
+	// would make the tree its car tested. A new head starts over. Kept in
+	// the store: a relaunched pool does not try the PR again either.
+	TrainLeft string `json:"train_left,omitempty"`
 	// LandedIn is the base branch's commit that holds the head, when the
 	// forge lists the PR open, refuses to merge it and refused to mark it
 	// merged: the PR waits for a person.

@@ -517,7 +517,12 @@ func (m *merger) landed(ctx context.Context, n int, car train.Car) {
 }
 
 // eject takes a PR whose car failed off the train, with one note naming
-// the failing check; it merges on its own from now on, at this head.
+// the failing check. At this head it is merged no more (lifecycle's
+// Track.TrainLeft, kept in the store): brought up to date one by one it
+// would be the tree its car tested, and cost a CI run and the notes of a
+// failing PR for nothing. Where a car behind it passed (a flake, maybe),
+// it merges on its own instead, once: after its own checks on the
+// updated branch.
 func (m *merger) eject(ctx context.Context, a train.Action) {
 	p := m.p
 	head := a.Commit
@@ -526,7 +531,14 @@ func (m *merger) eject(ctx context.Context, a train.Action) {
 			head = c.Head
 		}
 	}
-	m.rides.solo[a.PR] = head
+	if a.Flake {
+		m.rides.solo[a.PR] = head
+	} else {
+		p.writeTrack(a.PR, apply(func(t lifecycle.Track) lifecycle.Track {
+			t.TrainLeft = head
+			return t
+		}))
+	}
 	p.metrics.CarEjected()
 	body := texts.TrainEjectedBody(p.Base(), head, a.Check, a.Flake)
 	if err := p.noteOnce(ctx, a.PR, body, func(b string) bool { return texts.NotedAt(b, forge.MarkTrain, head) }); err != nil {

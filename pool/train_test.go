@@ -15,6 +15,7 @@ import (
 
 	"pool/clone"
 	"pool/forge"
+	"pool/store"
 )
 
 // fakeCars makes cars on the fake forge: a car's commit has the parents
@@ -106,16 +107,28 @@ func runTrain(t *testing.T, f *fakeForge, cars *fakeCars, stop func() bool) *fak
 	return runTrainWith(t, f, cars, nil, nil, stop)
 }
 
+// runTrainOn is runTrain with the pool's store st (nil: a fresh memory).
+func runTrainOn(t *testing.T, f *fakeForge, cars *fakeCars, st State, stop func() bool) *fakeAgent {
+	t.Helper()
+	return runTrainAll(t, f, cars, nil, nil, st, stop)
+}
+
 // runTrainWith is runTrain with metrics m (nil: none) and during, if set,
 // running beside the pool.
 func runTrainWith(t *testing.T, f *fakeForge, cars *fakeCars, m Metrics, during func(context.Context, *Pool), stop func() bool) *fakeAgent {
+	t.Helper()
+	return runTrainAll(t, f, cars, m, during, nil, stop)
+}
+
+// runTrainAll is runTrainWith on the pool's store st (nil: a fresh memory).
+func runTrainAll(t *testing.T, f *fakeForge, cars *fakeCars, m Metrics, during func(context.Context, *Pool), st State, stop func() bool) *fakeAgent {
 	t.Helper()
 	a := newFakeAgent(approver(f, time.Millisecond))
 	cfg := testConfig(2)
 	cfg.IdleExit, cfg.MergeTrain = 0, "always"
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	p, err := New(ctx, cfg, Deps{Forge: f, Agent: a, Now: f.now, History: &fakeHistory{}, Cars: cars, Log: testLog(), Metrics: m})
+	p, err := New(ctx, cfg, Deps{Forge: f, Agent: a, Now: f.now, History: &fakeHistory{}, Cars: cars, Store: st, Log: testLog(), Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +211,9 @@ func TestTheTrainIsShownAndCounted(t *testing.T) {
 					time.Sleep(time.Millisecond)
 				}
 			}
-			runTrainWith(t, f, cars, m, watch, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+			runTrainWith(t, f, cars, m, watch, func() bool { // an ejected PR 2 waits for a new head
+				return f.isMerged(1) && f.isMerged(3) && (f.isMerged(2) || bad && m.count("car ejected") > 0)
+			})
 			mu.Lock()
 			defer mu.Unlock()
 			if !bad {
@@ -234,29 +249,50 @@ func TestTheTrainIsShownAndCounted(t *testing.T) {
 }
 
 // TestAFailingCarIsEjected: PR 2's car fails (the stand-in CI fails every
-// car holding it). PRs 1 and 3 land at cars without PR 2; PR 2 leaves the
-// train with one note naming the check, and rides no train again at that
-// head or the pool's update of it (here it then merges on its own: the
-// fake's CI passes its own head).
+// car holding it, and passes PR 2's own head). PRs 1 and 3 land at cars
+// without PR 2; PR 2 leaves the train with one note naming the check, and
+// then waits for a new head: no update one by one (it would be the tree
+// its car tested: one more CI run, and the notes of a failing PR), no
+// merge, no other comment, no car again, neither from this pool nor from
+// one relaunched on the same store. The CI runs: one per PR, and the cars
+// behind PR 2's formed again without it.
 func TestAFailingCarIsEjected(t *testing.T) {
 	f := outdatedForge(true, 1, 2, 3)
 	f.ciDelay = 30 * time.Millisecond
 	cars := newFakeCars(f)
 	cars.bad[2] = true
-	runTrain(t, f, cars, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+	st := store.NewMemory()
+	var settled time.Time
+	runTrainOn(t, f, cars, st, func() bool {
+		f.mu.Lock()
+		noted := len(f.comments[2]) > 0
+		f.mu.Unlock()
+		if settled.IsZero() && f.isMerged(1) && f.isMerged(3) && noted {
+			settled = time.Now()
+		}
+		return !settled.IsZero() && time.Since(settled) > 300*time.Millisecond // 15 polls more
+	})
+	formed := cars.formed
+	runTrainOn(t, f, cars, st, func() bool { time.Sleep(300 * time.Millisecond); return true })
+	if f.isMerged(2) {
+		t.Errorf("PR 2 merged: %v", updatesAndMerges(f))
+	}
 	notes := 0
 	for _, c := range f.comments[2] {
 		if strings.Contains(c.Body, "left the merge train") && strings.Contains(c.Body, "ci failed") {
 			notes++
 		}
 	}
-	if notes != 1 {
-		t.Errorf("%d ejection notes on PR 2, want 1: %v", notes, f.comments[2])
+	if notes != 1 || len(f.comments[2]) != 1+claimsIn(f.comments[2]) {
+		t.Errorf("%d ejection notes on PR 2 of %d comments, want the one: %v", notes, len(f.comments[2]), f.comments[2])
 	}
 	for _, c := range updatesAndMerges(f) {
 		var n int
 		var head string
-		if _, err := fmt.Sscanf(c, "#%d: merge at %s", &n, &head); err != nil || n == 2 {
+		if strings.HasPrefix(c, "#2:") {
+			t.Errorf("%s: PR 2 updated or merged after its ejection", c)
+		}
+		if _, err := fmt.Sscanf(c, "#%d: merge at %s", &n, &head); err != nil {
 			continue
 		}
 		if held := cars.holds[head]; !slices.Contains(held, n) || slices.Contains(held, 2) {
@@ -268,7 +304,14 @@ func TestAFailingCarIsEjected(t *testing.T) {
 			t.Errorf("car %s of PR 2 passed", car)
 		}
 	}
-	t.Logf("%d cars formed; calls %v", cars.formed, updatesAndMerges(f))
+	if formed > 5 || cars.formed != formed {
+		t.Errorf("%d cars formed, %d after a relaunch; want at most 5 (one per PR, the cars behind PR 2's again), none after", formed, cars.formed)
+	}
+	// The control: a pool relaunched without the store tries PR 2 again.
+	runTrainOn(t, f, cars, nil, func() bool { time.Sleep(300 * time.Millisecond); return true })
+	if cars.formed == formed {
+		t.Errorf("a pool relaunched on a fresh store formed no car for PR 2: the store is not what keeps it off")
+	}
 }
 
 // TestAnAuthorsPushWinsOverTheTrain: the author of PR 1 pushes just as
@@ -439,4 +482,16 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// claimsIn counts the review claims among comments (the pool's reviews of
+// the fake's PRs claim them first).
+func claimsIn(comments []forge.Comment) int {
+	n := 0
+	for _, c := range comments {
+		if strings.Contains(c.Body, "pool-claim") {
+			n++
+		}
+	}
+	return n
 }

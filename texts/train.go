@@ -7,17 +7,21 @@ import (
 )
 
 // TrainEjectedBody says, once per head, that the PR left the merge train
-// of base because the car holding it failed check; flake: a car behind,
-// which holds the PR too, passed.
+// of base because the car holding it failed check, and what the pool does
+// with it: nothing more at this head, or, flake (a car behind, which holds
+// the PR too, passed), one try on its own.
 func TrainEjectedBody(base, head, check string, flake bool) string {
 	if check == "" {
 		check = "a check"
 	}
 	msg := fmt.Sprintf("This PR left the merge train of %s: %s failed on its car (the PR merged onto the PRs ahead of it).", base, check)
 	if flake {
-		msg += "\nA car behind it, which holds this PR too, passed: the failure may be a flake."
+		msg += "\nA car behind it, which holds this PR too, passed: the failure may be a flake. " +
+			"The pool tries it once more on its own: it brings the branch up to date and merges it if its checks pass there."
+	} else {
+		msg += "\nThe pool does not merge it at this head: brought up to date with the base, it would be the tree its car tested. " +
+			"A new push is reviewed, and rides again once approved."
 	}
-	msg += "\nThe pool merges it on its own now, after its own checks on the updated branch."
 	return fmt.Sprintf("%s\n\n%s", msg, forge.Marker(forge.MarkTrain, map[string]string{"head": head, "reason": "ejected"}))
 }
 

@@ -183,9 +183,9 @@ func TestATrainLandsThreePRsOnTheForge(t *testing.T) {
 // together they fail the CI (a stand-in CI for every branch and car that
 // fails every commit holding both of their files). Whichever of them rides
 // behind the other has its car fail: it leaves the train with one note
-// naming the check and is not merged (its update, holding both, fails
-// too); the other two land at cars the CI passed, and no commit of the
-// base holds both files.
+// naming the check and is neither merged nor updated (its update would
+// hold both, the tree its car tested); the other two land at cars the CI
+// passed, and no commit of the base holds both files.
 func TestAFailingCarIsEjectedOnTheForge(t *testing.T) {
 	parallelLong(t)
 	ctx := testContext(t)
@@ -204,20 +204,28 @@ func TestAFailingCarIsEjectedOnTheForge(t *testing.T) {
 	ciCtx, stopCI := context.WithCancel(ctx)
 	defer stopCI()
 	tested := trainCI(t, ciCtx, sb, true, 0, fileOf[sb.PRs[0]], fileOf[sb.PRs[1]])
+	headOf := map[int]string{}
+	for _, n := range sb.PRs[:2] {
+		headOf[n] = getPR(t, ctx, sb, n).Head.Sha
+	}
 	bin := buildPool(t)
 	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_IDLE_EXIT=0", "POOL_MERGE_TRAIN=always",
 		"POOL_FIXERS_ENABLED=false"), "--workers", "2")
-	// A PR whose checks fail keeps the pool from its idle exit: it stops
-	// once two PRs merged and the third's own checks failed after its
-	// ejection (the pool's update of it holds both files).
-	eventually(t, ctx, "two PRs merged, the third failing on its own", func() bool {
+	// The ejected PR waits for a new head, which keeps the pool from its
+	// idle exit: it stops 20 s (twenty polls) after two PRs merged and the
+	// third was ejected, time enough for an update one by one to show.
+	var settled time.Time
+	eventually(t, ctx, "two PRs merged, the third ejected, and 20 s more", func() bool {
 		merged := 0
 		for _, n := range sb.PRs {
 			if getPR(t, ctx, sb, n).Merged {
 				merged++
 			}
 		}
-		return merged == 2 && strings.Contains(pool.stderr.String(), "state=ci_failing")
+		if settled.IsZero() && merged == 2 && strings.Contains(pool.stderr.String(), "action=eject") {
+			settled = time.Now()
+		}
+		return !settled.IsZero() && time.Since(settled) > 20*time.Second
 	}, pool)
 	if err := pool.cmd.Process.Signal(sigterm); err != nil {
 		t.Fatal(err)
@@ -255,6 +263,11 @@ func TestAFailingCarIsEjectedOnTheForge(t *testing.T) {
 	}
 	if notes != 1 {
 		t.Errorf("%d ejection notes on #%d, want 1", notes, bad)
+	}
+	// Brought up to date, it would be the tree its car tested: the pool
+	// leaves it at its head, for a new push.
+	if head := getPR(t, ctx, sb, bad).Head.Sha; head != headOf[bad] {
+		t.Errorf("#%d is at %s, want its approved head %s: updated after its ejection", bad, head, headOf[bad])
 	}
 	if holdsAll(ctx, sb, "main", []string{fileOf[sb.PRs[0]], fileOf[sb.PRs[1]]}) {
 		t.Errorf("the base holds both PRs' files: the failing combination landed")
