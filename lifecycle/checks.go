@@ -46,6 +46,9 @@ func (c Check) Passed() bool { return c.State == statusSuccess }
 // forge did not document is not a result either.
 func (c Check) Pending() bool { return !c.Superseded && !c.Failed() && !c.Passed() }
 
+// Cancelled reports whether the check's run was cancelled (see cancelled).
+func (c Check) Cancelled() bool { return c.cancelled() }
+
 // cancelled reports whether the status says its run was cancelled: Forgejo
 // Actions reports "Has been cancelled", Woodpecker "Pipeline was canceled",
 // both with state failure.

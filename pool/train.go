@@ -297,6 +297,8 @@ func (m *merger) mayRide(ctx context.Context, pr forge.PR) (bool, error) {
 // readCarChecks reads the checks of each car not known to be green or
 // failed: the required contexts of the protection must pass, and no
 // check fail (lifecycle.Summarize), the pool's own status aside. A car
+// whose failing checks were all cancelled stays pending: a cancelled run
+// is not the car's failure, and its run again decides it. A car
 // with no check reported where none is required passes after checks_grace,
 // as a head does one by one.
 func (m *merger) readCarChecks(ctx context.Context) {
@@ -320,8 +322,15 @@ func (m *merger) readCarChecks(ctx context.Context) {
 		case lifecycle.ChecksGreen:
 			m.rides.checks[c.Commit] = train.Green
 		case lifecycle.ChecksFailing:
+			failing := lifecycle.Failing(checks)
+			if !slices.ContainsFunc(failing, func(f lifecycle.Check) bool { return !f.Cancelled() }) {
+				// A cancelled run is no failure of the car (a superseded
+				// one is not even failing): it waits for a run again.
+				p.log.Debug("merge train: the car's run was cancelled; waiting for it to run again", "pr", c.PR, "car", c.Commit)
+				continue
+			}
 			m.rides.checks[c.Commit] = train.Failed
-			if failing := lifecycle.Failing(checks); len(failing) > 0 {
+			if len(failing) > 0 {
 				m.rides.failing[c.Commit] = failing[0].Context
 			}
 		}

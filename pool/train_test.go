@@ -32,10 +32,14 @@ type fakeCars struct {
 	// authorPush: the author of these PRs pushes this commit to the
 	// branch just before the pool's first landing of its car.
 	authorPush map[int]string
+	// cancel: the run of the first car of these PRs is cancelled (a
+	// failure "Has been cancelled"), and run again 200 ms later: it passes.
+	cancel map[int]bool
 }
 
 func newFakeCars(f *fakeForge) *fakeCars {
-	return &fakeCars{f: f, bad: map[int]bool{}, holds: map[string][]int{}, branches: map[string]string{}, authorPush: map[int]string{}}
+	return &fakeCars{f: f, bad: map[int]bool{}, holds: map[string][]int{}, branches: map[string]string{}, authorPush: map[int]string{},
+		cancel: map[int]bool{}}
 }
 
 func (c *fakeCars) MakeCar(_ context.Context, pr int, parent, head string) (string, error) {
@@ -62,8 +66,18 @@ func (c *fakeCars) PushCar(_ context.Context, branch, car string) error {
 	}
 	c.f.mu.Lock()
 	defer c.f.mu.Unlock()
-	c.f.statuses[car] = []forge.Status{{ID: int64(len(c.f.statuses) + 100), Context: "ci", State: state}}
+	id := int64(len(c.f.statuses) + 100)
+	c.f.statuses[car] = []forge.Status{{ID: id, Context: "ci", State: state}}
 	c.f.ciAt[car] = c.f.now().Add(c.f.ciDelay)
+	if pr := c.holds[car][len(c.holds[car])-1]; c.cancel[pr] {
+		delete(c.cancel, pr)
+		c.f.statuses[car][0].State, c.f.statuses[car][0].Description = "failure", "Has been cancelled"
+		time.AfterFunc(c.f.ciDelay+200*time.Millisecond, func() {
+			c.f.mu.Lock()
+			defer c.f.mu.Unlock()
+			c.f.statuses[car] = append(c.f.statuses[car], forge.Status{ID: id + 1000, Context: "ci", State: state})
+		})
+	}
 	return nil
 }
 
@@ -311,6 +325,23 @@ func TestAFailingCarIsEjected(t *testing.T) {
 	runTrainOn(t, f, cars, nil, func() bool { time.Sleep(300 * time.Millisecond); return true })
 	if cars.formed == formed {
 		t.Errorf("a pool relaunched on a fresh store formed no car for PR 2: the store is not what keeps it off")
+	}
+}
+
+// TestACancelledCarIsNoFailure: the run of PR 2's car is cancelled, then
+// run again, and passes. The cancellation ejects no one: PR 2 gets no
+// note, all three land, at their first cars (three CI runs).
+func TestACancelledCarIsNoFailure(t *testing.T) {
+	f := outdatedForge(true, 1, 2, 3)
+	f.ciDelay = 30 * time.Millisecond
+	cars := newFakeCars(f)
+	cars.cancel[2] = true
+	runTrain(t, f, cars, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+	if n := len(f.comments[2]) - claimsIn(f.comments[2]); n != 0 {
+		t.Errorf("%d notes on PR 2, want none: %v", n, f.comments[2])
+	}
+	if cars.formed != 3 {
+		t.Errorf("%d cars formed, want 3: a cancelled run is run again, not a reason to re-form", cars.formed)
 	}
 }
 
