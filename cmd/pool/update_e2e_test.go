@@ -90,6 +90,10 @@ func mergeRefusals(forge *requestLog, sb *sandbox.Sandbox, prs []int) map[int]in
 // first merge every other approved PR is behind. The forge's refusal names
 // the rule; the pool learns it, updates the PRs one at a time, and merges
 // them all, with at most one refused merge call per PR (per head and rule).
+// The forge keeps each approval over the pool's updates (official, not
+// stale, not dismissed), so the approvals carry over although the token
+// cannot read the rule: one reviewer session per PR (issue 36; before,
+// every updated head was reviewed again).
 func TestBehindRefusalIsLearned(t *testing.T) {
 	parallelLong(t)
 	ctx := testContext(t)
@@ -139,8 +143,17 @@ func TestBehindRefusalIsLearned(t *testing.T) {
 	if !strings.Contains(pool.stderr.String(), "block_on_outdated_branch") {
 		t.Errorf("the pool did not say at start that it cannot see block_on_outdated_branch")
 	}
-	t.Logf("figure: refused merge calls %d, merge calls %d, updates %d (4 PRs, rule unreadable)", total,
-		forge.countPOST("/merge"), forge.countPOST("/update?style=merge"))
+	sessions := len(sb.Model.Prompts())
+	if sessions != len(sb.PRs) {
+		t.Errorf("%d reviewer sessions for %d PRs, want one each: the forge keeps the approvals over the pool's updates, so they carry over", sessions, len(sb.PRs))
+	}
+	for _, p := range sb.Model.Prompts() {
+		if n, _, head, ok := sandbox.PromptTarget(p); ok {
+			t.Logf("reviewer session: PR #%s at %s", n, head)
+		}
+	}
+	t.Logf("figure: refused merge calls %d, merge calls %d, updates %d, reviewer sessions %d (4 PRs, rule unreadable)", total,
+		forge.countPOST("/merge"), forge.countPOST("/update?style=merge"), sessions)
 	logUpdatesAndMerges(t, pool)
 	if t.Failed() {
 		t.Logf("pool stderr:\n%s", tailOf(pool.stderr.String(), 30000))
