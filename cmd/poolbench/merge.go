@@ -77,7 +77,7 @@ func (b *bench) mergeRound(ctx context.Context, t *mergeTable, i int) (mergeRoun
 	if err != nil {
 		return r, err
 	}
-	if r.serial, err = b.mergeSerially(ctx, serial); err != nil {
+	if r.serial, err = b.mergeSerially(ctx, serial, serialName(i)); err != nil {
 		return r, err
 	}
 	pooled, err := b.approvedBacklog(ctx, t, fmt.Sprintf("pool%d", i))
@@ -106,31 +106,33 @@ func (b *bench) approvedBacklog(ctx context.Context, t *mergeTable, prefix strin
 }
 
 // mergeSerially merges the PRs one after another: each is read until the
-// forge reports it mergeable, then merged, pinned to its head.
-func (b *bench) mergeSerially(ctx context.Context, numbers []int) (mergeRun, error) {
+// forge reports it mergeable, then merged, pinned to its head. Its calls go
+// through a counting proxy like the pool's (mergeWithPool), so both pay the
+// same hop to the forge and are timed from the same kind of record: with
+// the proxy in front of the pool only, the proxy's work (in this process)
+// weighed on the pool alone when the CPU was shared.
+func (b *bench) mergeSerially(ctx context.Context, numbers []int, name string) (mergeRun, error) {
 	b.progress("serial: merging %d PRs one at a time", len(numbers))
+	counter, err := newCountingProxy(b.sb.Forge.URL)
+	if err != nil {
+		return mergeRun{}, err
+	}
+	defer counter.Close()
+	via := b.sb.Forge.Via(counter.URL)
 	run := mergeRun{calls: map[int]int{}, load: [2]string{loadAverage()}}
-	var events []event
 	start := time.Now()
 	for _, n := range numbers {
 		for {
-			at := time.Now()
-			pr, err := b.readPR(ctx, n)
-			run.requests++
+			pr, err := b.readPRVia(ctx, via, n)
 			if err != nil {
 				return run, err
 			}
 			if pr.Merged {
 				break
 			}
-			events = append(events, event{pr: n, start: at, end: time.Now(), ok: pr.Mergeable})
 			if pr.Mergeable {
 				run.calls[n]++
-				run.requests++
-				at = time.Now()
-				status := b.mergeOnce(ctx, n, pr.Head.SHA)
-				events = append(events, event{pr: n, merge: true, start: at, end: time.Now(), ok: status == http.StatusOK})
-				if status == http.StatusOK {
+				if b.mergeOnce(ctx, via, n, pr.Head.SHA) == http.StatusOK {
 					continue // read again: only the forge's word counts
 				}
 			}
@@ -142,8 +144,13 @@ func (b *bench) mergeSerially(ctx context.Context, numbers []int) (mergeRun, err
 		}
 		run.merged++
 	}
+	calls := counter.recorded()
+	events := eventsOf(calls)
 	run.took = lastMergeAnswered(events, start).Sub(start)
-	run.timeline, run.load[1] = timelineOf(events), loadAverage()
+	run.requests, run.timeline, run.load[1] = len(calls), timelineOf(events), loadAverage()
+	if err := writeCalls(filepath.Join(b.dir, name+"-requests.txt"), calls); err != nil {
+		return run, err
+	}
 	b.progress("serial: %d merged in %s, %d merge calls", run.merged, round(run.took), sum(run.calls))
 	return run, nil
 }
@@ -157,16 +164,21 @@ type benchPR struct {
 }
 
 func (b *bench) readPR(ctx context.Context, n int) (benchPR, error) {
+	return b.readPRVia(ctx, b.sb.Forge, n)
+}
+
+// readPRVia reads PR n through forge (the forge itself, or a proxy).
+func (b *bench) readPRVia(ctx context.Context, forge *sandbox.Forge, n int) (benchPR, error) {
 	var pr benchPR
 	path := fmt.Sprintf("/repos/%s/%s/pulls/%d", b.sb.Owner, b.sb.Repo, n)
-	_, err := b.sb.Forge.Do(ctx, b.sb.PoolToken, http.MethodGet, path, nil, &pr)
+	_, err := forge.Do(ctx, b.sb.PoolToken, http.MethodGet, path, nil, &pr)
 	return pr, err
 }
 
-// mergeOnce asks for one merge and returns the forge's status code.
-func (b *bench) mergeOnce(ctx context.Context, n int, head string) int {
+// mergeOnce asks forge for one merge and returns the forge's status code.
+func (b *bench) mergeOnce(ctx context.Context, forge *sandbox.Forge, n int, head string) int {
 	path := fmt.Sprintf("/repos/%s/%s/pulls/%d/merge", b.sb.Owner, b.sb.Repo, n)
-	status, _ := b.sb.Forge.Do(ctx, b.sb.PoolToken, http.MethodPost, path, map[string]any{"Do": "merge", "head_commit_id": head}, nil)
+	status, _ := forge.Do(ctx, b.sb.PoolToken, http.MethodPost, path, map[string]any{"Do": "merge", "head_commit_id": head}, nil)
 	return status
 }
 
@@ -389,4 +401,13 @@ func loadAverage() string {
 		return f[0]
 	}
 	return "?"
+}
+
+// serialName names the files of round i's serial run, as mergeWithPool
+// names the pool's.
+func serialName(i int) string {
+	if i > 0 {
+		return fmt.Sprintf("merge-serial-%d", i+1)
+	}
+	return "merge-serial"
 }

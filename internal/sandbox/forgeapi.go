@@ -116,3 +116,10 @@ func contentsPath(owner, repo, file string) string {
 	}
 	return repoPath(owner, repo) + "/contents/" + strings.Join(segs, "/")
 }
+
+// Via returns a client of the same forge, with its tokens, that sends its
+// API calls to url instead (a proxy in front of the forge). It starts and
+// stops nothing: Stop is the original's.
+func (f *Forge) Via(url string) *Forge {
+	return &Forge{URL: url, AdminUser: f.AdminUser, AdminToken: f.AdminToken, Dir: f.Dir, client: f.client}
+}
