@@ -33,9 +33,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -68,6 +70,7 @@ type options struct {
 	modelDelay   time.Duration // the model's pause before each review's first answer in the fleet mode
 	ciDelay      time.Duration // the stand-in CI's time per commit in the train mode
 	failPR       int           // the train mode's PR (1..k) whose change fails the CI once combined; 0: none
+	forgeCPUs    string        // CPUs the forge is pinned to (taskset -c), empty: any
 }
 
 // The bench's modes.
@@ -94,6 +97,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.keep, "keep", false, "keep the work dir (servers' data and the pool logs)")
 	flag.StringVar(&o.mode, "mode", modeFigures, "figures (issue 6's four figures), merge (a backlog of approved PRs: serial limit against the pool), backlog, repos (one pool, many repositories), latency, fleet (two agent servers against one), or train (one by one against merge trains, up-to-date PRs required)")
 	flag.IntVar(&o.mergeK, "k", 50, "with -mode merge or train: approved PRs merged by each strategy (default 20 with -mode train)")
+	flag.StringVar(&o.forgeCPUs, "forge-cpus", "", "pin the forge and every process it starts to these CPUs (taskset -c syntax, e.g. 0): a forge slowed by its host")
 	flag.IntVar(&o.mergeRounds, "rounds", 1, "with -mode merge: rounds of a serial run then a pool run, interleaved (their median ratio is the figure)")
 	flag.IntVar(&o.mergeWorkers, "merge-workers", 4, "with -mode merge or backlog: the pool's workers")
 	flag.IntVar(&o.backlogPRs, "backlog", 55, "with -mode backlog: unreviewed PRs")
@@ -236,6 +240,10 @@ func (b *bench) setUp(ctx context.Context) error {
 		return fmt.Errorf("start the sandbox: %w", err)
 	}
 	b.sb = sb
+	if err := pinForge(ctx, sb.Forge, b.opts.forgeCPUs); err != nil {
+		sb.Stop()
+		return err
+	}
 	b.bulk = sb.Bulk(filepath.Join(b.dir, "seed"))
 	b.bin = filepath.Join(b.dir, "pool")
 	b.progress("building the pool binary")
@@ -302,6 +310,20 @@ func (b *bench) runMode(stdout io.Writer, measure func() (renderer, error)) erro
 	}
 	if b.opts.out != "" {
 		return os.WriteFile(b.opts.out, buf.Bytes(), 0o644)
+	}
+	return nil
+}
+
+// pinForge pins every thread of the forge to cpus (taskset -c syntax);
+// the processes it starts later (git, its hooks) inherit that. Empty cpus:
+// nothing to do.
+func pinForge(ctx context.Context, f *sandbox.Forge, cpus string) error {
+	if cpus == "" {
+		return nil
+	}
+	out, err := exec.CommandContext(ctx, "taskset", "-a", "-p", "-c", cpus, strconv.Itoa(f.Pid())).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pin the forge to CPUs %s (taskset): %w: %s", cpus, err, out)
 	}
 	return nil
 }

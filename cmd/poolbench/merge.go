@@ -44,6 +44,8 @@ type mergeTable struct {
 	rounds  []mergeRound
 	workers int
 	total   time.Duration
+	// forgeCPUs: the CPUs the forge was pinned to (-forge-cpus), empty if none
+	forgeCPUs string
 }
 
 // mergeRound is one serial run and the pool run after it.
@@ -59,7 +61,7 @@ func (r mergeRound) ratio() float64 { return float64(r.pooled.took) / float64(r.
 // (The forge re-tests every open PR after each merge, so opening all 2K at
 // once would make the serial run carry twice the load.)
 func (b *bench) mergeBacklog(ctx context.Context) (*mergeTable, error) {
-	t := &mergeTable{k: b.opts.mergeK, workers: b.opts.mergeWorkers}
+	t := &mergeTable{k: b.opts.mergeK, workers: b.opts.mergeWorkers, forgeCPUs: b.opts.forgeCPUs}
 	for i := range b.opts.mergeRounds {
 		b.progress("merge round %d of %d", i+1, b.opts.mergeRounds)
 		r, err := b.mergeRound(ctx, t, i)
@@ -323,6 +325,9 @@ func (t *mergeTable) render(w io.Writer) {
 	fmt.Fprintf(w, "#### merge backlog figures, %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(w, "Machine: %s, %s, %d CPUs; %s. Forge: Gitea %s (SQLite), on loopback. %d approved, green PRs per strategy, opened just before its run, so each starts with K open PRs (each adds its own file: no conflicts). %d rounds, each a serial run then a pool run.\n\n",
 		machine(), cpuModel(), runtime.NumCPU(), runtime.Version(), sandbox.GiteaVersion, t.k, len(t.rounds))
+	if t.forgeCPUs != "" {
+		fmt.Fprintf(w, "The forge (and every process it started) was pinned to CPUs %s (`taskset -c`).\n\n", t.forgeCPUs)
+	}
 	fmt.Fprintln(w, "| round | strategy | PRs | time | per merge | merge calls per PR: median | max | forge requests | per merged PR | load average, start → end |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	var serial, pooled mergeRun

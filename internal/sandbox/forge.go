@@ -269,3 +269,6 @@ func (f *Forge) Resume() error {
 // LogTail returns the last few kilobytes of the server's output, for test
 // failure messages.
 func (f *Forge) LogTail() string { return f.logTail() }
+
+// Pid is the server's process id (for a benchmark that pins it to CPUs).
+func (f *Forge) Pid() int { return f.cmd.Process.Pid }
