@@ -61,6 +61,8 @@ type Options struct {
 	Branch   string // the default branch
 	GitName  string
 	GitEmail string
+	// Instance names the pool instance in the merge train's cars it makes.
+	Instance string
 	Log      *slog.Logger // where a scrubbed hook or config is reported; nil: nowhere
 	// TreeGroup names the OS group (a name or a number) the agent server's
 	// user is in: work trees are shared with it, and the clone's objects
@@ -98,6 +100,7 @@ type Clone struct {
 	group   int       // TreeGroup's id; -1: not shared
 	reaper  string    // Options.Reaper
 	ident   [2]string // GitName and GitEmail, for the work trees' config
+	inst    string    // Options.Instance
 
 	// guarded by mu (warm.go)
 	trees   map[string]*tree // the work trees made in this run, by directory
@@ -111,7 +114,7 @@ type Clone struct {
 // removed and the repository cloned afresh. On error nothing is left behind.
 func Open(ctx context.Context, opt Options) (*Clone, error) {
 	c := &Clone{Dir: opt.Dir, url: opt.URL, branch: opt.Branch, auth: &githttp.BasicAuth{Username: "pool", Password: opt.Token}, log: opt.Log,
-		ident: [2]string{opt.GitName, opt.GitEmail}, reaper: opt.Reaper}
+		ident: [2]string{opt.GitName, opt.GitEmail}, reaper: opt.Reaper, inst: opt.Instance}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}

@@ -52,6 +52,9 @@ func (c *Clone) MakeCar(ctx context.Context, pr int, parent, head string) (strin
 	}
 	tree, _, _ := strings.Cut(out, "\n")
 	msg := fmt.Sprintf("Merge #%d (%s) onto %s\n\nA car of the pool's merge train.", pr, head[:12], parent[:12])
+	if c.inst != "" {
+		msg += "\nMade by pool instance " + c.inst + "."
+	}
 	car, err := runGitEnv(ctx, "", []string{"-C", c.repoDir(), "commit-tree", tree, "-p", parent, "-p", head, "-m", msg}, c.identEnv())
 	if err != nil {
 		return "", fmt.Errorf("clone: make the car of #%d: %w", pr, err)

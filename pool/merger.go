@@ -19,7 +19,8 @@ import (
 type merger struct {
 	p     *Pool
 	q     *mergeQueue
-	rides *rides // the base's merge train (train.go); nil while trains are off
+	rides *rides      // the base's merge train (train.go); nil while trains are off
+	lease *trainLease // its hold on the train lease of the base (lease.go)
 }
 
 // run works the merge queue until ctx ends (no merge starts after that);

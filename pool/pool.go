@@ -451,6 +451,9 @@ type Clone interface {
 	Fixes
 }
 
+// Instance is the pool's instance identity (claims, the train lease).
+func (p *Pool) Instance() string { return p.instance }
+
 // UseClone gives the pool its clone, before it runs.
 func (p *Pool) UseClone(c Clone) {
 	p.trees, p.history, p.fixes = c, c, c

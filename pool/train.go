@@ -126,7 +126,8 @@ func trainBranch(base string, n int) string { return fmt.Sprintf("pool-train/%s/
 
 // trainStep, with trains on, runs the train once every trainPoll (at
 // once after a landing: the next car may be green already) and returns
-// how long until its next run.
+// how long until its next run. Only the pool that holds the train lease
+// of the base runs it (lease.go); another waits.
 func (m *merger) trainStep(ctx context.Context) time.Duration {
 	p := m.p
 	if m.rides == nil || m.rides.t.Base != p.Base() {
@@ -135,11 +136,19 @@ func (m *merger) trainStep(ctx context.Context) time.Duration {
 	if wait := m.rides.next.Sub(p.now()); wait > 0 && !m.unsorted() {
 		return wait
 	}
+	poll := min(trainPoll, p.cfg.PollInterval)
+	if ok, wait := m.holdLease(ctx, len(m.q.all()) > 0); !ok {
+		if wait <= 0 {
+			wait = poll
+		}
+		m.rides.next = p.now().Add(wait)
+		return wait
+	}
 	landed := m.trainTurn(ctx, m.q.all())
+	m.dropLease(ctx)
 	if landed {
 		return 0
 	}
-	poll := min(trainPoll, p.cfg.PollInterval)
 	m.rides.next = p.now().Add(poll)
 	return poll
 }

@@ -35,11 +35,15 @@ type fakeCars struct {
 	// cancel: the run of the first car of these PRs is cancelled (a
 	// failure "Has been cancelled"), and run again 200 ms later: it passes.
 	cancel map[int]bool
+	// leases is the forge's train lease, shared by the pools on f
+	// (trainlease_test.go); instance names this one's pool.
+	leases   *fakeLeases
+	instance string
 }
 
 func newFakeCars(f *fakeForge) *fakeCars {
 	return &fakeCars{f: f, bad: map[int]bool{}, holds: map[string][]int{}, branches: map[string]string{}, authorPush: map[int]string{},
-		cancel: map[int]bool{}}
+		cancel: map[int]bool{}, leases: &fakeLeases{}, instance: "pool-test"}
 }
 
 func (c *fakeCars) MakeCar(_ context.Context, pr int, parent, head string) (string, error) {
@@ -54,6 +58,7 @@ func (c *fakeCars) MakeCar(_ context.Context, pr int, parent, head string) (stri
 }
 
 func (c *fakeCars) PushCar(_ context.Context, branch, car string) error {
+	c.leases.check(c.instance, "car "+car+" to "+branch)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.formed++
@@ -89,6 +94,7 @@ func (c *fakeCars) DeleteCar(_ context.Context, branch string) error {
 }
 
 func (c *fakeCars) LandCar(_ context.Context, pr int, branch, lease, car string) error {
+	c.leases.check(c.instance, "car "+car+" to "+branch)
 	c.f.mu.Lock()
 	defer c.f.mu.Unlock()
 	p := c.f.prs[pr]

@@ -55,7 +55,7 @@ func openRepo(ctx context.Context, cfg configs.Config, d pool.Deps) (*repo, erro
 	err := retryStart(ctx, log, "clone", startFirstWait, cloneRetryable, func() (err error) {
 		r.clone, err = clone.Open(ctx, clone.Options{Dir: filepath.Join(r.store.Dir(), "clone"), Log: log.With("component", "clone"),
 			URL:   fmt.Sprintf("%s/%s/%s.git", cfg.ForgejoURL, cfg.Owner, cfg.Name),
-			Token: cfg.Token, Branch: r.pool.Base(), GitName: cfg.GitName, GitEmail: cfg.GitEmail, TreeGroup: cfg.AgentTreeGroup, Reaper: cfg.AgentReaper})
+			Token: cfg.Token, Branch: r.pool.Base(), GitName: cfg.GitName, GitEmail: cfg.GitEmail, Instance: r.pool.Instance(), TreeGroup: cfg.AgentTreeGroup, Reaper: cfg.AgentReaper})
 		return err
 	})
 	if err != nil {

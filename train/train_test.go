@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // kinds renders actions as "kind PR" words, for comparing plans.
@@ -226,4 +227,34 @@ func drive(t *testing.T, queue []int, bad, size int, backFirst bool) (landed, ej
 	}
 	t.Fatalf("the train did not finish in 200 rounds: landed %v, ejected %v, train %+v", landed, ejected, tr.Cars)
 	return nil, nil, 0
+}
+
+// TestJudgeLease: no lease is free; one naming this instance is its own;
+// another's is held until its commit stayed the same for the TTL on the
+// reader's clock, whatever time it states, and a renewal (a new commit)
+// holds it again.
+func TestJudgeLease(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 21, 0, 0, 0, time.UTC)
+	ttl := time.Minute
+	var l Lease
+	if v := JudgeLease(l.Seen("", "", t0), "me", t0, ttl); v != LeaseFree {
+		t.Errorf("no lease: %s, want free", v)
+	}
+	l = l.Seen("c1", "other", t0)
+	for _, tt := range []struct {
+		at   time.Duration
+		want LeaseVerdict
+	}{{0, LeaseHeld}, {59 * time.Second, LeaseHeld}, {time.Minute, LeaseStale}, {time.Hour, LeaseStale}} {
+		seen := l.Seen("c1", "other", t0.Add(tt.at)) // read again, unchanged
+		if v := JudgeLease(seen, "me", t0.Add(tt.at), ttl); v != tt.want {
+			t.Errorf("another's lease unchanged for %s: %s, want %s", tt.at, v, tt.want)
+		}
+	}
+	renewed := l.Seen("c2", "other", t0.Add(50*time.Second))
+	if v := JudgeLease(renewed, "me", t0.Add(100*time.Second), ttl); v != LeaseHeld {
+		t.Errorf("a lease renewed 50 s ago: %s, want held", v)
+	}
+	if v := JudgeLease(l.Seen("c3", "me", t0), "me", t0.Add(time.Hour), ttl); v != LeaseOurs {
+		t.Errorf("a lease naming this instance: %s, want ours", v)
+	}
 }

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -104,6 +107,21 @@ func readCommit(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, ref stri
 	return c
 }
 
+// trainSandbox starts a sandbox of n PRs, reviewed by script (nil: the
+// sandbox's approver), on a main that blocks outdated branches and
+// requires the CI's check, with a stand-in CI for the PRs' heads and one
+// for the pool's train branches (trainCI, no delay), both stopped at the
+// test's end. It returns the train CI's results.
+func trainSandbox(t *testing.T, ctx context.Context, n int, script sandbox.Script) (*sandbox.Sandbox, func() map[string]bool) {
+	t.Helper()
+	sb := startSandbox(t, ctx, n, script)
+	protectOutdated(t, ctx, sb, nil)
+	ciCtx, stopCI := context.WithCancel(ctx)
+	t.Cleanup(stopCI)
+	standInCI(t, ciCtx, sb, sb.PRs)
+	return sb, trainCI(t, ciCtx, sb, false, 0)
+}
+
 // TestATrainLandsThreePRsOnTheForge: three approved PRs on a branch that blocks
 // outdated branches and requires the CI's check, with merge.train always.
 // The pool forms three cars on its own train branches, where the stand-in
@@ -113,14 +131,16 @@ func readCommit(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, ref stri
 // update by the forge, and no train branch left.
 func TestATrainLandsThreePRsOnTheForge(t *testing.T) {
 	parallelLong(t)
+	trainLandsThree(t, nil, func(sb *sandbox.Sandbox) string { return sb.Forge.URL })
+}
+
+// trainLandsThree runs TestATrainLandsThreePRsOnTheForge with the
+// sandbox's reviewer script and the pool's forge at through's URL for the
+// sandbox (the forge itself, or a proxy in front of it).
+func trainLandsThree(t *testing.T, script sandbox.Script, through func(*sandbox.Sandbox) string) {
 	ctx := testContext(t)
-	sb := startSandbox(t, ctx, 3, nil)
-	protectOutdated(t, ctx, sb, nil)
-	ciCtx, stopCI := context.WithCancel(ctx)
-	defer stopCI()
-	standInCI(t, ciCtx, sb, sb.PRs)
-	tested := trainCI(t, ciCtx, sb, false, 0)
-	forge := countRequests(t, sb.Forge.URL)
+	sb, tested := trainSandbox(t, ctx, 3, script)
+	forge := countRequests(t, through(sb))
 	bin := buildPool(t)
 	start := time.Now()
 	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_FORGEJO_URL="+forge.url, "POOL_IDLE_EXIT=5",
@@ -149,6 +169,13 @@ func TestATrainLandsThreePRsOnTheForge(t *testing.T) {
 		}
 		if len(car.Parents) != 2 {
 			t.Errorf("#%d: its car %s has %d parents, want 2 (the base tip, the approved head)", n, car.SHA, len(car.Parents))
+		}
+	}
+	for _, n := range sb.PRs {
+		for _, c := range prComments(t, ctx, sb, n) {
+			if strings.Contains(c.Body, "Merging is on hold") {
+				t.Errorf("#%d: a hold note, though it merged: %s", n, c.Body)
+			}
 		}
 	}
 	sessions := len(sb.Model.Prompts())
@@ -341,5 +368,132 @@ func TestAnAuthorsPushDuringATrainIsReviewedOnTheForge(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("pool stderr:\n%s", tailOf(pool.stderr.String(), 30000))
+	}
+}
+
+// carMaker is the pool instance a car's commit message names ("" for a
+// commit that is no car of a named pool).
+var carMaker = regexp.MustCompile(`Made by pool instance (\S+)\.`)
+
+// watchCars lists the repository's branches every half second until the
+// test ends and records, for each listing, the pool instances whose cars
+// are on train branches of main. It returns the listings that showed cars
+// of more than one pool, the instances seen and the listings made.
+func watchCars(t *testing.T, ctx context.Context, sb *sandbox.Sandbox) func() (mixed []string, makers map[string]int, listings int) {
+	t.Helper()
+	var mu sync.Mutex
+	makers := map[string]int{}
+	var mixed []string
+	listings := 0
+	go func() {
+		for ctx.Err() == nil {
+			var branches []struct {
+				Name   string `json:"name"`
+				Commit struct {
+					ID      string `json:"id"`
+					Message string `json:"message"`
+				} `json:"commit"`
+			}
+			if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/branches?limit=50", sb.Owner, sb.Repo), nil, &branches); err == nil {
+				now := map[string][]string{}
+				for _, b := range branches {
+					if !strings.HasPrefix(b.Name, "pool-train/main/") {
+						continue
+					}
+					maker := ""
+					if m := carMaker.FindStringSubmatch(b.Commit.Message); m != nil {
+						maker = m[1]
+					}
+					now[maker] = append(now[maker], b.Name)
+				}
+				mu.Lock()
+				listings++
+				for maker := range now {
+					makers[maker]++
+				}
+				if len(now) > 1 {
+					mixed = append(mixed, fmt.Sprint(now))
+				}
+				mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
+	return func() ([]string, map[string]int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(mixed), maps.Clone(makers), listings
+	}
+}
+
+// TestTwoPoolsRunOneTrainOnTheForge: two pools with trains always share
+// one forge and five PRs on main. At most one pool runs the train of main
+// at a time (the train lease): no listing of the branches shows train
+// branches with cars of both pools, and every car on them names a pool.
+// Every PR lands at a car, and the lease is given back once the trains
+// are empty.
+func TestTwoPoolsRunOneTrainOnTheForge(t *testing.T) {
+	parallelLong(t)
+	ctx := testContext(t)
+	sb, tested := trainSandbox(t, ctx, 5, nil)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	watched := watchCars(t, watchCtx, sb)
+	bin := buildPool(t)
+	var pools []*poolProc
+	for _, name := range []string{"pool-a", "pool-b"} {
+		env := poolEnv(t, sb, t.TempDir(), "POOL_INSTANCE_ID="+name, "POOL_IDLE_EXIT=5", "POOL_MERGE_TRAIN=always")
+		pools = append(pools, startPool(t, ctx, bin, env, "--workers", "2"))
+	}
+	for _, p := range pools {
+		p.wait(t, ctx)
+	}
+	stopWatch()
+	mixed, makers, listings := watched()
+	for _, m := range mixed {
+		t.Errorf("cars of two pools on the train branches of main at once: %s", m)
+	}
+	if _, ok := makers[""]; ok {
+		t.Errorf("a car that names no pool instance: %v", makers)
+	}
+	cars := tested()
+	landedBy := map[string]int{}
+	for _, n := range sb.PRs {
+		pr := getPR(t, ctx, sb, n)
+		if !pr.Merged || !cars[pr.Head.Sha] {
+			t.Errorf("#%d: merged %v at %s; want merged at a car the CI tested", n, pr.Merged, pr.Head.Sha)
+			continue
+		}
+		var c struct {
+			Commit struct {
+				Message string `json:"message"`
+			} `json:"commit"`
+		}
+		if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/git/commits/%s", sb.Owner, sb.Repo, pr.Head.Sha), nil, &c); err != nil {
+			t.Fatal(err)
+		}
+		if m := carMaker.FindStringSubmatch(c.Commit.Message); m != nil {
+			landedBy[m[1]]++
+		}
+	}
+	status, _ := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/git/refs/pool-train-lease", sb.Owner, sb.Repo), nil, nil)
+	if status == 200 {
+		t.Errorf("the train lease is left: GET git/refs/pool-train-lease answered %d", status)
+	}
+	var waited []string
+	for i, p := range pools {
+		if strings.Contains(p.stderr.String(), "another pool runs the train of the base; this pool waits") {
+			waited = append(waited, []string{"pool-a", "pool-b"}[i])
+		}
+	}
+	t.Logf("figure: two pools, 5 PRs on one base: %d listings of the train branches, cars seen by maker %v, PRs landed by maker %v, pools that waited %v, %d reviewer sessions",
+		listings, makers, landedBy, waited, len(sb.Model.Prompts()))
+	if t.Failed() {
+		for i, p := range pools {
+			t.Logf("pool %d stderr:\n%s", i, tailOf(p.stderr.String(), 20000))
+		}
 	}
 }

@@ -1,0 +1,171 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"pool/clone"
+)
+
+// fakeLeases is the forge's train lease of main, shared by the fakeCars of
+// pools on one fake forge. Each car a pool pushes (to a train branch or to
+// a PR's branch) is checked against it: the lease must name the pool.
+type fakeLeases struct {
+	mu         sync.Mutex
+	commit     string
+	holder     string
+	n          int
+	takeovers  []string // "<new holder> over <old holder>"
+	violations []string // cars pushed by a pool the lease did not name
+	formedBy   map[string]int
+}
+
+func (l *fakeLeases) check(who, what string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holder != who {
+		l.violations = append(l.violations, fmt.Sprintf("%s pushed %s while the lease named %q", who, what, l.holder))
+	}
+	if l.formedBy == nil {
+		l.formedBy = map[string]int{}
+	}
+	l.formedBy[who]++
+}
+
+// share gives c the train lease of cars and names it its pool's instance.
+func (c *fakeCars) share(l *fakeLeases, instance string) *fakeCars {
+	c.leases, c.instance = l, instance
+	return c
+}
+
+func (c *fakeCars) Lease(_ context.Context, base string) (string, string, error) {
+	c.leases.mu.Lock()
+	defer c.leases.mu.Unlock()
+	return c.leases.commit, c.leases.holder, nil
+}
+
+func (c *fakeCars) TakeLease(_ context.Context, base, holder, expect string, _ time.Time) (string, error) {
+	l := c.leases
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.commit != expect {
+		return "", clone.ErrLeaseLost
+	}
+	if l.holder != "" && l.holder != holder {
+		l.takeovers = append(l.takeovers, holder+" over "+l.holder)
+	}
+	l.n++
+	l.commit, l.holder = fakeSHA(fmt.Sprintf("lease-%d", l.n)), holder
+	return l.commit, nil
+}
+
+func (c *fakeCars) DropLease(_ context.Context, base, held string) error {
+	l := c.leases
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.commit != held {
+		return clone.ErrLeaseLost
+	}
+	l.commit, l.holder = "", ""
+	return nil
+}
+
+// runPools runs a pool with trains on over f for each of cars (named by
+// their instance) until stop holds.
+func runPools(t *testing.T, f *fakeForge, ttl time.Duration, stop func() bool, cars ...*fakeCars) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	runCtx, stopRun := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, c := range cars {
+		cfg := testConfig(2)
+		cfg.IdleExit, cfg.MergeTrain, cfg.InstanceID, cfg.ClaimTTL = 0, "always", c.instance, ttl
+		p, err := New(ctx, cfg, Deps{Forge: f, Agent: newFakeAgent(approver(f, time.Millisecond)), Now: f.now, History: &fakeHistory{}, Cars: c, Log: testLog()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := p.Run(runCtx); err != nil {
+				t.Errorf("Run %s: %v", c.instance, err)
+			}
+		}()
+	}
+	waitFor(ctx, stop)
+	stopRun()
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("the pools did not finish: effects %v", f.Effects())
+	}
+}
+
+// TestTwoPoolsRunOneTrain: two pools with trains on share one forge and
+// four approved PRs on main. Every car either pushes, to a train branch or
+// to a PR's branch, is pushed while the train lease names that pool: at no
+// time do two pools' trains run on the base. Every PR merges.
+func TestTwoPoolsRunOneTrain(t *testing.T) {
+	f := outdatedForge(true, 1, 2, 3, 4)
+	f.ciDelay = 30 * time.Millisecond
+	l := &fakeLeases{}
+	a, b := newFakeCars(f).share(l, "pool-a"), newFakeCars(f).share(l, "pool-b")
+	runPools(t, f, time.Minute, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) && f.isMerged(4) }, a, b)
+	for _, v := range l.violations {
+		t.Error(v)
+	}
+	if len(l.takeovers) != 0 {
+		t.Errorf("takeovers %v, want none: both pools lived", l.takeovers)
+	}
+	t.Logf("cars pushed by pool: %v", l.formedBy)
+}
+
+// TestAStaleTrainLeaseIsTakenOver: a pool that died left the train lease
+// of main. It holds the train while its commit stays the same for the
+// lease TTL; then the live pool takes it over (naming the dead one) and
+// lands every PR. No car is pushed before the takeover.
+func TestAStaleTrainLeaseIsTakenOver(t *testing.T) {
+	f := outdatedForge(true, 1, 2)
+	f.ciDelay = 30 * time.Millisecond
+	l := &fakeLeases{commit: fakeSHA("lease-of-a-dead-pool"), holder: "dead-pool"}
+	a := newFakeCars(f).share(l, "pool-a")
+	runPools(t, f, 300*time.Millisecond, func() bool { return f.isMerged(1) && f.isMerged(2) }, a)
+	for _, v := range l.violations {
+		t.Error(v)
+	}
+	if len(l.takeovers) != 1 || l.takeovers[0] != "pool-a over dead-pool" {
+		t.Errorf("takeovers %v, want pool-a over dead-pool", l.takeovers)
+	}
+}
+
+// TestALiveTrainLeaseIsNotTakenOver: another pool holds the train lease
+// and renews it (a new lease commit) every tenth of the TTL for five
+// TTLs, then gives it back. The pool never pushes a car meanwhile, and
+// lands both PRs after the give-back.
+func TestALiveTrainLeaseIsNotTakenOver(t *testing.T) {
+	f := outdatedForge(true, 1, 2)
+	f.ciDelay = 30 * time.Millisecond
+	ttl := 300 * time.Millisecond
+	l := &fakeLeases{}
+	other := newFakeCars(f).share(l, "pool-b")
+	ctx := context.Background()
+	held, _ := other.TakeLease(ctx, "main", "pool-b", "", time.Now())
+	go func() {
+		for range 50 {
+			time.Sleep(ttl / 10)
+			held, _ = other.TakeLease(ctx, "main", "pool-b", held, time.Now())
+		}
+		_ = other.DropLease(ctx, "main", held)
+	}()
+	a := newFakeCars(f).share(l, "pool-a")
+	runPools(t, f, ttl, func() bool { return f.isMerged(1) && f.isMerged(2) }, a)
+	for _, v := range l.violations {
+		t.Error(v)
+	}
+	if len(l.takeovers) != 0 {
+		t.Errorf("takeovers %v, want none: pool-b renewed its lease", l.takeovers)
+	}
+}
