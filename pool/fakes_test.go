@@ -44,7 +44,10 @@ type fakeForge struct {
 	manualMerges bool
 	// lostRace: the merge of these PRs merges them but answers 409, as
 	// Forgejo does when another merge of the PR won the race.
-	lostRace    map[int]bool
+	lostRace map[int]bool
+	// mergedTwice: the merge of these PRs merges them but answers 405 with
+	// an empty message, as Forgejo answers a merge sent a second time.
+	mergedTwice map[int]bool
 	permissions map[string]string // account: permission; absent answers 403
 	protection  forge.Protection
 	merged      map[int]time.Time // when each PR merged
@@ -105,7 +108,7 @@ func newFakeForge(prs ...int) *fakeForge {
 	f := &fakeForge{me: "pool-bot", prs: map[int]*forge.PR{}, comments: map[int][]forge.Comment{},
 		reviews: map[int][]forge.Review{}, statuses: map[string][]forge.Status{}, failOps: map[string]error{},
 		failTimes: map[string]int{}, failNotes: map[string]int{}, lostNotes: map[string]int{},
-		mergeAnswer: map[int]forge.MergeResult{}, lostRace: map[int]bool{}, now: time.Now, calls: map[string]int{},
+		mergeAnswer: map[int]forge.MergeResult{}, lostRace: map[int]bool{}, mergedTwice: map[int]bool{}, now: time.Now, calls: map[string]int{},
 		protection: forge.Protection{UserCanMerge: true}, merged: map[int]time.Time{}, base: fakeSHA("base-0"),
 		parents: map[string][]string{}, authorPush: map[int]bool{}, evilMerge: map[int]bool{}, evil: map[string]bool{}, ciAt: map[string]time.Time{},
 		updateAnswer: map[int]forgejo.UpdateResult{}, unreadable: map[int]bool{}}
@@ -440,6 +443,9 @@ func (f *fakeForge) Merge(ctx context.Context, _, _ string, n int, opt forgejo.M
 	if f.lostRace[n] {
 		body := `{"ID":11,"IssueID":0,"HeadRepoID":3,"BaseRepoID":3,"HeadBranch":"feature-1","BaseBranch":"main"}`
 		return forge.MergeResult{Outcome: forgejo.ClassifyMerge(409, body), Status: 409, Message: body}, nil
+	}
+	if f.mergedTwice[n] {
+		return forgejo.MergeAnswer(405, `{"message":"","url":""}`), nil
 	}
 	return forge.MergeResult{Outcome: forge.MergeDone, Status: 200}, nil
 }

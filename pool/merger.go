@@ -178,8 +178,8 @@ func (m *merger) mergeAnswer(ctx context.Context, pr forge.PR, res forge.MergeRe
 	p.log.Info("merge answered", "pr", pr.Number, "outcome", res.Outcome, "status", res.Status, "message", res.Message)
 	p.metrics.MergeCalled(string(res.Outcome))
 	p.book.MergeAnswered(pr.Number, res)
-	if res.Outcome == forge.MergeConflict {
-		if outcome, err := m.recheckConflict(ctx, pr); err != nil || outcome != forge.MergeConflict {
+	if res.Outcome == forge.MergeConflict || (res.Outcome == forge.MergeBlocked && res.Rule == forge.RuleUnknown) {
+		if outcome, err := m.recheck(ctx, pr, res.Outcome); err != nil || outcome != res.Outcome {
 			res.Outcome = outcome
 			return res, err
 		}
@@ -191,26 +191,28 @@ func (m *merger) mergeAnswer(ctx context.Context, pr forge.PR, res forge.MergeRe
 	return res, p.carryOut(ctx, pr, next, act, p.post)
 }
 
-// recheckConflict re-reads a PR whose merge answered 409 before it is taken
-// for a conflict: Forgejo also answers 409 (its error struct as the body)
-// when another merge of the PR won the race, and a head pushed meanwhile is
-// a new head to review, not a conflict to note. It returns MergeAlready for a
-// merged PR, MergeHeadMoved for one closed or moved, else MergeConflict.
-func (m *merger) recheckConflict(ctx context.Context, pr forge.PR) (forge.MergeOutcome, error) {
+// recheck re-reads a PR whose merge answered outcome, a conflict (409) or
+// a refusal for no rule the pool knows, before it is taken for one:
+// Forgejo also answers 409 (its error struct as the body) when another
+// merge of the PR won the race, and 405 with an empty message when the PR
+// is merged already (a merge sent twice: TestACarMergedTwiceOnForgejoLands);
+// a head pushed meanwhile is a new head to review, not a conflict to note. It returns MergeAlready for a merged PR,
+// MergeHeadMoved for one closed or moved, else outcome.
+func (m *merger) recheck(ctx context.Context, pr forge.PR, outcome forge.MergeOutcome) (forge.MergeOutcome, error) {
 	fresh, err := m.p.forge.PR(ctx, m.p.cfg.Owner, m.p.cfg.Name, pr.Number)
 	if err != nil {
 		return forge.MergeFailed, err
 	}
 	switch {
 	case fresh.Merged:
-		m.p.log.Info("the merge answered 409, but the PR is merged: another merge won the race", "pr", pr.Number)
+		m.p.log.Info("the merge was refused, but the PR is merged: another merge won the race, or this one was sent twice", "pr", pr.Number, "outcome", outcome)
 		return forge.MergeAlready, nil
 	case fresh.State != "open" || fresh.HeadSHA != pr.HeadSHA:
-		m.p.log.Info("the merge answered 409, but the PR is closed or its head moved: no conflict",
-			"pr", pr.Number, "state", fresh.State, "head", fresh.HeadSHA)
+		m.p.log.Info("the merge was refused, but the PR is closed or its head moved: no conflict",
+			"pr", pr.Number, "state", fresh.State, "head", fresh.HeadSHA, "outcome", outcome)
 		return forge.MergeHeadMoved, nil
 	}
-	return forge.MergeConflict, nil
+	return outcome, nil
 }
 
 // checkOnBase looks in the clone at a PR the forge reads mergeable but

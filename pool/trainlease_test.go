@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,5 +168,26 @@ func TestALiveTrainLeaseIsNotTakenOver(t *testing.T) {
 	}
 	if len(l.takeovers) != 0 {
 		t.Errorf("takeovers %v, want none: pool-b renewed its lease", l.takeovers)
+	}
+}
+
+// TestACarMergedTwiceOnForgejoLands: the merge of PR 2's car merges it,
+// but the answer is Forgejo's to a merge sent a second time: 405 with an
+// empty message. The pool re-reads the PR before it takes the answer for a
+// refusal: the car landed (the cars behind it are not re-formed), and no
+// note on PR 2 calls its merge refused.
+func TestACarMergedTwiceOnForgejoLands(t *testing.T) {
+	f := outdatedForge(true, 1, 2, 3)
+	f.ciDelay = 30 * time.Millisecond
+	f.mergedTwice[2] = true
+	cars := newFakeCars(f)
+	runTrain(t, f, cars, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+	for _, c := range f.comments[2] {
+		if strings.Contains(c.Body, "on hold") {
+			t.Errorf("a note on PR 2, merged: %s", c.Body)
+		}
+	}
+	if cars.formed != 3 {
+		t.Errorf("%d cars formed, want 3: PR 2's car landed, none re-formed", cars.formed)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"pool/internal/faultproxy"
 	"pool/internal/sandbox"
 )
 
@@ -132,6 +133,32 @@ func trainSandbox(t *testing.T, ctx context.Context, n int, script sandbox.Scrip
 func TestATrainLandsThreePRsOnTheForge(t *testing.T) {
 	parallelLong(t)
 	trainLandsThree(t, nil, func(sb *sandbox.Sandbox) string { return sb.Forge.URL })
+}
+
+// TestATrainLandsThreePRsOnForgejo is the same train through the fault
+// proxy's Forgejo mode: a car's merge that lost a race to another merge of
+// the PR (409, Forgejo's error struct), one sent twice and answered 405
+// with an empty message (Forgejo's answer for a merged PR: the pool took
+// it for a refusal, left the car landed untold and noted the merged PR on
+// hold, until it re-read the PR first), a null in every PR list, review
+// and timeline lists paged as Forgejo pages them (PR 2's reviewer first
+// posts a commenting review: a short page mid-list).
+func TestATrainLandsThreePRsOnForgejo(t *testing.T) {
+	parallelLong(t)
+	var proxy *faultproxy.Proxy
+	remark := sandbox.Reviewer(func(pr string) sandbox.Verdict { return sandbox.Verdict{Remark: pr == "2", Event: "APPROVED"} })
+	trainLandsThree(t, remark, func(sb *sandbox.Sandbox) string {
+		proxy = startFaultProxy(t, faultproxy.Options{Upstream: sb.Forge.URL, Seed: faultSeed(t),
+			Forgejo: &faultproxy.ForgejoOptions{MergeRaces: 1, MergedTwice: 1, NullShare: 1, ShortPages: true}})
+		return proxy.URL
+	})
+	stats := proxy.Stats()
+	for _, name := range []string{faultproxy.RewriteRace, faultproxy.RewriteMergedTwice, faultproxy.RewriteNull, faultproxy.RewriteShortPage} {
+		if stats.Rewrites[name] == 0 {
+			t.Errorf("the train never met Forgejo's %q", name)
+		}
+	}
+	t.Logf("figure: a train of three through the Forgejo mode: %d forge requests; rewrites %v", stats.Requests, stats.Rewrites)
 }
 
 // trainLandsThree runs TestATrainLandsThreePRsOnTheForge with the
