@@ -132,7 +132,18 @@ func trainSandbox(t *testing.T, ctx context.Context, n int, script sandbox.Scrip
 // update by the forge, and no train branch left.
 func TestATrainLandsThreePRsOnTheForge(t *testing.T) {
 	parallelLong(t)
-	trainLandsThree(t, nil, func(sb *sandbox.Sandbox) string { return sb.Forge.URL })
+	trainLandsThree(t, nil, false, func(sb *sandbox.Sandbox) string { return sb.Forge.URL })
+}
+
+// TestATrainLandsWithAWriteTokenOnTheForge: the same with the pool's
+// account a write collaborator only, whose token cannot read the branch
+// protection whole (nor whether it dismisses stale approvals): the forge
+// keeps each approval over the push of its car to the PR's branch (not
+// stale, not dismissed, official), so the approvals carry over, three
+// reviewer sessions (issue 36).
+func TestATrainLandsWithAWriteTokenOnTheForge(t *testing.T) {
+	parallelLong(t)
+	trainLandsThree(t, nil, true, func(sb *sandbox.Sandbox) string { return sb.Forge.URL })
 }
 
 // TestATrainLandsThreePRsOnForgejo is the same train through the fault
@@ -147,7 +158,7 @@ func TestATrainLandsThreePRsOnForgejo(t *testing.T) {
 	parallelLong(t)
 	var proxy *faultproxy.Proxy
 	remark := sandbox.Reviewer(func(pr string) sandbox.Verdict { return sandbox.Verdict{Remark: pr == "2", Event: "APPROVED"} })
-	trainLandsThree(t, remark, func(sb *sandbox.Sandbox) string {
+	trainLandsThree(t, remark, false, func(sb *sandbox.Sandbox) string {
 		proxy = startFaultProxy(t, faultproxy.Options{Upstream: sb.Forge.URL, Seed: faultSeed(t),
 			Forgejo: &faultproxy.ForgejoOptions{MergeRaces: 1, MergedTwice: 1, NullShare: 1, ShortPages: true}})
 		return proxy.URL
@@ -163,10 +174,16 @@ func TestATrainLandsThreePRsOnForgejo(t *testing.T) {
 
 // trainLandsThree runs TestATrainLandsThreePRsOnTheForge with the
 // sandbox's reviewer script and the pool's forge at through's URL for the
-// sandbox (the forge itself, or a proxy in front of it).
-func trainLandsThree(t *testing.T, script sandbox.Script, through func(*sandbox.Sandbox) string) {
+// sandbox (the forge itself, or a proxy in front of it); the pool's
+// account a write collaborator only when writeOnly.
+func trainLandsThree(t *testing.T, script sandbox.Script, writeOnly bool, through func(*sandbox.Sandbox) string) {
 	ctx := testContext(t)
 	sb, tested := trainSandbox(t, ctx, 3, script)
+	if writeOnly {
+		if err := sb.Forge.AddCollaborator(ctx, sb.OwnerToken, sb.Owner, sb.Repo, sb.PoolUser, "write"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	forge := countRequests(t, through(sb))
 	bin := buildPool(t)
 	start := time.Now()
@@ -226,8 +243,11 @@ func trainLandsThree(t *testing.T, script sandbox.Script, through func(*sandbox.
 			t.Errorf("train branch %s left", b.Name)
 		}
 	}
-	t.Logf("figure: 3 PRs on one train, 2 workers: %d reviewer sessions, %d cars tested, %d merge calls, %s (pool start to exit, 5 idle cycles)",
-		sessions, len(cars), forge.countPOST("/merge"), took.Round(time.Second))
+	if writeOnly && !strings.Contains(pool.stderr.String(), "cannot read the whole branch protection") {
+		t.Errorf("the pool did not say at start that its token cannot read the whole rule")
+	}
+	t.Logf("figure: 3 PRs on one train, 2 workers, write-only token %v: %d reviewer sessions, %d cars tested, %d merge calls, %s (pool start to exit, 5 idle cycles)",
+		writeOnly, sessions, len(cars), forge.countPOST("/merge"), took.Round(time.Second))
 	if t.Failed() {
 		t.Logf("pool stderr:\n%s", tailOf(pool.stderr.String(), 30000))
 	}
