@@ -438,6 +438,16 @@ func (m *merger) landCar(ctx context.Context, pr forge.PR) bool {
 		p.noFastForward.Store(true) // trainsOn says so, once; the PR, at its car, merges one by one
 		return false
 	}
+	if err == nil && res.Rule == forge.RuleOutdated {
+		// The car's first parent is the base tip (awaitHead): the forge
+		// has not counted the car against the base yet (Gitea works out
+		// how far a PR is behind after a push, apart from its mergeable
+		// flag). No refusal to note or back off from: the car, on the
+		// PR's branch, stays the front car and the next turn tries again
+		// (a base that moved re-forms it).
+		p.log.Info("merge train: the forge still counts the car behind the base; the next turn tries again", "pr", pr.Number, "message", res.Message)
+		return false
+	}
 	res, err = m.mergeAnswer(ctx, fresh, res, err)
 	switch {
 	case err != nil || res.Outcome == forge.MergeNotReady || res.Rule == forge.RuleOutdated:

@@ -15,6 +15,7 @@ import (
 
 	"pool/clone"
 	"pool/forge"
+	"pool/forgejo"
 	"pool/store"
 )
 
@@ -32,6 +33,11 @@ type fakeCars struct {
 	// authorPush: the author of these PRs pushes this commit to the
 	// branch just before the pool's first landing of its car.
 	authorPush map[int]string
+	// staleBehind: right after a car is pushed to these PRs' branches the
+	// forge still counts them behind their base (Gitea works out how far a
+	// PR is behind after a push, apart from its mergeable flag), and
+	// refuses their merge as outdated, for 100 ms.
+	staleBehind map[int]bool
 	// cancel: the run of the first car of these PRs is cancelled (a
 	// failure "Has been cancelled"), and run again 200 ms later: it passes.
 	cancel map[int]bool
@@ -43,7 +49,7 @@ type fakeCars struct {
 
 func newFakeCars(f *fakeForge) *fakeCars {
 	return &fakeCars{f: f, bad: map[int]bool{}, holds: map[string][]int{}, branches: map[string]string{}, authorPush: map[int]string{},
-		cancel: map[int]bool{}, leases: &fakeLeases{}, instance: "pool-test"}
+		cancel: map[int]bool{}, staleBehind: map[int]bool{}, leases: &fakeLeases{}, instance: "pool-test"}
 }
 
 func (c *fakeCars) MakeCar(_ context.Context, pr int, parent, head string) (string, error) {
@@ -112,6 +118,15 @@ func (c *fakeCars) LandCar(_ context.Context, pr int, branch, lease, car string)
 	c.f.record("#%d: car %s pushed", pr, car)
 	p.HeadSHA, p.MergeBase = car, c.f.parents[car][0]
 	c.f.touch(pr)
+	if c.staleBehind[pr] {
+		msg := `{"message":"not ready to merge: The head branch is behind the base branch"}`
+		c.f.mergeAnswer[pr] = forge.MergeResult{Outcome: forgejo.ClassifyMerge(405, msg), Status: 405, Message: msg, Rule: forge.RefusalRule(405, msg)}
+		time.AfterFunc(100*time.Millisecond, func() {
+			c.f.mu.Lock()
+			defer c.f.mu.Unlock()
+			delete(c.f.mergeAnswer, pr)
+		})
+	}
 	return nil
 }
 
@@ -348,6 +363,28 @@ func TestACancelledCarIsNoFailure(t *testing.T) {
 	}
 	if cars.formed != 3 {
 		t.Errorf("%d cars formed, want 3: a cancelled run is run again, not a reason to re-form", cars.formed)
+	}
+}
+
+// TestALandingRefusedAsBehindIsNoNote: just after each car is pushed to
+// its PR's branch the forge still counts the PR behind its base and
+// refuses the merge as outdated. The car stays at the front and lands at
+// the next try: no note on any PR, and no car formed again.
+func TestALandingRefusedAsBehindIsNoNote(t *testing.T) {
+	f := outdatedForge(true, 1, 2, 3)
+	f.ciDelay = 30 * time.Millisecond
+	cars := newFakeCars(f)
+	for _, n := range []int{1, 2, 3} {
+		cars.staleBehind[n] = true
+	}
+	runTrain(t, f, cars, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+	for _, n := range []int{1, 2, 3} {
+		if notes := len(f.comments[n]) - claimsIn(f.comments[n]); notes != 0 {
+			t.Errorf("%d notes on PR %d, want none: %v", notes, n, f.comments[n])
+		}
+	}
+	if cars.formed != 3 {
+		t.Errorf("%d cars formed, want 3", cars.formed)
 	}
 }
 
