@@ -3,6 +3,7 @@ package pool
 import (
 	"maps"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"pool/describe"
@@ -98,8 +99,11 @@ func (p *Pool) OwnStatusRequired() bool {
 // Changed is signalled whenever something the status shows may have changed.
 func (p *Pool) Changed() <-chan struct{} { return p.book.Changed() }
 
-// Version is the build's version and commit, for the status page.
-func Version() string {
+// Version is the build's version and commit, for the status page; read
+// once (each status sync asks for it).
+var Version = sync.OnceValue(version)
+
+func version() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"
