@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"pool/clone"
+	"pool/commitstatus"
 	"pool/configs"
 	"pool/forge"
 	"pool/forgejo"
@@ -75,6 +76,7 @@ type simFigures struct {
 	maxClaimsPerHead      int
 	notes, maxNotesOnHead int
 	diagnostics           int
+	statusWrites          int // the pools' commit status writes (counted in requests too)
 	requests, maxPerPRHr  int // requests naming a PR
 	repoRequests          int // listings and other requests of the repository
 	poolHours             int
@@ -83,9 +85,9 @@ type simFigures struct {
 
 func (f simFigures) String() string {
 	return fmt.Sprintf("merges %d (+%d by humans), updates %d (%d after edits were allowed), fixer sessions %d (%d pushed a fix), heads %d, sessions %d (%.2f a head, max %d), claims %d (max %d a head), "+
-		"notes %d (max %d on one head, %d diagnostics), requests %.1f per open PR-hour of a pool (max %d for one PR in an hour) and %.0f of the repository per pool-hour, longest silent wait %s",
+		"notes %d (max %d on one head, %d diagnostics), status writes %d, requests %.1f per open PR-hour of a pool (max %d for one PR in an hour) and %.0f of the repository per pool-hour, longest silent wait %s",
 		f.merges, f.humanMerges, f.updates, f.editsAsked, f.fixers, f.fixesPushed, f.heads, f.sessions, float64(f.sessions)/float64(max(f.heads, 1)), f.maxSessionsPerHead,
-		f.claims, f.maxClaimsPerHead, f.notes, f.maxNotesOnHead, f.diagnostics,
+		f.claims, f.maxClaimsPerHead, f.notes, f.maxNotesOnHead, f.diagnostics, f.statusWrites,
 		float64(f.requests)/float64(max(f.prHours, 1)), f.maxPerPRHr, float64(f.repoRequests)/float64(max(f.poolHours, 1)), f.longestSilence.Round(time.Minute))
 }
 
@@ -138,6 +140,7 @@ func (f simFigures) add(g simFigures) simFigures {
 	f.notes += g.notes
 	f.maxNotesOnHead = max(f.maxNotesOnHead, g.maxNotesOnHead)
 	f.diagnostics += g.diagnostics
+	f.statusWrites += g.statusWrites
 	f.requests += g.requests
 	f.repoRequests += g.repoRequests
 	f.poolHours += g.poolHours
@@ -367,11 +370,21 @@ func (w *simWorld) startPool(ctx context.Context, p *simPool) {
 	w.mu.Unlock()
 	go func() {
 		defer close(done)
-		pl, err := New(pctx, w.config(p.id), Deps{Forge: w.sf, Agent: p.agent, Store: p.state, Trees: p.trees, Fixes: w.fixes})
+		cfg := w.config(p.id)
+		pl, err := New(pctx, cfg, Deps{Forge: w.sf, Agent: p.agent, Store: p.state, Trees: p.trees, Fixes: w.fixes})
 		if err != nil {
 			return
 		}
+		// The pool's commit status on each PR's head, as serve's
+		// runPublishing keeps it (no memory: the store is the pool's
+		// own, and a killed pool writes no last status).
+		pub := &commitstatus.Publisher{Forge: w.sf, Owner: cfg.Owner, Repo: cfg.Name, Context: cfg.StatusContext, Required: pl.OwnStatusRequired}
+		sctx, stopPub := context.WithCancel(pctx)
+		published := make(chan struct{})
+		go func() { defer close(published); pub.Run(sctx, pl.Status, pl.Changed(), cfg.PollInterval) }()
 		_, _ = pl.Run(pctx)
+		stopPub()
+		<-published
 	}()
 }
 

@@ -41,6 +41,13 @@ type simForge struct {
 	// moved is when each PR's base or its maintainer edits last changed: a
 	// pool that read the PR just before may act on what it read.
 	moved map[int]time.Time
+	// own holds the pools' own commit statuses (commitstatus.Publisher),
+	// per head, oldest first: the forge's statuses of the head besides
+	// the CI's. A write whose description differs from the head's last one
+	// is the pool's word on its PR (acted).
+	own map[string][]forge.Status
+	// statusWrites counts the pools' status writes.
+	statusWrites int
 	// updates counts the pools' updates; editsAsked the fork PRs whose
 	// author allowed maintainer edits after a pool's note asked.
 	updates, editsAsked int
@@ -100,7 +107,8 @@ type simNote struct {
 func newSimForge(f *fakeForge, seed uint64, faults float64) *simForge {
 	return &simForge{f: f, rng: rand.New(rand.NewPCG(seed, 0x5eed)), faults: faults,
 		refuse: map[int]forge.MergeResult{}, start: time.Now(), requests: map[prHour]int{}, ops: map[prHour]map[string]int{}, updated: map[string]string{},
-		acted: map[int]time.Time{}, waits: map[int]int{}, holds: map[simHead]string{}, claimed: map[simHead]time.Time{}, moved: map[int]time.Time{}}
+		acted: map[int]time.Time{}, waits: map[int]int{}, holds: map[simHead]string{}, claimed: map[simHead]time.Time{}, moved: map[int]time.Time{},
+		own: map[string][]forge.Status{}}
 }
 
 // call counts a request for PR n (0: the repository's), draws a fault
@@ -276,7 +284,41 @@ func (s *simForge) StatusHistory(ctx context.Context, o, r, sha string) ([]forge
 	if err := s.call(ctx, "statuses", s.prOf(sha)); err != nil {
 		return nil, err
 	}
-	return s.f.StatusHistory(ctx, o, r, sha)
+	out, err := s.f.StatusHistory(ctx, o, r, sha)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append(out, s.own[sha]...), nil
+}
+
+// PostStatus records a pool's commit status on sha (commitstatus's
+// write). A description that differs from the last one on the head says
+// anew why its PR waits: the pool's word on the PR, as a note is.
+func (s *simForge) PostStatus(ctx context.Context, o, r, sha string, st forgejo.NewStatus) error {
+	n := s.prOf(sha)
+	if err := s.call(ctx, "status", n); err != nil {
+		return err
+	}
+	s.f.mu.Lock()
+	s.f.nextID++
+	id := s.f.nextID
+	s.f.mu.Unlock()
+	s.mu.Lock()
+	prev := ""
+	if h := s.own[sha]; len(h) > 0 {
+		prev = h[len(h)-1].Description
+	}
+	s.own[sha] = append(s.own[sha], forge.Status{ID: id, Context: st.Context, State: st.State, Description: st.Description,
+		TargetURL: st.TargetURL, Created: time.Now()})
+	s.statusWrites++
+	if st.Description != prev && n > 0 {
+		s.acted[n] = time.Now()
+		s.logLocked("#%d %s status %s %q at %s", n, simPoolOf(ctx), st.State, st.Description, short(sha))
+	}
+	s.mu.Unlock()
+	return s.lost("status")
 }
 
 // prOf is the open PR whose head is sha, for the request count; 0 if none.

@@ -118,8 +118,8 @@ func (w *simWorld) checkRequests() string {
 
 // checkSilence: no open PR waits longer than simSilence after a change
 // that asks for the pool's word without one: a note, a review, an update
-// or a merge, or a hold note or a live claim (a session reviews it) on
-// its head. Left out: a PR labelled for
+// or a merge, a commit status on its head whose description changed, or
+// a hold note or a live claim (a session reviews it) on its head. Left out: a PR labelled for
 // humans, an unapproved draft, a head whose counted reviewer asked for
 // changes (the author's turn).
 func (w *simWorld) checkSilence() (broken string) {
@@ -140,8 +140,7 @@ func (w *simWorld) checkSilence() (broken string) {
 			w.settle(n, since, now)
 			continue
 		}
-		if pr.HasLabel(simSkip) || pr.BaseRef != "main" || w.authorsTurn(n, pr.HeadSHA) || (pr.Draft && !w.sf.approvedLocked(n, pr.HeadSHA)) ||
-			w.queuedForUpdate(n, pr) {
+		if pr.HasLabel(simSkip) || pr.BaseRef != "main" || w.authorsTurn(n, pr.HeadSHA) || (pr.Draft && !w.sf.approvedLocked(n, pr.HeadSHA)) {
 			w.settle(n, since, now)
 			continue
 		}
@@ -153,26 +152,6 @@ func (w *simWorld) checkSilence() (broken string) {
 		}
 	}
 	return ""
-}
-
-// queuedForUpdate: n's head is approved and green but behind the base,
-// and another open PR of the base has a head a pool's update made, which
-// holds the base's one update until it merges or lets go (its re-review
-// can take the sessions' hour). The pool's word on n is its commit status,
-// "approved, checks green; behind main: queued for updating", which the
-// simulation does not keep (seed 1 in a CI run: #76 answered 62 minutes
-// after its reopening, while #147's update was reviewed again). Callers
-// hold w.sf.mu and w.f.mu.
-func (w *simWorld) queuedForUpdate(n int, pr *forge.PR) bool {
-	if pr.MergeBase == "" || pr.MergeBase == w.f.base || !w.sf.approvedLocked(n, pr.HeadSHA) || !w.sf.greenLocked(pr.HeadSHA) {
-		return false
-	}
-	for m, other := range w.f.prs {
-		if m != n && other.State == "open" && other.BaseRef == "main" && w.sf.updated[other.HeadSHA] != "" {
-			return true
-		}
-	}
-	return false
 }
 
 // settle ends a wait. One the pool answered counts toward the longest
@@ -253,6 +232,7 @@ func (w *simWorld) figures() simFigures {
 	fig.prHours = int(w.openHours)
 	fig.longestSilence = w.silence
 	fig.updates, fig.editsAsked = w.sf.updates, w.sf.editsAsked
+	fig.statusWrites = w.sf.statusWrites
 	w.fixes.mu.Lock()
 	fig.fixers, fig.fixesPushed = w.fixers, w.fixes.pushed
 	w.fixes.mu.Unlock()
