@@ -234,7 +234,16 @@ func (f *fakeForge) Update(_ context.Context, _, _ string, n int, style string) 
 		return res, serverError("update", res.Status)
 	}
 	pr := f.prs[n]
-	head := fakeSHA(fmt.Sprintf("update-%d-%s", n, f.base))
+	if pr.MergeBase == f.base && f.base != "" {
+		// Gitea 1.26, services/pull/update.go: a head not behind its base
+		// is "up to date", which the API answers 500.
+		return forgejo.UpdateResult{Outcome: forgejo.UpdateFailed, Status: 500, Message: fmt.Sprintf("HeadBranch of PR %d is up to date", n)},
+			serverError("update", 500)
+	}
+	// A commit of its own each time: its id names its parents, as a real
+	// commit's does (the pool keeps a head's parents once read).
+	f.nextID++
+	head := fakeSHA(fmt.Sprintf("update-%d-%s-%d", n, f.base, f.nextID))
 	f.parents[head] = []string{pr.HeadSHA, f.base}
 	if f.evilMerge[n] {
 		head = fakeSHA("evil-" + head)
