@@ -350,7 +350,7 @@ func (p *Pool) readFacts(ctx context.Context, pr forge.PR, t lifecycle.Track, ne
 func (p *Pool) observeUpdate(ctx context.Context, pr forge.PR, t lifecycle.Track, need lifecycle.Facts, obs *lifecycle.Observation) error {
 	var err error
 	if need.Has(lifecycle.FactParents) {
-		obs.HeadParents, err = p.forge.CommitParents(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
+		obs.HeadParents, err = p.parents(ctx, pr.HeadSHA)
 	}
 	if need.Has(lifecycle.FactDiff) && err == nil {
 		obs.DiffHash, err = p.forge.DiffHash(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)

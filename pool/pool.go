@@ -93,6 +93,8 @@ type Pool struct {
 	fixes   Fixes // nil: a fixer's commits are not pushed
 	history History
 	cars    Cars // makes a merge train's cars (train.go); nil: no trains
+	// parentsOf keeps the parents of the heads read (parents.go).
+	parentsOf parentsMemory
 	// noFastForward: the forge refused a train's fast-forward-only merge for
 	// its style; trains are off from then on.
 	noFastForward atomic.Bool

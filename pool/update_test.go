@@ -269,3 +269,28 @@ func TestTwoUpdatedPRsNeverWaitOnEachOther(t *testing.T) {
 		f.setCheck(x, "success")
 	}, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
 }
+
+// TestAHeadsParentsAreReadOnce: a head the pool's update made is decided
+// each cycle while its checks run, and each decision judges its approval
+// on the head's parents. They never change for a commit: the pool reads
+// them once per head.
+func TestAHeadsParentsAreReadOnce(t *testing.T) {
+	f := outdatedForge(true, 1, 2, 3)
+	a := newFakeAgent(approver(f, time.Millisecond))
+	cfg := testConfig(2)
+	cfg.IdleExit = 0
+	f.ciDelay = 10 * cfg.PollInterval
+	runUntil(t, cfg, f, a, func(context.Context, *Pool) {}, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+	updates := 0
+	for _, c := range updatesAndMerges(f) {
+		if strings.Contains(c, "update") {
+			updates++
+		}
+	}
+	f.mu.Lock()
+	reads := f.calls["parents"]
+	f.mu.Unlock()
+	if updates == 0 || reads > updates {
+		t.Errorf("%d reads of the heads' parents for %d updated heads, want one each", reads, updates)
+	}
+}
