@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"pool/clone"
 	"pool/forge"
@@ -49,12 +50,19 @@ func (p *Pool) pushFix(ctx context.Context, s followed) {
 		return
 	}
 	log := p.log.With("pr", s.PR, "session", s.ID)
+	if pr, err := p.forge.PR(ctx, p.cfg.Owner, p.cfg.Name, s.PR); err == nil && (pr.State != "open" || pr.Merged) {
+		// A fix has no PR to go to: pushed, it would land on the branch of
+		// a closed or merged PR; noted, it says nothing anyone can act on.
+		log.Info("the PR was closed or merged while the fixer ran; its commits are not pushed", "state", pr.State, "merged", pr.Merged)
+		return
+	}
 	head, err := p.fixes.PushFix(ctx, s.Dir, *s.fix)
 	var refused *clone.RefusedError
 	switch {
 	case errors.As(err, &refused):
 		log.Warn("the fixer's commits were not pushed", "reason", refused.Reason)
-		if _, err := p.comment(ctx, s.PR, texts.FixRefused(refused.Reason)); err != nil {
+		body := texts.FixRefused(refused.Reason)
+		if err := p.noteOnce(ctx, s.PR, body, func(c string) bool { return strings.Contains(c, body) }); err != nil {
 			log.Warn("noting the refused fix failed", "err", err)
 		}
 	case err != nil:

@@ -145,3 +145,50 @@ func TestAnAdoptedFixerSessionsCommitsArePushed(t *testing.T) {
 		t.Errorf("push %+v, want %+v with the pool's token and the fixer's as secrets", got, want)
 	}
 }
+
+// TestAFixForAClosedPRIsNeitherPushedNorNoted: a PR closed or merged while
+// its fixer session ran gets neither the fixer's commits (they would land
+// on the branch of a PR that is done) nor a note that they were not pushed
+// (seed 6 of the simulation at 10 days: two such notes on one head, the
+// first after the PR was closed, the second after it was merged).
+func TestAFixForAClosedPRIsNeitherPushedNorNoted(t *testing.T) {
+	for _, merged := range []bool{false, true} {
+		f := newFakeForge(1)
+		head := f.prs[1].HeadSHA
+		f.review(1, "reviewer", forge.ReviewApproved)
+		f.statuses[head] = []forge.Status{{ID: 1, Context: "ci", State: "failure"}}
+		done := func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.prs[1].State, f.prs[1].Merged = "closed", merged
+		}
+		a := newFakeAgent(func(int) (time.Duration, func(), string) {
+			return time.Millisecond, done, "Committed.\nREVIEW-RESULT: {\"decision\": \"commented\", \"merge_status\": \"ci_failing\"}"
+		})
+		fixes := &fakeFixes{err: &clone.RefusedError{Reason: "the head moved since the fixer started"}}
+		trees := newFakeTrees()
+		cfg := testConfig(1)
+		cfg.Once = true
+		trees.inUse = a.worksIn
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		p, err := New(ctx, cfg, Deps{Forge: f, Agent: a, Trees: trees, Fixes: fixes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Run(ctx); err != nil || ctx.Err() != nil {
+			t.Fatalf("Run: %v, %v", err, ctx.Err())
+		}
+		cancel()
+		if len(a.prompts) == 0 {
+			t.Fatalf("merged=%v: no session ran", merged)
+		}
+		if len(fixes.fixes) != 0 {
+			t.Errorf("merged=%v: %d pushes asked for, want none: the PR is done", merged, len(fixes.fixes))
+		}
+		for _, c := range f.comments[1] {
+			if strings.Contains(c.Body, "were not pushed") {
+				t.Errorf("merged=%v: noted %q on a PR that is done", merged, c.Body)
+			}
+		}
+	}
+}
