@@ -18,6 +18,7 @@ import (
 	"pool/configs"
 	"pool/forge"
 	"pool/forgejo"
+	"pool/statuspage"
 	"pool/store"
 )
 
@@ -381,7 +382,8 @@ func (w *simWorld) startPool(ctx context.Context, p *simPool) {
 		pub := &commitstatus.Publisher{Forge: w.sf, Owner: cfg.Owner, Repo: cfg.Name, Context: cfg.StatusContext, Required: pl.OwnStatusRequired}
 		sctx, stopPub := context.WithCancel(pctx)
 		published := make(chan struct{})
-		go func() { defer close(published); pub.Run(sctx, pl.Status, pl.Changed(), cfg.PollInterval) }()
+		status := func() statuspage.Status { st := pl.Status(); w.sf.standsBy(st); return st }
+		go func() { defer close(published); pub.Run(sctx, status, pl.Changed(), cfg.PollInterval) }()
 		_, _ = pl.Run(pctx)
 		stopPub()
 		<-published

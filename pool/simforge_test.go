@@ -14,6 +14,7 @@ import (
 	"pool/claims"
 	"pool/forge"
 	"pool/forgejo"
+	"pool/statuspage"
 )
 
 // simForge is the simulation's forge as the pools see it: the fake forge's
@@ -319,6 +320,28 @@ func (s *simForge) PostStatus(ctx context.Context, o, r, sha string, st forgejo.
 	}
 	s.mu.Unlock()
 	return s.lost("status")
+}
+
+// standsBy records, for each PR of a pool's status st whose head shows
+// already the description the pool's publisher would write (it writes
+// nothing then), that the pool stands by its word on the PR: a PR
+// reopened at a head whose status still says why it waits is not silent
+// (seed 35 at 10 days: #55, a fork PR behind its base that the pool may
+// not update, reopened at the head noted and described before its
+// closing). The description is the one commitstatus.Publisher wants.
+func (s *simForge) standsBy(st statuspage.Status) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, pr := range st.PRs {
+		want := pr.Next
+		if pr.Commit != "" {
+			want = pr.Commit
+		}
+		h := s.own[pr.Head]
+		if pr.Number > 0 && pr.Head != "" && !pr.Done && len(h) > 0 && h[len(h)-1].Description == want {
+			s.acted[pr.Number] = time.Now()
+		}
+	}
 }
 
 // prOf is the open PR whose head is sha, for the request count; 0 if none.
