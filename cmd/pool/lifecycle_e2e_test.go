@@ -51,6 +51,11 @@ func startPool(t *testing.T, ctx context.Context, bin string, env []string, args
 			_ = p.cmd.Process.Kill()
 			<-p.exited
 		}
+		if t.Failed() {
+			// A test that failed on a read of its own (t.Fatal) shows
+			// the pool's log too: a stall in CI left nothing else to go on.
+			t.Logf("pool stderr at the end of the failed test (tail):\n%s", tailOf(p.stderr.String(), 20000))
+		}
 	})
 	return p
 }
