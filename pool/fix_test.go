@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"pool/clone"
+	"pool/configs"
 	"pool/forge"
 	"pool/sessionmark"
 	"pool/texts"
@@ -41,6 +42,25 @@ func (x *fakeFixes) PushFix(_ context.Context, dir string, f clone.Fix) (string,
 	return "", x.err
 }
 
+// runFixerOnce runs a pool with cfg for one cycle (the fixer's session,
+// then its end judged) and returns its work trees.
+func runFixerOnce(t *testing.T, cfg configs.Config, f *fakeForge, a *fakeAgent, fixes *fakeFixes) *fakeTrees {
+	t.Helper()
+	trees := newFakeTrees()
+	cfg.Once = true
+	trees.inUse = a.worksIn
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := New(ctx, cfg, Deps{Forge: f, Agent: a, Trees: trees, Fixes: fixes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(ctx); err != nil || ctx.Err() != nil {
+		t.Fatalf("Run: %v, %v", err, ctx.Err())
+	}
+	return trees
+}
+
 // TestTheFixerSessionsCommitsArePushedByThePool: when a fixer session
 // ends, the pool pushes what it committed, from its work tree, to the PR's
 // own head branch, leased on the head it gave the session, with the fixer
@@ -59,20 +79,9 @@ func TestTheFixerSessionsCommitsArePushedByThePool(t *testing.T) {
 		if refused {
 			fixes.err = &clone.RefusedError{Reason: "commit 1234 has 2 parents"}
 		}
-		trees := newFakeTrees()
 		cfg := testConfig(1)
-		cfg.Once = true // the fixer's session, then its end judged
 		cfg.Fixers.Token, cfg.WebhookSecret = "fixer-token", "hook-secret"
-		trees.inUse = a.worksIn
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		p, err := New(ctx, cfg, Deps{Forge: f, Agent: a, Trees: trees, Fixes: fixes})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := p.Run(ctx); err != nil || ctx.Err() != nil {
-			t.Fatalf("Run: %v, %v", err, ctx.Err())
-		}
-		cancel()
+		trees := runFixerOnce(t, cfg, f, a, fixes)
 		if len(fixes.fixes) != 1 {
 			t.Fatalf("refused=%v: %d pushes asked for, want 1 (the fixer's; prompts %d)", refused, len(fixes.fixes), len(a.prompts))
 		}
@@ -166,19 +175,7 @@ func TestAFixForAClosedPRIsNeitherPushedNorNoted(t *testing.T) {
 			return time.Millisecond, done, "Committed.\nREVIEW-RESULT: {\"decision\": \"commented\", \"merge_status\": \"ci_failing\"}"
 		})
 		fixes := &fakeFixes{err: &clone.RefusedError{Reason: "the head moved since the fixer started"}}
-		trees := newFakeTrees()
-		cfg := testConfig(1)
-		cfg.Once = true
-		trees.inUse = a.worksIn
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		p, err := New(ctx, cfg, Deps{Forge: f, Agent: a, Trees: trees, Fixes: fixes})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := p.Run(ctx); err != nil || ctx.Err() != nil {
-			t.Fatalf("Run: %v, %v", err, ctx.Err())
-		}
-		cancel()
+		runFixerOnce(t, testConfig(1), f, a, fixes)
 		if len(a.prompts) == 0 {
 			t.Fatalf("merged=%v: no session ran", merged)
 		}

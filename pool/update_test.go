@@ -35,6 +35,20 @@ func updatesAndMerges(f *fakeForge) []string {
 	return out
 }
 
+// mergeThreeBehind runs a pool until three approved PRs on a branch that
+// blocks outdated branches are merged, each updated head's checks taking
+// ten polls.
+func mergeThreeBehind(t *testing.T) (*fakeForge, *fakeAgent) {
+	t.Helper()
+	f := outdatedForge(true, 1, 2, 3)
+	a := newFakeAgent(approver(f, time.Millisecond))
+	cfg := testConfig(2)
+	cfg.IdleExit = 0
+	f.ciDelay = 10 * cfg.PollInterval
+	runUntil(t, cfg, f, a, func(context.Context, *Pool) {}, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+	return f, a
+}
+
 // TestBehindPRsAreUpdatedOneAtATime: three approved PRs on a branch that
 // blocks outdated branches. After the first merge the others are behind;
 // the pool updates one, waits for its checks, merges it, then the next:
@@ -42,12 +56,7 @@ func updatesAndMerges(f *fakeForge) []string {
 // without a merge between them, and the approvals carry over (one
 // session per PR).
 func TestBehindPRsAreUpdatedOneAtATime(t *testing.T) {
-	f := outdatedForge(true, 1, 2, 3)
-	a := newFakeAgent(approver(f, time.Millisecond))
-	cfg := testConfig(2)
-	cfg.IdleExit = 0
-	f.ciDelay = 10 * cfg.PollInterval
-	runUntil(t, cfg, f, a, func(context.Context, *Pool) {}, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+	f, a := mergeThreeBehind(t)
 	calls := updatesAndMerges(f)
 	updates, merges := 0, 0
 	for i, c := range calls {
@@ -275,12 +284,7 @@ func TestTwoUpdatedPRsNeverWaitOnEachOther(t *testing.T) {
 // on the head's parents. They never change for a commit: the pool reads
 // them once per head.
 func TestAHeadsParentsAreReadOnce(t *testing.T) {
-	f := outdatedForge(true, 1, 2, 3)
-	a := newFakeAgent(approver(f, time.Millisecond))
-	cfg := testConfig(2)
-	cfg.IdleExit = 0
-	f.ciDelay = 10 * cfg.PollInterval
-	runUntil(t, cfg, f, a, func(context.Context, *Pool) {}, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+	f, _ := mergeThreeBehind(t)
 	updates := 0
 	for _, c := range updatesAndMerges(f) {
 		if strings.Contains(c, "update") {
