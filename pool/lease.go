@@ -128,3 +128,23 @@ func (m *merger) dropLease(ctx context.Context) {
 	m.p.log.Info("merge train: the train is empty; the train lease is given back", "branch", l.base)
 	l.commit = ""
 }
+
+// giveBack gives the train lease back as the pool stops (its idle limit,
+// a signal): the pools that wait for it take it at their next read instead
+// of waiting for it to go stale (TestTwoPoolsRunOneTrainOnTheForge in CI:
+// the holder exited at its idle limit still holding it, and the other pool
+// waited silently for the lease TTL, 30 minutes, its merged riders
+// unread). A killed pool's lease still goes stale.
+func (m *merger) giveBack(ctx context.Context) {
+	l := m.lease
+	leases, _ := m.p.cars.(Leases)
+	if l == nil || l.commit == "" || leases == nil {
+		return
+	}
+	if err := leases.DropLease(ctx, l.base, l.commit); err != nil && !errors.Is(err, clone.ErrLeaseLost) {
+		m.p.log.Warn("merge train: giving the train lease back at the stop failed; it goes stale", "branch", l.base, "err", err)
+		return
+	}
+	m.p.log.Info("merge train: the pool stops; the train lease is given back", "branch", l.base)
+	l.commit = ""
+}

@@ -27,6 +27,7 @@ type merger struct {
 // a merge in flight runs on work, which outlives ctx by the shutdown
 // timeout.
 func (m *merger) run(ctx, work context.Context) {
+	defer m.giveBack(work)
 	for ctx.Err() == nil {
 		wait := m.turn(work)
 		t := time.NewTimer(wait)

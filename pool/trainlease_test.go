@@ -191,3 +191,25 @@ func TestACarMergedTwiceOnForgejoLands(t *testing.T) {
 		t.Errorf("%d cars formed, want 3: PR 2's car landed, none re-formed", cars.formed)
 	}
 }
+
+// TestAStoppingPoolGivesTheTrainLeaseBack: a pool that holds the train
+// lease and stops (here its context ends while the train still has a car
+// to land) gives the lease back, so another pool need not wait for it to go
+// stale.
+func TestAStoppingPoolGivesTheTrainLeaseBack(t *testing.T) {
+	f := outdatedForge(true, 1, 2)
+	f.ciDelay = time.Hour // the cars never go green: the lease is held when the pool stops
+	l := &fakeLeases{}
+	a := newFakeCars(f).share(l, "pool-a")
+	held := func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.holder == "pool-a"
+	}
+	runPools(t, f, time.Minute, held, a)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n == 0 || l.holder != "" || l.commit != "" {
+		t.Errorf("after the stop: lease taken %d times, held by %q at %q; want it given back", l.n, l.holder, l.commit)
+	}
+}
