@@ -122,10 +122,19 @@ func (m *merger) dropLease(ctx context.Context) {
 	if l == nil || l.commit == "" || leases == nil || len(m.rides.t.Cars) > 0 || len(m.rides.riding) > 0 {
 		return
 	}
+	m.release(ctx, leases, "the train is empty")
+}
+
+// release gives the held lease back, saying why; a lease another pool took
+// over meanwhile is left to it, and one that cannot be given back goes
+// stale.
+func (m *merger) release(ctx context.Context, leases Leases, why string) {
+	l := m.lease
 	if err := leases.DropLease(ctx, l.base, l.commit); err != nil && !errors.Is(err, clone.ErrLeaseLost) {
-		m.p.log.Warn("merge train: giving the train lease back failed; it goes stale", "branch", l.base, "err", err)
+		m.p.log.Warn("merge train: giving the train lease back failed; it goes stale", "branch", l.base, "why", why, "err", err)
+	} else {
+		m.p.log.Info("merge train: the train lease is given back", "branch", l.base, "why", why)
 	}
-	m.p.log.Info("merge train: the train is empty; the train lease is given back", "branch", l.base)
 	l.commit = ""
 }
 
@@ -141,10 +150,5 @@ func (m *merger) giveBack(ctx context.Context) {
 	if l == nil || l.commit == "" || leases == nil {
 		return
 	}
-	if err := leases.DropLease(ctx, l.base, l.commit); err != nil && !errors.Is(err, clone.ErrLeaseLost) {
-		m.p.log.Warn("merge train: giving the train lease back at the stop failed; it goes stale", "branch", l.base, "err", err)
-		return
-	}
-	m.p.log.Info("merge train: the pool stops; the train lease is given back", "branch", l.base)
-	l.commit = ""
+	m.release(ctx, leases, "the pool stops")
 }
