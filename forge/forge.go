@@ -139,3 +139,33 @@ type Protection struct {
 	IgnoreStale             bool // stale approvals do not count
 	RequireSigned           bool
 }
+
+// Repository is what the pool reads of the repository's own settings.
+type Repository struct {
+	DefaultBranch string
+	// FastForwardOnly: whether the repository allows fast-forward-only
+	// merges (allow_fast_forward_only_merge), with which a merge train's
+	// cars land. A forge that has no such setting (Forgejo before 7.0)
+	// leaves it Unsaid.
+	FastForwardOnly Setting
+}
+
+// Setting is a yes-or-no setting of the forge's that an older forge may
+// not report.
+type Setting int8
+
+const (
+	Unsaid Setting = iota // the forge's answer has no such field
+	No
+	Yes
+)
+
+func (s Setting) String() string {
+	switch s {
+	case No:
+		return "no"
+	case Yes:
+		return "yes"
+	}
+	return "unsaid"
+}

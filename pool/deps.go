@@ -17,7 +17,7 @@ import (
 // Forge is what the pool asks of the forge.
 type Forge interface {
 	Me(ctx context.Context) (string, error)
-	DefaultBranch(ctx context.Context, owner, repo string) (string, error)
+	Repository(ctx context.Context, owner, repo string) (forge.Repository, error)
 	OpenPRs(ctx context.Context, owner, repo string) ([]forge.PR, error)
 	ChangedPRs(ctx context.Context, owner, repo string, since time.Time) ([]forgejo.PRChange, time.Time, error)
 	PR(ctx context.Context, owner, repo string, n int) (forge.PR, error)

@@ -99,6 +99,9 @@ type fakeForge struct {
 	defaultBranch string
 	// noFastForward: the repository does not allow fast-forward-only merges.
 	noFastForward bool
+	// olderForge: the repository's settings say nothing of fast-forward-only
+	// merges (no allow_fast_forward_only_merge).
+	olderForge bool
 	// outsiders are the accounts that are no collaborator of the repository
 	// (IsCollaborator); any other is one.
 	outsiders map[string]bool
@@ -156,13 +159,20 @@ func (f *fakeForge) Me(context.Context) (string, error) {
 	return f.me, f.fail("me")
 }
 
-func (f *fakeForge) DefaultBranch(context.Context, string, string) (string, error) {
+func (f *fakeForge) Repository(context.Context, string, string) (forge.Repository, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	r := forge.Repository{DefaultBranch: "main", FastForwardOnly: forge.Yes}
 	if f.defaultBranch != "" {
-		return f.defaultBranch, f.fail("repo")
+		r.DefaultBranch = f.defaultBranch
 	}
-	return "main", f.fail("repo")
+	if f.noFastForward {
+		r.FastForwardOnly = forge.No
+	}
+	if f.olderForge {
+		r.FastForwardOnly = forge.Unsaid
+	}
+	return r, f.fail("repo")
 }
 
 func (f *fakeForge) OpenPRs(context.Context, string, string) ([]forge.PR, error) {

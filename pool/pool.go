@@ -95,8 +95,13 @@ type Pool struct {
 	cars    Cars // makes a merge train's cars (train.go); nil: no trains
 	// parentsOf keeps the parents of the heads read (parents.go).
 	parentsOf parentsMemory
+	// fastForward is whether the repository allows fast-forward-only
+	// merges, with which a train's cars land: read at start and again with
+	// every full listing (followBase); under mu.
+	fastForward forge.Setting
 	// noFastForward: the forge refused a train's fast-forward-only merge for
-	// its style; trains are off from then on.
+	// its style; trains are off until a reading of the repository shows
+	// its setting changed.
 	noFastForward atomic.Bool
 	// trainsOffSaid is why trains were last found impossible (sayTrainsOff); under mu.
 	trainsOffSaid string
@@ -194,11 +199,13 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	if err = startRead(ctx, func() (err error) { p.me, err = p.forge.Me(ctx); return err }); err != nil {
 		return nil, fmt.Errorf("pool: check token: %w", err)
 	}
-	var base string
-	if err = startRead(ctx, func() (err error) { base, err = p.forge.DefaultBranch(ctx, cfg.Owner, cfg.Name); return err }); err != nil {
+	var repo forge.Repository
+	if err = startRead(ctx, func() (err error) { repo, err = p.forge.Repository(ctx, cfg.Owner, cfg.Name); return err }); err != nil {
 		return nil, fmt.Errorf("pool: read repository: %w", err)
 	}
+	base := repo.DefaultBranch
 	p.base.Store(&base)
+	p.fastForward = repo.FastForwardOnly
 	if err = startRead(ctx, func() (err error) {
 		p.protection, err = p.forge.Protection(ctx, cfg.Owner, cfg.Name, base)
 		return err
@@ -255,6 +262,7 @@ func (p *Pool) loadState() error {
 func (p *Pool) Run(parent context.Context) (Report, error) {
 	p.log.Info("pool starting", "repo", p.cfg.Repo(), "workers", p.cfg.Workers, "base", p.Base(), "account", p.me)
 	p.logProtection()
+	p.sayMergeSettingsUnsaid()
 	ctx, stop := context.WithCancel(parent)
 	defer stop()
 	defer p.slots.Leave(p.cfg.Repo())

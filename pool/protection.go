@@ -10,16 +10,18 @@ import (
 	"pool/lifecycle"
 )
 
-// followBase reads the default branch again and follows a renamed one:
-// the PRs into it are the ones decided and merged, its protection is read
-// at once, and the clone fetches it. A failed read keeps the branch.
+// followBase reads the repository again. It takes in its merge settings
+// (takeMergeSettings) and follows a renamed default branch: the PRs into
+// it are the ones decided and merged, its protection is read at once, and
+// the clone fetches it. A failed read keeps the branch and the settings.
 func (p *Pool) followBase(ctx context.Context) {
-	base, err := p.forge.DefaultBranch(ctx, p.cfg.Owner, p.cfg.Name)
+	repo, err := p.forge.Repository(ctx, p.cfg.Owner, p.cfg.Name)
 	if err != nil {
-		p.log.Warn("reading the default branch failed; keeping it", "branch", p.Base(), "err", err)
+		p.log.Warn("reading the repository failed; keeping its default branch and merge settings", "branch", p.Base(), "err", err)
 		return
 	}
-	old := p.Base()
+	p.takeMergeSettings(repo.FastForwardOnly)
+	base, old := repo.DefaultBranch, p.Base()
 	if base == old {
 		return
 	}
@@ -32,6 +34,24 @@ func (p *Pool) followBase(ctx context.Context) {
 	p.base.Store(&base)
 	p.protectionRead = time.Time{} // the new branch's rules, read now
 	p.queue.restart()
+}
+
+// takeMergeSettings takes in a new reading of whether the repository
+// allows fast-forward-only merges (trainsOn says what it makes of it). A
+// change is logged; a change to allowed also forgets the forge's refusal
+// of the style, as the setting it refused under is gone.
+func (p *Pool) takeMergeSettings(ff forge.Setting) {
+	p.mu.Lock()
+	old := p.fastForward
+	p.fastForward = ff
+	p.mu.Unlock()
+	if ff == old {
+		return
+	}
+	p.log.Info("the repository's merge settings changed", "allow_fast_forward_only_merge", ff.String(), "was", old.String())
+	if ff == forge.Yes {
+		p.noFastForward.Store(false)
+	}
 }
 
 // refreshProtection reads the base branch's protection again, unless it was

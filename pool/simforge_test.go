@@ -163,11 +163,11 @@ func (s *simForge) Me(ctx context.Context) (string, error) {
 	return s.f.Me(ctx)
 }
 
-func (s *simForge) DefaultBranch(ctx context.Context, o, r string) (string, error) {
+func (s *simForge) Repository(ctx context.Context, o, r string) (forge.Repository, error) {
 	if err := s.call(ctx, "repo", 0); err != nil {
-		return "", err
+		return forge.Repository{}, err
 	}
-	return s.f.DefaultBranch(ctx, o, r)
+	return s.f.Repository(ctx, o, r)
 }
 
 func (s *simForge) OpenPRs(ctx context.Context, o, r string) ([]forge.PR, error) {

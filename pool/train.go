@@ -77,11 +77,10 @@ func (p *Pool) trainsOn() bool {
 		return false
 	}
 	prot := p.currentProtection()
-	why := trainsImpossible(prot)
-	if p.noFastForward.Load() {
-		why = "the repository does not allow fast-forward-only merges, which land a train's cars (its merge settings)"
-	}
-	if why != "" {
+	p.mu.Lock()
+	ff := p.fastForward
+	p.mu.Unlock()
+	if why := trainsImpossible(prot, ff, p.noFastForward.Load()); why != "" {
 		p.sayTrainsOff(why)
 		return false
 	}
@@ -89,17 +88,41 @@ func (p *Pool) trainsOn() bool {
 	return p.cfg.MergeTrain == "always" || prot.BlockOnOutdated
 }
 
-// trainsImpossible says why the branch's protection makes trains
-// pointless, or "": a car's landing is the pool's update of the approved
+// trainsImpossible says why the forge's settings make trains pointless or
+// impossible, or "". A car's landing is the pool's update of the approved
 // head, whose approval carries over only where the rule keeps stale
 // approvals (lifecycle.CarriesOver); elsewhere every landing would cost a
 // review. A rule the token cannot read whole leaves it to the forge's
-// flags on each approval after the landing push, so trains run.
-func trainsImpossible(prot forge.Protection) string {
-	if prot.Full && prot.DismissStale {
+// flags on each approval after the landing push, so trains run. A car
+// lands by a fast-forward-only merge (trainStyle), which the repository
+// must allow (ff); where the forge does not say (Unsaid, an older forge)
+// trains run, and the first landing tells: the forge's refusal of the
+// style (refused) turns them off.
+func trainsImpossible(prot forge.Protection, ff forge.Setting, refused bool) string {
+	switch {
+	case prot.Full && prot.DismissStale:
 		return "the branch protection dismisses stale approvals, so no approval carries over to a car"
+	case ff == forge.No:
+		return "the repository does not allow fast-forward-only merges, which land a train's cars (its merge settings)"
+	case refused:
+		return "the repository does not allow fast-forward-only merges, which land a train's cars (the forge refused a car's merge for its style)"
 	}
 	return ""
+}
+
+// sayMergeSettingsUnsaid says at start, where merge.train asks for
+// trains, what the pool does when the forge does not say whether the
+// repository allows the merges that land a train's cars.
+func (p *Pool) sayMergeSettingsUnsaid() {
+	p.mu.Lock()
+	ff := p.fastForward
+	p.mu.Unlock()
+	if p.cars == nil || p.cfg.MergeTrain == "off" || p.cfg.MergeTrain == "" || ff != forge.Unsaid {
+		return
+	}
+	p.log.Info("the forge does not say whether the repository allows fast-forward-only merges (no allow_fast_forward_only_merge: "+
+		"a forge older than Forgejo 7.0); trains run, and the first landing the forge refuses for its style turns them off with one line",
+		"branch", p.Base(), "merge_train", p.cfg.MergeTrain)
 }
 
 // styleRefused reports whether the forge refused a merge for its style:

@@ -145,25 +145,30 @@ func runTrain(t *testing.T, f *fakeForge, cars *fakeCars, stop func() bool) *fak
 // runTrainOn is runTrain with the pool's store st (nil: a fresh memory).
 func runTrainOn(t *testing.T, f *fakeForge, cars *fakeCars, st State, stop func() bool) *fakeAgent {
 	t.Helper()
-	return runTrainAll(t, f, cars, nil, nil, st, stop)
+	return runTrainAll(t, f, cars, nil, nil, st, nil, stop)
 }
 
 // runTrainWith is runTrain with metrics m (nil: none) and during, if set,
 // running beside the pool.
 func runTrainWith(t *testing.T, f *fakeForge, cars *fakeCars, m Metrics, during func(context.Context, *Pool), stop func() bool) *fakeAgent {
 	t.Helper()
-	return runTrainAll(t, f, cars, m, during, nil, stop)
+	return runTrainAll(t, f, cars, m, during, nil, nil, stop)
 }
 
-// runTrainAll is runTrainWith on the pool's store st (nil: a fresh memory).
-func runTrainAll(t *testing.T, f *fakeForge, cars *fakeCars, m Metrics, during func(context.Context, *Pool), st State, stop func() bool) *fakeAgent {
+// runTrainAll is runTrainWith on the pool's store st (nil: a fresh memory),
+// logging to log (nil: testLog).
+func runTrainAll(t *testing.T, f *fakeForge, cars *fakeCars, m Metrics, during func(context.Context, *Pool), st State, log *slog.Logger,
+	stop func() bool) *fakeAgent {
 	t.Helper()
 	a := newFakeAgent(approver(f, time.Millisecond))
 	cfg := testConfig(2)
 	cfg.IdleExit, cfg.MergeTrain = 0, "always"
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	p, err := New(ctx, cfg, Deps{Forge: f, Agent: a, Now: f.now, History: &fakeHistory{}, Cars: cars, Store: st, Log: testLog(), Metrics: m})
+	if log == nil {
+		log = testLog()
+	}
+	p, err := New(ctx, cfg, Deps{Forge: f, Agent: a, Now: f.now, History: &fakeHistory{}, Cars: cars, Store: st, Log: log, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,22 +472,78 @@ func TestATrainRunsWithAnUnreadableRule(t *testing.T) {
 }
 
 // TestNoTrainWhereFastForwardIsNotAllowed: the repository does not allow
-// fast-forward-only merges. The first landing is refused for its style:
-// trains go off, no note blames the PR, and every PR merges one by one.
+// fast-forward-only merges, with which cars land. Its settings say so: the
+// pool reads them at start, says in one line that it merges one by one and
+// why, and forms no car. An older
+// forge whose settings do not say: one line at start says trains run, the
+// first landing is refused for its style, trains go off with one line, and
+// no note blames the PR. Either way every PR merges one by one.
 func TestNoTrainWhereFastForwardIsNotAllowed(t *testing.T) {
-	f := outdatedForge(true, 1, 2, 3)
-	f.noFastForward = true
-	cars := newFakeCars(f)
-	runTrain(t, f, cars, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
-	for n, cs := range f.comments {
-		for _, c := range cs {
-			if strings.Contains(c.Body, "on hold") || strings.Contains(c.Body, "merge train") {
-				t.Errorf("#%d: a note on the refused style: %s", n, c.Body)
+	const off = "merge.train is on, but the pool merges one by one: the repository does not allow fast-forward-only merges"
+	for _, tt := range []struct {
+		name      string
+		older     bool
+		maxFormed int
+		unsaid    int // lines saying the forge does not say
+	}{
+		{name: "said by the repository's settings", maxFormed: 0},
+		{name: "an older forge that does not say", older: true, maxFormed: 3, unsaid: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := outdatedForge(true, 1, 2, 3)
+			f.noFastForward, f.olderForge = true, tt.older
+			cars := newFakeCars(f)
+			var log lockedBuffer
+			runTrainAll(t, f, cars, nil, nil, nil, slog.New(slog.NewTextHandler(&log, nil)),
+				func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+			for n, cs := range f.comments {
+				for _, c := range cs {
+					if strings.Contains(c.Body, "on hold") || strings.Contains(c.Body, "merge train") {
+						t.Errorf("#%d: a note on the refused style: %s", n, c.Body)
+					}
+				}
 			}
-		}
+			if formed := cars.formed; formed > tt.maxFormed {
+				t.Errorf("%d cars formed, want at most %d", formed, tt.maxFormed)
+			}
+			if got := strings.Count(log.String(), off); got != 1 {
+				t.Errorf("%d lines %q, want 1; log:\n%s", got, off, log.String())
+			}
+			if got := strings.Count(log.String(), "the forge does not say whether the repository allows fast-forward-only merges"); got != tt.unsaid {
+				t.Errorf("%d lines saying the forge does not say, want %d", got, tt.unsaid)
+			}
+		})
 	}
-	if formed := cars.formed; formed > 3 {
-		t.Errorf("%d cars formed, want at most the first train's 3", formed)
+}
+
+// TestTrainsImpossible: which settings of the forge make trains
+// pointless or impossible. A setting the forge does not say, or a rule the
+// token cannot read whole, does not.
+func TestTrainsImpossible(t *testing.T) {
+	dismissing := forge.Protection{Protected: true, Full: true, DismissStale: true}
+	hidden := forge.Protection{Protected: true, DismissStale: true} // Full false: not read, the forge's flags decide
+	for _, tt := range []struct {
+		name    string
+		prot    forge.Protection
+		ff      forge.Setting
+		refused bool
+		want    string // a part of the reason; "": trains possible
+	}{
+		{"fast-forward-only allowed", forge.Protection{Protected: true, Full: true}, forge.Yes, false, ""},
+		{"stale approvals dismissed", dismissing, forge.Yes, false, "dismisses stale approvals"},
+		{"an unread rule", hidden, forge.Yes, false, ""},
+		{"fast-forward-only not allowed", forge.Protection{}, forge.No, false, "does not allow fast-forward-only merges, which land a train's cars (its merge settings)"},
+		{"the forge does not say", forge.Protection{}, forge.Unsaid, false, ""},
+		{"the forge does not say and refused the style", forge.Protection{}, forge.Unsaid, true, "the forge refused a car's merge for its style"},
+		{"allowed but refused", forge.Protection{}, forge.Yes, true, "the forge refused"},
+		{"not allowed, stale approvals dismissed", dismissing, forge.No, false, "dismisses stale approvals"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := trainsImpossible(tt.prot, tt.ff, tt.refused)
+			if (got == "") != (tt.want == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("trainsImpossible = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
 
@@ -490,7 +551,8 @@ func TestNoTrainWhereFastForwardIsNotAllowed(t *testing.T) {
 // impossible, the pool says in one line why it merges one by one; it says
 // nothing more while they stay so, nothing while trains are possible, and
 // one line again when the rule changes back. A rule the token cannot read
-// whole does not make trains impossible.
+// whole does not make trains impossible. The repository's merge settings,
+// read again, turn trains off and on as the protection does.
 func TestTrainsOffIsSaidOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -538,6 +600,22 @@ func TestTrainsOffIsSaidOnce(t *testing.T) {
 	turns(dismissing, false, 2, "the branch protection dismisses stale approvals")
 	p.noFastForward.Store(true)
 	turns(keeping, false, 3, "the repository does not allow fast-forward-only merges")
+	// The repository's merge settings, read again with each full listing
+	// (followBase): unchanged, the forge's refusal stands; a change to
+	// allowed forgets it; not allowed is said once more.
+	settings := func(fastForward bool, wantOn bool, wantLines int, why string) {
+		t.Helper()
+		f.mu.Lock()
+		f.noFastForward = !fastForward
+		f.mu.Unlock()
+		p.followBase(ctx)
+		turns(keeping, wantOn, wantLines, why)
+	}
+	settings(true, false, 3, "")
+	settings(false, false, 4, "the repository does not allow fast-forward-only merges, which land a train's cars (its merge settings)")
+	settings(false, false, 4, "")
+	settings(true, true, 4, "")
+	settings(false, false, 5, "")
 }
 
 // lockedBuffer is a bytes.Buffer safe for a logger and a reader.

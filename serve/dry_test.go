@@ -41,8 +41,8 @@ func (f *readForge) Me(context.Context) (string, error) { return "pool-bot", nil
 func (f *readForge) IsCollaborator(context.Context, string, string, string) (bool, error) {
 	return true, nil
 }
-func (f *readForge) DefaultBranch(context.Context, string, string) (string, error) {
-	return "main", nil
+func (f *readForge) Repository(context.Context, string, string) (forge.Repository, error) {
+	return forge.Repository{DefaultBranch: "main", FastForwardOnly: forge.Yes}, nil
 }
 func (f *readForge) Protection(context.Context, string, string, string) (forge.Protection, error) {
 	return forge.Protection{UserCanMerge: true}, nil
