@@ -419,6 +419,44 @@ func TestAnAuthorsPushDuringATrainIsReviewedOnTheForge(t *testing.T) {
 	}
 }
 
+// TestNoTrainWhereTheRepositoryForbidsFastForwardOnTheForge: the
+// repository does not allow fast-forward-only merges (PATCH
+// allow_fast_forward_only_merge false), with which cars land. With
+// merge.train always, the pool reads the setting at start and says in one
+// line that it merges one by one and why; it forms no car (the train CI
+// tests none), and both PRs merge one by one.
+func TestNoTrainWhereTheRepositoryForbidsFastForwardOnTheForge(t *testing.T) {
+	parallelLong(t)
+	ctx := testContext(t)
+	sb, tested := trainSandbox(t, ctx, 2, nil)
+	repo := fmt.Sprintf("/repos/%s/%s", sb.Owner, sb.Repo)
+	var settings struct {
+		FastForwardOnly *bool `json:"allow_fast_forward_only_merge"`
+	}
+	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "PATCH", repo, map[string]any{"allow_fast_forward_only_merge": false}, &settings); err != nil {
+		t.Fatal(err)
+	}
+	if settings.FastForwardOnly == nil || *settings.FastForwardOnly {
+		t.Fatalf("the forge's repository after the PATCH: allow_fast_forward_only_merge %v, want false", settings.FastForwardOnly)
+	}
+	bin := buildPool(t)
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_IDLE_EXIT=5", "POOL_MERGE_TRAIN=always"), "--workers", "2")
+	pool.wait(t, ctx)
+	for _, n := range sb.PRs {
+		assertMerged(t, ctx, sb, n)
+	}
+	if cars := tested(); len(cars) != 0 {
+		t.Errorf("%d cars tested, want none", len(cars))
+	}
+	const said = "merge.train is on, but the pool merges one by one: the repository does not allow fast-forward-only merges, which land a train's cars (its merge settings)"
+	if n := strings.Count(pool.stderr.String(), "merge.train is on, but the pool merges one by one"); n != 1 || !strings.Contains(pool.stderr.String(), said) {
+		t.Errorf("%d lines saying the pool merges one by one, want 1: %q", n, said)
+	}
+	if t.Failed() {
+		t.Logf("pool stderr:\n%s", tailOf(pool.stderr.String(), 30000))
+	}
+}
+
 // carMaker is the pool instance a car's commit message names ("" for a
 // commit that is no car of a named pool).
 var carMaker = regexp.MustCompile(`Made by pool instance (\S+)\.`)
