@@ -222,10 +222,13 @@ func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) (left, s
 
 // decision is an action and the instant it was decided for: the
 // observation's, which may be seconds before the reads (and the decision)
-// returned. How long the decision holds counts from it.
+// returned. How long the decision holds counts from it. reviews are the
+// reviews it read (vouched), if it read them (reviewsRead).
 type decision struct {
 	lifecycle.Action
-	at time.Time
+	at          time.Time
+	reviews     []forge.Review
+	reviewsRead bool
 }
 
 // decideAndAct observes one PR, decides, and performs the decision unless
@@ -255,7 +258,7 @@ func (p *Pool) decide(ctx context.Context, pr forge.PR) (decision, lifecycle.Tra
 	next, act := p.decided(pr.Number, obs)
 	p.logDecision(pr.Number, next, act)
 	p.book.Decided(pr, next, act, p.now())
-	return decision{Action: act, at: obs.Now}, next, nil
+	return decision{Action: act, at: obs.Now, reviews: obs.Reviews, reviewsRead: obs.Read.Has(lifecycle.FactReviews)}, next, nil
 }
 
 // observe reads what the decision on the PR needs, as lifecycle.Plan asks

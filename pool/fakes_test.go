@@ -70,6 +70,10 @@ type fakeForge struct {
 	// reviewsDelay makes the reads of a PR's reviews take this long.
 	reviewsDelay map[int]time.Duration
 	started      chan string
+	// onStatuses, when set, runs as a read of a head's statuses begins,
+	// without the lock: what happens on the forge while that read is in
+	// flight.
+	onStatuses func(sha string)
 	// base is the base branch's tip; a merge moves it. outdated: the
 	// protection blocks a PR behind it (MergeBase != base), answering
 	// its merge 405 "behind the base branch".
@@ -379,6 +383,12 @@ func (f *fakeForge) Reviews(_ context.Context, _, _ string, n int) ([]forge.Revi
 // StatusHistory numbers the statuses in the order they were added, as the
 // forge's ids are.
 func (f *fakeForge) StatusHistory(_ context.Context, _, _, sha string) ([]forge.Status, error) {
+	f.mu.Lock()
+	during := f.onStatuses
+	f.mu.Unlock()
+	if during != nil {
+		during(sha)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := append([]forge.Status(nil), f.statuses[sha]...)

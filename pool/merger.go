@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"pool/forge"
@@ -129,6 +130,13 @@ func (m *merger) mergeOne(ctx context.Context, pr forge.PR, moved time.Time) {
 		m.handBack(pr)
 		return
 	}
+	if held, err := m.reviewsHeld(ctx, pr, d); err != nil || !held {
+		if err != nil {
+			p.log.Warn("merge queue: reading the reviews again before the merge failed; waiting", "pr", pr.Number, "err", err)
+		}
+		m.q.notReady(pr.Number, p.now()) // the next turn decides again, on fresh reads
+		return
+	}
 	res, err := m.merge(ctx, pr)
 	switch {
 	case err != nil:
@@ -145,6 +153,43 @@ func (m *merger) mergeOne(ctx context.Context, pr forge.PR, moved time.Time) {
 	default:
 		m.q.remove(pr.Number)
 	}
+}
+
+// reviewsFreshFor is how long the reviews a merge decision read are taken
+// as the forge's: a decision whose reads began longer ago than that (a slow
+// forge) reads the reviews again just before its merge call
+// (merger.reviewsHeld).
+const reviewsFreshFor = time.Second
+
+// reviewsHeld reports whether the reviews decision d read still stand
+// before the merge call: a decision whose reads began reviewsFreshFor ago
+// or more reads them again. A review filed meanwhile (a human's request
+// for changes while the checks were read slowly) fails it: the queue
+// decides again. The window left is the time from the last read of the
+// reviews to the forge's handling of the merge call: at most
+// reviewsFreshFor and one request, where it was the whole decision's
+// reads and the call (seed 34 of the simulation: 26 s).
+func (m *merger) reviewsHeld(ctx context.Context, pr forge.PR, d decision) (bool, error) {
+	p := m.p
+	if !d.reviewsRead || p.now().Sub(d.at) < reviewsFreshFor {
+		return true, nil
+	}
+	fresh, err := p.forge.Reviews(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+	if err != nil {
+		return false, err
+	}
+	if slices.EqualFunc(d.reviews, p.vouch(pr.Number, fresh), sameReview) {
+		return true, nil
+	}
+	p.log.Info("merge queue: the reviews changed while the merge decision read; deciding again", "pr", pr.Number,
+		"read", p.now().Sub(d.at))
+	return false, nil
+}
+
+// sameReview: a and b are one review in one state.
+func sameReview(a, b forge.Review) bool {
+	return a.ID == b.ID && a.State == b.State && a.CommitID == b.CommitID && a.Stale == b.Stale &&
+		a.Dismissed == b.Dismissed && a.Official == b.Official && a.Vouched == b.Vouched && a.Author == b.Author
 }
 
 // say posts what an action of the queue's asks to say on the PR (its note,

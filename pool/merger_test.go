@@ -1,10 +1,16 @@
 package pool
 
 import (
+	"context"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
+
+	"pool/forge"
 )
 
 // TestTheMergeQueueCallsNoLoopFunction: the merge queue's worker (every
@@ -52,4 +58,45 @@ func isMerger(e ast.Expr) bool {
 	}
 	id, ok := star.X.(*ast.Ident)
 	return ok && id.Name == "merger"
+}
+
+// TestARequestForChangesFiledWhileTheQueueReadsStopsItsMerge: PR 1 is
+// approved and queued. The merge queue's decision reads its reviews, then
+// its checks, which the forge answers 5 s late, and meanwhile a human
+// requests changes. The queue reads the reviews again before its merge
+// call, and does not merge. Before, it merged on the approval it had read
+// (the simulation's seed 34: "#40 merged at update-40-...: counted
+// approval false", the request for changes filed 26 s before the merge).
+func TestARequestForChangesFiledWhileTheQueueReadsStopsItsMerge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeForge(1)
+		f.review(1, "reviewer", forge.ReviewApproved)
+		cfg := testConfig(1)
+		cfg.HumanReviewers = append(cfg.HumanReviewers, "alice")
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		p, err := New(ctx, cfg, Deps{Forge: f, Agent: newFakeAgent(approver(f, time.Millisecond))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var filed atomic.Bool
+		f.mu.Lock()
+		f.onStatuses = func(string) {
+			if !p.queue.has(1) || filed.Swap(true) {
+				return // the discovery loop's read, or the request for changes filed already
+			}
+			time.Sleep(5 * time.Second) // a slow answer: the forge takes the review meanwhile
+			f.review(1, "alice", forge.ReviewRequestChanges)
+		}
+		f.mu.Unlock()
+		if _, err := p.Run(ctx); err != nil || ctx.Err() != nil {
+			t.Fatalf("Run: %v, %v", err, ctx.Err())
+		}
+		if !filed.Load() {
+			t.Fatal("the merge queue read no checks of the queued PR: the request for changes was never filed")
+		}
+		if f.isMerged(1) {
+			t.Errorf("PR 1 merged after alice requested changes during the queue's reads; effects %v", f.Effects())
+		}
+	})
 }

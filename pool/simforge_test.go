@@ -386,8 +386,12 @@ func (s *simForge) IsCollaborator(ctx context.Context, o, r, account string) (bo
 
 // Merge judges the merge as the forge makes it: the head it merges must
 // carry a counted approval (its own, or one of the head a pool's update
-// made it from) and green required checks.
+// made it from) and green required checks. The approval is judged on the
+// reviews filed before the call was sent: one filed while the call is in
+// flight (answered late, simSlow) or at its very instant is the forge's to
+// judge (block_on_rejected_reviews), as no client can know of it.
 func (s *simForge) Merge(ctx context.Context, o, r string, n int, opt forgejo.MergeOptions) (forge.MergeResult, error) {
+	sent := time.Now()
 	if err := s.call(ctx, "merge", n); err != nil {
 		return forge.MergeResult{}, err
 	}
@@ -406,7 +410,7 @@ func (s *simForge) Merge(ctx context.Context, o, r string, n int, opt forgejo.Me
 	}
 	s.mu.Lock()
 	s.f.mu.Lock()
-	approved, green := s.approvedLocked(n, opt.HeadSHA), s.greenLocked(opt.HeadSHA)
+	approved, green := s.approvedAtLocked(n, opt.HeadSHA, sent), s.greenLocked(opt.HeadSHA)
 	base := s.f.prs[n].BaseRef
 	s.f.mu.Unlock()
 	s.mu.Unlock()
@@ -432,11 +436,28 @@ func (s *simForge) Merge(ctx context.Context, o, r string, n int, opt forgejo.Me
 // approvedLocked: the last counted review of head, or of a head a pool's
 // update made it from, approves. Callers hold s.mu and s.f.mu.
 func (s *simForge) approvedLocked(n int, head string) bool {
+	return simVerdict(s.f.reviews[n], s.chainLocked(head)) == forge.ReviewApproved
+}
+
+// approvedAtLocked is approvedLocked on the reviews submitted by the
+// instant at, with or without those of that very instant: the clock
+// stands still while the goroutines run, so a review filed at the instant
+// of the call may come before or after it. Callers hold s.mu and s.f.mu.
+func (s *simForge) approvedAtLocked(n int, head string, at time.Time) bool {
+	chain := s.chainLocked(head)
+	by := slices.DeleteFunc(slices.Clone(s.f.reviews[n]), func(rv forge.Review) bool { return rv.Submitted.After(at) })
+	before := slices.DeleteFunc(slices.Clone(by), func(rv forge.Review) bool { return !rv.Submitted.Before(at) })
+	return simVerdict(by, chain) == forge.ReviewApproved || simVerdict(before, chain) == forge.ReviewApproved
+}
+
+// chainLocked is head and the heads a pool's updates made it from.
+// Callers hold s.mu.
+func (s *simForge) chainLocked(head string) map[string]bool {
 	chain := map[string]bool{}
 	for h := head; h != "" && !chain[h]; h = s.updated[h] {
 		chain[h] = true
 	}
-	return simVerdict(s.f.reviews[n], chain) == forge.ReviewApproved
+	return chain
 }
 
 // simVerdict is what the counted reviews of the heads in chain say: each
