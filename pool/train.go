@@ -35,6 +35,7 @@ var _ Cars = (*clone.Clone)(nil) // UseClone gives the pool the clone's
 const (
 	trainPoll    = 2 * time.Second
 	trainLandFor = 30 * time.Second
+	landAskFor   = 3 * time.Second // mergeCar
 	// trainStyle lands a car: the base becomes the car itself, so the cars
 	// behind it stay valid (Gitea 1.26, Forgejo 7.0).
 	trainStyle = "fast-forward-only"
@@ -456,18 +457,16 @@ func (m *merger) landCar(ctx context.Context, pr forge.PR) bool {
 		m.leaveTrain(ctx, pr.Number)
 		return false
 	}
-	res, err := p.forge.Merge(ctx, p.cfg.Owner, p.cfg.Name, fresh.Number, forgejo.MergeOptions{Style: trainStyle, HeadSHA: fresh.HeadSHA})
+	res, err := m.mergeCar(ctx, fresh)
 	if styleRefused(res) {
 		p.noFastForward.Store(true) // trainsOn says so, once; the PR, at its car, merges one by one
 		return false
 	}
 	if err == nil && res.Rule == forge.RuleOutdated {
-		// The car's first parent is the base tip (awaitHead): the forge
-		// has not counted the car against the base yet (Gitea works out
-		// how far a PR is behind after a push, apart from its mergeable
-		// flag). No refusal to note or back off from: the car, on the
-		// PR's branch, stays the front car and the next turn tries again
-		// (a base that moved re-forms it).
+		// Still behind after mergeCar's tries: the car, on the PR's
+		// branch, stays the front car and the next turn tries again (a
+		// base that moved re-forms it). No refusal to note or back off
+		// from.
 		p.log.Info("merge train: the forge still counts the car behind the base; the next turn tries again", "pr", pr.Number, "message", res.Message)
 		return false
 	}
@@ -485,6 +484,26 @@ func (m *merger) landCar(ctx context.Context, pr forge.PR) bool {
 	}
 	m.landed(ctx, pr.Number, car)
 	return true
+}
+
+// mergeCar asks the forge to merge PR pr pinned to its car. A refusal as
+// behind its base is asked again at once, after queuePace, then twice as
+// long each time, for landAskFor in all: the car's first parent is the
+// base tip (awaitHead), and the forge has not counted the car against the
+// base yet. Gitea works out how far a PR is behind just after it records
+// the PR's new merge base, which awaitHead reads (services/pull, pull.go),
+// so the first call after a landing push is often refused; waiting for
+// the next turn of the train cost a turn's reads of every rider.
+func (m *merger) mergeCar(ctx context.Context, pr forge.PR) (forge.MergeResult, error) {
+	p := m.p
+	until, wait := p.now().Add(landAskFor), m.q.pace
+	for {
+		res, err := p.forge.Merge(ctx, p.cfg.Owner, p.cfg.Name, pr.Number, forgejo.MergeOptions{Style: trainStyle, HeadSHA: pr.HeadSHA})
+		if err != nil || res.Rule != forge.RuleOutdated || !p.now().Add(wait).Before(until) || !pause(ctx, wait) {
+			return res, err
+		}
+		wait *= 2
+	}
 }
 
 // pushCar records the car as the pool's update of the approved head and
@@ -538,12 +557,19 @@ func (m *merger) awaitHead(ctx context.Context, n int, car train.Car) (forge.PR,
 			p.log.Info("merge train: the forge does not show the car as the PR's tested head yet; the next turn reads it again", "pr", n, "err", err)
 			return forge.PR{}, false
 		}
-		t := time.NewTimer(m.q.pace)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
+		pause(ctx, m.q.pace)
+	}
+}
+
+// pause waits d, or until ctx ends; false if it ended.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

@@ -116,6 +116,7 @@ func (c *fakeCars) LandCar(_ context.Context, pr int, branch, lease, car string)
 		return clone.ErrLeaseLost
 	}
 	c.f.record("#%d: car %s pushed", pr, car)
+	c.f.trail = append(c.f.trail, fmt.Sprintf("pushed #%d", pr))
 	p.HeadSHA, p.MergeBase = car, c.f.parents[car][0]
 	c.f.touch(pr)
 	if c.staleBehind[pr] {
@@ -390,6 +391,35 @@ func TestALandingRefusedAsBehindIsNoNote(t *testing.T) {
 	}
 	if cars.formed != 3 {
 		t.Errorf("%d cars formed, want 3", cars.formed)
+	}
+}
+
+// TestABehindRefusalIsAskedAgainInTheLanding: the forge refuses each
+// car's merge as behind for 100 ms after the landing push. The pool asks
+// again within the landing, without a turn of the train in between (a
+// turn reads every rider): between a PR's landing push and its merge the
+// forge is read for that PR only.
+func TestABehindRefusalIsAskedAgainInTheLanding(t *testing.T) {
+	f := outdatedForge(true, 1, 2, 3)
+	f.ciDelay = 30 * time.Millisecond
+	cars := newFakeCars(f)
+	for _, n := range []int{1, 2, 3} {
+		cars.staleBehind[n] = true
+	}
+	runTrain(t, f, cars, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+	trail, pushed := f.readTrail(), ""
+	for _, e := range trail {
+		switch {
+		case strings.HasPrefix(e, "pushed "):
+			pushed = strings.TrimPrefix(e, "pushed ")
+		case strings.HasPrefix(e, "merged "):
+			pushed = ""
+		case pushed != "" && e != "read "+pushed:
+			t.Errorf("%s between the landing push of %s and its merge: a turn of the train, not a merge asked again", e, pushed)
+		}
+	}
+	if f.calls["merge"] < 6 {
+		t.Errorf("%d merge calls, want each of the 3 refused once at least", f.calls["merge"])
 	}
 }
 
