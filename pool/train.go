@@ -60,9 +60,12 @@ type rides struct {
 	stopped    int
 	stoppedCar string
 	stoppedTip string
-	riding     map[int]bool // the PRs that rode at the last turn
-	alone      map[int]bool // the PRs the last turn found merge one by one
-	next       time.Time    // the train's next turn
+	// swept are the PRs whose car landed: their train branches are
+	// deleted once the train waits (sweep), not between two landings.
+	swept  []int
+	riding map[int]bool // the PRs that rode at the last turn
+	alone  map[int]bool // the PRs the last turn found merge one by one
+	next   time.Time    // the train's next turn
 }
 
 func newRides(base string) *rides {
@@ -169,10 +172,11 @@ func (m *merger) trainStep(ctx context.Context) time.Duration {
 		return wait
 	}
 	landed := m.trainTurn(ctx, m.q.all())
-	m.dropLease(ctx)
 	if landed {
 		return 0
 	}
+	m.sweep(ctx)
+	m.dropLease(ctx)
 	m.rides.next = p.now().Add(poll)
 	return poll
 }
@@ -590,7 +594,17 @@ func (m *merger) landed(ctx context.Context, n int, car train.Car) {
 	default:
 		p.log.Info("merge train: car landed; the base's tree is the car's", "pr", n, "car", car.Commit, "tip", tip)
 	}
-	m.dropCar(ctx, n)
+	r.swept = append(r.swept, n)
+}
+
+// sweep deletes the train branches of the cars that landed. It runs when
+// a turn lands nothing: a deletion is a push the forge runs its hooks for,
+// and between two landings it delayed the next.
+func (m *merger) sweep(ctx context.Context) {
+	for _, n := range m.rides.swept {
+		m.dropCar(ctx, n)
+	}
+	m.rides.swept = nil
 }
 
 // eject takes a PR whose car failed off the train, with one note naming

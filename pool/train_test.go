@@ -96,6 +96,9 @@ func (c *fakeCars) DeleteCar(_ context.Context, branch string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.branches, branch)
+	c.f.mu.Lock()
+	c.f.trail = append(c.f.trail, "deleted "+branch)
+	c.f.mu.Unlock()
 	return nil
 }
 
@@ -420,6 +423,44 @@ func TestABehindRefusalIsAskedAgainInTheLanding(t *testing.T) {
 	}
 	if f.calls["merge"] < 6 {
 		t.Errorf("%d merge calls, want each of the 3 refused once at least", f.calls["merge"])
+	}
+}
+
+// TestLandedCarsAreSweptWhenTheTrainWaits: three cars green before the
+// first lands land one after another with no deletion of a train branch
+// between them (a push, with the forge's hooks); the branches are deleted
+// once the train waits, and none is left.
+func TestLandedCarsAreSweptWhenTheTrainWaits(t *testing.T) {
+	f := outdatedForge(true, 1, 2, 3)
+	cars := newFakeCars(f)
+	f.ciDelay = time.Hour // no car reports until all three are formed: then all at once
+	go func() {
+		waitFor(context.Background(), func() bool {
+			cars.mu.Lock()
+			defer cars.mu.Unlock()
+			return len(cars.branches) == 3
+		})
+		cars.mu.Lock()
+		defer cars.mu.Unlock()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, car := range cars.branches {
+			f.ciAt[car] = f.now()
+		}
+	}()
+	runTrain(t, f, cars, func() bool {
+		cars.mu.Lock()
+		defer cars.mu.Unlock()
+		return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) && len(cars.branches) == 0
+	})
+	trail, merges := f.readTrail(), 0
+	for _, e := range trail {
+		switch {
+		case strings.HasPrefix(e, "merged "):
+			merges++
+		case strings.HasPrefix(e, "deleted ") && merges > 0 && merges < 3:
+			t.Errorf("%s after %d of 3 landings: a deletion between two landings", e, merges)
+		}
 	}
 }
 
