@@ -189,6 +189,7 @@ func (f *fakeForge) OpenPRs(context.Context, string, string) ([]forge.PR, error)
 	for n := 1; n <= len(f.prs)+100; n++ {
 		if pr, ok := f.prs[n]; ok && pr.State == "open" {
 			out = append(out, *pr)
+			out[len(out)-1].BaseSHA = f.base // the base's tip, as the forge's list shows it, and its reads (PR)
 		}
 	}
 	return out, nil

@@ -197,7 +197,9 @@ func (ix *index) remember(pr forge.PR, t lifecycle.Track, rules int, act lifecyc
 // full listing shows what changes no update time: seenPR); a conflict a
 // reviewer reported holds until ConflictSettle has passed; a PR
 // backing off (after a session, or a merge refused for the quota) holds
-// until its back-off ends; a PR waiting for a slot or held
+// until its back-off ends; one whose merge the forge refused for another
+// rule until its back-off ends or a sixth of the claim TTL has passed
+// (its checks and base change no update time); a PR waiting for a slot or held
 // by another pool's claim is looked at again after a sixth of the claim TTL
 // (any comment or review changes the PR before that); approved PRs waiting
 // to merge are looked at every cycle, because commit statuses do not change
@@ -230,6 +232,15 @@ func (p *Pool) quietUntil(t lifecycle.Track, act lifecycle.Action, now time.Time
 		}
 		return now.Add(p.cfg.ClaimTTL / 6)
 	case lifecycle.QuotaExceeded:
+		return t.RefusedUntil
+	case lifecycle.MergeRefused:
+		// What the refusal depends on and moves no update time (the
+		// checks, the base) is read again every sixth of the claim TTL,
+		// not every cycle: a PR whose merge a hook refuses for 8 hours
+		// cost about 390 requests an hour (the simulation).
+		if look := now.Add(p.cfg.ClaimTTL / 6); t.RefusedUntil.After(look) {
+			return look
+		}
 		return t.RefusedUntil
 	}
 	return time.Time{}

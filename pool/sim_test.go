@@ -58,12 +58,18 @@ const (
 	// The bounds the invariants hold the pools to.
 	simSilence       = time.Hour // longest wait with no note saying why
 	simRequestsPerHr = 500       // forge requests of one pool naming one PR in one hour (measured: at most 367)
-	simSlow          = 20        // one forge request in simSlow is answered 1 to 60 seconds late
-	simFork          = "dev/r"   // the repository of a fork PR's head branch
-	simRetargeted    = "release" // the base a PR is retargeted to, and back from
-	checkEvery       = 10 * time.Minute
-	simClaimTTL      = 30 * time.Minute // configs.Default's claim_ttl
-	simSettle        = 5 * time.Minute  // how long a note or claim that lost a race may stand: a few late answers
+	// simRefusedPerHr bounds those made while the forge refuses the PR's
+	// merges, from an hour after the pool's merge of its head was first
+	// refused (its back-off is past the poll's first doublings): the
+	// back-off's merge calls and what noticing a change needs read, not
+	// a decision every cycle.
+	simRefusedPerHr = 120
+	simSlow         = 20        // one forge request in simSlow is answered 1 to 60 seconds late
+	simFork         = "dev/r"   // the repository of a fork PR's head branch
+	simRetargeted   = "release" // the base a PR is retargeted to, and back from
+	checkEvery      = 10 * time.Minute
+	simClaimTTL     = 30 * time.Minute // configs.Default's claim_ttl
+	simSettle       = 5 * time.Minute  // how long a note or claim that lost a race may stand: a few late answers
 )
 
 // simFigures are one run's measures.
@@ -79,6 +85,7 @@ type simFigures struct {
 	diagnostics           int
 	statusWrites          int // the pools' commit status writes (counted in requests too)
 	requests, maxPerPRHr  int // requests naming a PR
+	maxRefusedPerPRHr     int // requests of one pool naming one PR in an hour while the forge refused its merge (simForge.refusedReqs)
 	repoRequests          int // listings and other requests of the repository
 	poolHours             int
 	longestSilence        time.Duration
@@ -86,10 +93,10 @@ type simFigures struct {
 
 func (f simFigures) String() string {
 	return fmt.Sprintf("merges %d (+%d by humans), updates %d (%d after edits were allowed), fixer sessions %d (%d pushed a fix), heads %d, sessions %d (%.2f a head, max %d), claims %d (max %d a head), "+
-		"notes %d (max %d on one head, %d diagnostics), status writes %d, requests %.1f per open PR-hour of a pool (max %d for one PR in an hour) and %.0f of the repository per pool-hour, longest silent wait %s",
+		"notes %d (max %d on one head, %d diagnostics), status writes %d, requests %.1f per open PR-hour of a pool (max %d for one PR in an hour, %d for one whose merge was refused an hour before) and %.0f of the repository per pool-hour, longest silent wait %s",
 		f.merges, f.humanMerges, f.updates, f.editsAsked, f.fixers, f.fixesPushed, f.heads, f.sessions, float64(f.sessions)/float64(max(f.heads, 1)), f.maxSessionsPerHead,
 		f.claims, f.maxClaimsPerHead, f.notes, f.maxNotesOnHead, f.diagnostics, f.statusWrites,
-		float64(f.requests)/float64(max(f.prHours, 1)), f.maxPerPRHr, float64(f.repoRequests)/float64(max(f.poolHours, 1)), f.longestSilence.Round(time.Minute))
+		float64(f.requests)/float64(max(f.prHours, 1)), f.maxPerPRHr, f.maxRefusedPerPRHr, float64(f.repoRequests)/float64(max(f.poolHours, 1)), f.longestSilence.Round(time.Minute))
 }
 
 func TestSim(t *testing.T) {
@@ -146,6 +153,7 @@ func (f simFigures) add(g simFigures) simFigures {
 	f.repoRequests += g.repoRequests
 	f.poolHours += g.poolHours
 	f.maxPerPRHr = max(f.maxPerPRHr, g.maxPerPRHr)
+	f.maxRefusedPerPRHr = max(f.maxRefusedPerPRHr, g.maxRefusedPerPRHr)
 	f.longestSilence = max(f.longestSilence, g.longestSilence)
 	return f
 }
@@ -675,6 +683,11 @@ func (w *simWorld) refuse(n int) {
 	defer w.sf.mu.Unlock()
 	if _, ok := w.sf.refuse[n]; ok {
 		delete(w.sf.refuse, n)
+		for k := range w.sf.refusedSeen {
+			if k.n == n {
+				delete(w.sf.refusedSeen, k) // a refusal imposed again is a new one
+			}
+		}
 		w.sf.logLocked("#%d merges accepted again", n)
 		return
 	}

@@ -33,12 +33,20 @@ type simForge struct {
 	refuse   map[int]forge.MergeResult
 	requests map[prHour]int
 	ops      map[prHour]map[string]int // the requests by kind
-	notes    []simNote
-	updated  map[string]string     // a head a pool's update made: the head it updated
-	acted    map[int]time.Time     // when a pool last posted, updated or merged on each PR
-	waits    map[int]int           // how many times each PR was reopened or pushed: a new wait each
-	holds    map[simHead]string    // the heads a pool's note says wait (blocked, withheld, conflict, no review): the note's kind
-	claimed  map[simHead]time.Time // when a claim on each head was last posted or renewed
+	// refusedReqs counts a pool's requests naming a PR while the forge
+	// refuses its merges and that pool's merge of its head was first
+	// refused an hour or more before: the pool knows, its back-off has
+	// grown past the poll's first doublings, and nothing it reads changes
+	// that but the PR, its checks, the base or the protection.
+	refusedReqs map[prHour]int
+	refusedOps  map[prHour]map[string]int
+	refusedSeen map[simPoolPR]simRefusal
+	notes       []simNote
+	updated     map[string]string     // a head a pool's update made: the head it updated
+	acted       map[int]time.Time     // when a pool last posted, updated or merged on each PR
+	waits       map[int]int           // how many times each PR was reopened or pushed: a new wait each
+	holds       map[simHead]string    // the heads a pool's note says wait (blocked, withheld, conflict, no review): the note's kind
+	claimed     map[simHead]time.Time // when a claim on each head was last posted or renewed
 	// moved is when each PR's base or its maintainer edits last changed: a
 	// pool that read the PR just before may act on what it read.
 	moved map[int]time.Time
@@ -83,6 +91,19 @@ func (s *simForge) logLocked(format string, args ...any) {
 	}
 }
 
+// simPoolPR is one pool's view of one PR.
+type simPoolPR struct {
+	pool string
+	n    int
+}
+
+// simRefusal is the head at which a pool's merge of a PR was refused, and
+// when it first was.
+type simRefusal struct {
+	head  string
+	since time.Time
+}
+
 type prHour struct {
 	pool string
 	n    int // 0: a request of the repository, no PR's
@@ -107,7 +128,8 @@ type simNote struct {
 
 func newSimForge(f *fakeForge, seed uint64, faults float64) *simForge {
 	return &simForge{f: f, rng: rand.New(rand.NewPCG(seed, 0x5eed)), faults: faults,
-		refuse: map[int]forge.MergeResult{}, start: time.Now(), requests: map[prHour]int{}, ops: map[prHour]map[string]int{}, updated: map[string]string{},
+		refuse: map[int]forge.MergeResult{}, start: time.Now(), requests: map[prHour]int{}, ops: map[prHour]map[string]int{},
+		refusedReqs: map[prHour]int{}, refusedOps: map[prHour]map[string]int{}, refusedSeen: map[simPoolPR]simRefusal{}, updated: map[string]string{},
 		acted: map[int]time.Time{}, waits: map[int]int{}, holds: map[simHead]string{}, claimed: map[simHead]time.Time{}, moved: map[int]time.Time{},
 		own: map[string][]forge.Status{}}
 }
@@ -123,6 +145,13 @@ func (s *simForge) call(ctx context.Context, op string, n int) error {
 		s.ops[k] = map[string]int{}
 	}
 	s.ops[k][op]++
+	if s.knownRefusedLocked(k.pool, n) {
+		s.refusedReqs[k]++
+		if s.refusedOps[k] == nil {
+			s.refusedOps[k] = map[string]int{}
+		}
+		s.refusedOps[k][op]++
+	}
 	var err error
 	if s.rng.Float64() < s.faults {
 		err = &forgejo.Error{Op: op, Status: 502, Retryable: true, Err: errors.New("simulated bad gateway")}
@@ -143,6 +172,20 @@ func (s *simForge) call(ctx context.Context, op string, n int) error {
 		}
 	}
 	return err
+}
+
+// knownRefusedLocked: the forge refuses PR n's merges, and pool's merge of
+// its current head was first refused an hour or more ago. Callers hold
+// s.mu.
+func (s *simForge) knownRefusedLocked(pool string, n int) bool {
+	r, seen := s.refusedSeen[simPoolPR{pool, n}]
+	if _, refused := s.refuse[n]; !seen || !refused || n == 0 || time.Since(r.since) < time.Hour {
+		return false
+	}
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	pr, ok := s.f.prs[n]
+	return ok && pr.HeadSHA == r.head && pr.State == "open"
 }
 
 // lost draws whether the answer of a write that was made is lost.
@@ -405,6 +448,9 @@ func (s *simForge) Merge(ctx context.Context, o, r string, n int, opt forgejo.Me
 		s.f.mu.Unlock()
 		s.mu.Lock()
 		s.logLocked("#%d merge by %s refused %d", n, simPoolOf(ctx), refusal.Status)
+		if k := (simPoolPR{simPoolOf(ctx), n}); s.refusedSeen[k].head != opt.HeadSHA {
+			s.refusedSeen[k] = simRefusal{head: opt.HeadSHA, since: time.Now()}
+		}
 		s.mu.Unlock()
 		return refusal, serverError("merge", refusal.Status)
 	}

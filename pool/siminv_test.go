@@ -107,10 +107,18 @@ func (w *simWorld) checkSessions() string {
 	return ""
 }
 
+// checkRequests: at most simRequestsPerHr requests of one pool naming one
+// PR in an hour, and simRefusedPerHr of those made while the forge refused
+// its merges and the pool knew it.
 func (w *simWorld) checkRequests() string {
 	for k, c := range w.sf.requests {
 		if k.n > 0 && c > simRequestsPerHr {
 			return fmt.Sprintf("#%d: %d forge requests from %s in hour %d, want at most %d: %v", k.n, c, k.pool, k.hour-w.start.Unix()/3600, simRequestsPerHr, w.sf.ops[k])
+		}
+	}
+	for k, c := range w.sf.refusedReqs {
+		if c > simRefusedPerHr {
+			return fmt.Sprintf("#%d: %d forge requests from %s in hour %d while its merge was refused, want at most %d: %v", k.n, c, k.pool, k.hour-w.start.Unix()/3600, simRefusedPerHr, w.sf.refusedOps[k])
 		}
 	}
 	return ""
@@ -227,6 +235,9 @@ func (w *simWorld) figures() simFigures {
 		} else {
 			fig.repoRequests += c
 		}
+	}
+	for _, c := range w.sf.refusedReqs {
+		fig.maxRefusedPerPRHr = max(fig.maxRefusedPerPRHr, c)
 	}
 	fig.poolHours = w.days * 24 * len(w.pools)
 	fig.prHours = int(w.openHours)
