@@ -119,6 +119,13 @@ func (t Track) atHead(head string, now time.Time) Track {
 		if t.TrainLeft != head {
 			t.TrainLeft = ""
 		}
+		if t.TrainSolo != "" && t.TrainSolo != head {
+			if t.Alone(head) || t.Update.Produced == t.TrainSolo && t.Update.From == head {
+				t.TrainSolo = head // the pool's own update of it, or a read from before that update
+			} else {
+				t.TrainSolo, t.TrainSoloWhy = "", ""
+			}
+		}
 		if t.HeadSHA != t.Update.From && head != t.Update.From {
 			t.Update = HeadUpdate{}
 		}
@@ -355,6 +362,29 @@ func update(p Policy, t Track, o Observation) (Track, Action) {
 	}
 	t.State = OutOfDate
 	return t, Action{Kind: Update, Reason: "approved and green, behind its base: update it in the merge queue, then merge after its checks"}
+}
+
+// Why a PR rides no merge train at a head (Track.TrainSoloWhy).
+const (
+	SoloConflict = "conflict"    // it does not merge cleanly onto the cars ahead
+	SoloLease    = "lease"       // its branch was not at the approved head when its car was to land
+	SoloFlake    = "maybe-flake" // its car failed where a car behind it, holding it, passed
+)
+
+// RideAlone records that the PR at head rides no merge train, for why: it
+// merges one by one at head, and at the heads the pool's own updates make
+// from it.
+func RideAlone(t Track, head, why string) Track {
+	t.TrainSolo, t.TrainSoloWhy = head, why
+	return t
+}
+
+// Alone reports whether the PR at head rides no merge train (RideAlone):
+// head is the one recorded, or the pool's own update made it from that
+// one (a read that came before the decision that takes it in).
+func (t Track) Alone(head string) bool {
+	s := t.TrainSolo
+	return s != "" && (s == head || t.Update.From == s && t.Update.Produced == head)
 }
 
 // Updated records the update u the pool made of the head branch at u.From

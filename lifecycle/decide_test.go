@@ -701,3 +701,21 @@ func TestSessionsCutShortAreNoNoReviewHold(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainSoloFollowsThePoolsOwnUpdate: a PR that rides no train at head
+// h (RideAlone) does not at the head the pool's update made from h
+// either, before the decision that takes it in and after, nor at h read
+// again from before that update; an author's new head starts over.
+func TestTrainSoloFollowsThePoolsOwnUpdate(t *testing.T) {
+	tr := RideAlone(Track{HeadSHA: "h"}, "h", SoloFlake)
+	tr = Updated(tr, HeadUpdate{From: "h", Base: "b", Produced: "u", Style: "merge", At: now})
+	if !tr.Alone("h") || !tr.Alone("u") || tr.Alone("x") {
+		t.Errorf("alone at h, u, x: %v %v %v; want true true false", tr.Alone("h"), tr.Alone("u"), tr.Alone("x"))
+	}
+	for _, step := range []struct{ head, solo string }{{"u", "u"}, {"h", "h"}, {"u", "u"}, {"n", ""}} {
+		tr = tr.atHead(step.head, now)
+		if tr.TrainSolo != step.solo || (step.solo != "") != (tr.TrainSoloWhy == SoloFlake) || tr.Alone(step.head) != (step.solo != "") {
+			t.Errorf("at %s: solo %q (%q), want %q", step.head, tr.TrainSolo, tr.TrainSoloWhy, step.solo)
+		}
+	}
+}

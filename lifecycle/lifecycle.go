@@ -148,6 +148,14 @@ type Track struct {
 	// would make the tree its car tested. A new head starts over. Kept in
 	// the store: a relaunched pool does not try the PR again either.
 	TrainLeft string `json:"train_left,omitempty"`
+	// TrainSolo is the head at which the PR rides no merge train and merges
+	// one by one, and TrainSoloWhy why (SoloConflict, SoloLease,
+	// SoloFlake). It follows the pool's own update of that head (Update
+	// From and Produced); a new head of the author's starts over and rides
+	// again. Kept in the store: a relaunched pool does not put the PR on a
+	// train at that head either.
+	TrainSolo    string `json:"train_solo,omitempty"`
+	TrainSoloWhy string `json:"train_solo_why,omitempty"`
 	// LandedIn is the base branch's commit that holds the head, when the
 	// forge lists the PR open, refuses to merge it and refused to mark it
 	// merged: the PR waits for a person.

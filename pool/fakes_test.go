@@ -54,11 +54,15 @@ type fakeForge struct {
 	// recheck, when set, is how long the forge takes to test the other open
 	// PRs against the base after a merge: they read not mergeable, and a
 	// merge call answers 405 "try again later", until then.
-	recheck     time.Duration
-	checkedAt   time.Time
-	mergeDelay  time.Duration // how long a merge call takes, unless its context ends first
-	mergeStart  chan int      // when set, hears the PR of each merge call as it begins
-	mergeGate   chan struct{} // when set, a merge call waits until it is closed
+	recheck    time.Duration
+	checkedAt  time.Time
+	mergeDelay time.Duration // how long a merge call takes, unless its context ends first
+	mergeStart chan int      // when set, hears the PR of each merge call as it begins
+	mergeGate  chan struct{} // when set, a merge call waits until it is closed
+	// hangMerge: a merge call of these PRs waits until its context ends
+	// (the pool stops), and hung counts those calls.
+	hangMerge   map[int]bool
+	hung        map[int]int
 	mergesInAir int
 	peakInAir   int
 	now         func() time.Time
@@ -118,7 +122,7 @@ func newFakeForge(prs ...int) *fakeForge {
 		mergeAnswer: map[int]forge.MergeResult{}, lostRace: map[int]bool{}, mergedTwice: map[int]bool{}, now: time.Now, calls: map[string]int{},
 		protection: forge.Protection{UserCanMerge: true}, merged: map[int]time.Time{}, base: fakeSHA("base-0"),
 		parents: map[string][]string{}, authorPush: map[int]bool{}, evilMerge: map[int]bool{}, evil: map[string]bool{}, ciAt: map[string]time.Time{},
-		updateAnswer: map[int]forgejo.UpdateResult{}, unreadable: map[int]bool{}}
+		updateAnswer: map[int]forgejo.UpdateResult{}, unreadable: map[int]bool{}, hangMerge: map[int]bool{}, hung: map[int]int{}}
 	for _, n := range prs {
 		f.prs[n] = &forge.PR{Number: n, State: "open", Mergeable: true, HeadSHA: fakeSHA(fmt.Sprintf("sha-%d-a", n)),
 			BaseRef: "main", Author: "author", Updated: time.Now(), HeadRepo: "o/r", HeadRef: fmt.Sprintf("feature-%d", n), MergeBase: f.base}
@@ -433,6 +437,16 @@ func (f *fakeForge) Merge(ctx context.Context, _, _ string, n int, opt forgejo.M
 	}
 	if f.mergeGate != nil {
 		<-f.mergeGate
+	}
+	f.mu.Lock()
+	hang := f.hangMerge[n]
+	if hang {
+		f.hung[n]++
+	}
+	f.mu.Unlock()
+	if hang && cut == nil {
+		<-ctx.Done()
+		cut = ctx.Err()
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

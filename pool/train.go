@@ -48,10 +48,6 @@ type rides struct {
 	checks  map[string]train.Checks // by car commit: final results are kept
 	formed  map[string]time.Time    // by car commit: when it was pushed
 	failing map[string]string       // by car commit: a failing check
-	// solo are PRs, at a head, that ride no train (ejected, conflicting
-	// with the cars ahead, a branch the lease never matched): they merge
-	// one by one.
-	solo map[int]string
 	// decided is the PR's update time when it was last decided a rider:
 	// an unchanged PR is not decided again each turn.
 	decided map[int]time.Time
@@ -70,7 +66,7 @@ type rides struct {
 
 func newRides(base string) *rides {
 	return &rides{t: train.Train{Base: base}, checks: map[string]train.Checks{}, formed: map[string]time.Time{}, failing: map[string]string{},
-		solo: map[int]string{}, decided: map[int]time.Time{}, riding: map[int]bool{}, alone: map[int]bool{}}
+		decided: map[int]time.Time{}, riding: map[int]bool{}, alone: map[int]bool{}}
 }
 
 // trainsOn reports whether the base's approved PRs ride trains
@@ -275,16 +271,16 @@ func (m *merger) riders(ctx context.Context, entries []queued) (waiting []train.
 }
 
 // alone reports whether PR n at head merges one by one: it left the train
-// for good at head, or at a head the pool's updates made from that one.
-func (m *merger) alone(n int, head string) bool {
-	solo, ok := m.rides.solo[n]
-	if !ok {
-		return false
-	}
-	if u := m.p.track(n).Update; u.From == solo && u.Produced == head {
-		m.rides.solo[n] = head // the next update of it is the pool's too
-	}
-	return m.rides.solo[n] == head
+// at head (conflicting with the cars ahead, a branch the lease never
+// matched, a possible flake), or at a head the pool's updates made from
+// that one. Kept in its track (Track.TrainSolo), in the store: a relaunched
+// pool does not put it on a train again at that head.
+func (m *merger) alone(n int, head string) bool { return m.p.track(n).Alone(head) }
+
+// rideAlone records that PR n at head merges one by one, for why
+// (lifecycle.SoloConflict, ...).
+func (m *merger) rideAlone(n int, head, why string) {
+	m.p.writeTrack(n, apply(func(t lifecycle.Track) lifecycle.Track { return lifecycle.RideAlone(t, head, why) }))
 }
 
 // approvedHead is the approved head of PR n at head: the head itself, or,
@@ -409,7 +405,7 @@ func (m *merger) formCar(ctx context.Context, a train.Action, tip string) bool {
 	car, err := p.cars.MakeCar(ctx, a.PR, parent, a.Head)
 	if errors.Is(err, clone.ErrCarConflict) {
 		p.log.Info("merge train: the PR does not merge cleanly onto the cars ahead; it merges on its own", "pr", a.PR)
-		r.solo[a.PR] = a.Head
+		m.rideAlone(a.PR, a.Head, lifecycle.SoloConflict)
 		return true
 	}
 	if err == nil {
@@ -533,7 +529,7 @@ func (m *merger) pushCar(ctx context.Context, pr forge.PR, car train.Car) bool {
 	}))
 	if errors.Is(err, clone.ErrLeaseLost) {
 		p.log.Info("merge train: the PR's branch moved since its approval; it leaves the train for a review of its new head", "pr", pr.Number)
-		m.rides.solo[pr.Number] = car.Head // its branch is not where the forge says (AGit): one by one
+		m.rideAlone(pr.Number, car.Head, lifecycle.SoloLease) // its branch is not where the forge says (AGit): one by one
 		m.handBack(pr)
 		m.leaveTrain(ctx, pr.Number)
 		return false
@@ -613,7 +609,7 @@ func (m *merger) sweep(ctx context.Context) {
 // would be the tree its car tested, and cost a CI run and the notes of a
 // failing PR for nothing. Where a car behind it passed (a flake, maybe),
 // it merges on its own instead, once: after its own checks on the
-// updated branch.
+// updated branch (Track.TrainSolo, kept in the store too).
 func (m *merger) eject(ctx context.Context, a train.Action) {
 	p := m.p
 	head := a.Commit
@@ -623,7 +619,7 @@ func (m *merger) eject(ctx context.Context, a train.Action) {
 		}
 	}
 	if a.Flake {
-		m.rides.solo[a.PR] = head
+		m.rideAlone(a.PR, head, lifecycle.SoloFlake)
 	} else {
 		p.writeTrack(a.PR, apply(func(t lifecycle.Track) lifecycle.Track {
 			t.TrainLeft = head

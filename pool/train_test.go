@@ -45,20 +45,34 @@ type fakeCars struct {
 	// (trainlease_test.go); instance names this one's pool.
 	leases   *fakeLeases
 	instance string
+	// made counts the cars tried for each PR (MakeCar), formed or not.
+	made map[int]int
+	// conflicts: PR k does not merge cleanly onto a car holding PR
+	// conflicts[k] while that PR is not merged (clone.ErrCarConflict).
+	conflicts map[int]int
+	// flaky: the first car of these PRs fails (a flake: the cars behind
+	// it, which hold it, pass), and reports after three times the CI's
+	// delay, once the cars behind it have.
+	flaky map[int]bool
 }
 
 func newFakeCars(f *fakeForge) *fakeCars {
 	return &fakeCars{f: f, bad: map[int]bool{}, holds: map[string][]int{}, branches: map[string]string{}, authorPush: map[int]string{},
-		cancel: map[int]bool{}, staleBehind: map[int]bool{}, leases: &fakeLeases{}, instance: "pool-test"}
+		cancel: map[int]bool{}, staleBehind: map[int]bool{}, leases: &fakeLeases{}, instance: "pool-test",
+		made: map[int]int{}, conflicts: map[int]int{}, flaky: map[int]bool{}}
 }
 
 func (c *fakeCars) MakeCar(_ context.Context, pr int, parent, head string) (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.made[pr]++
 	car := fakeSHA(fmt.Sprintf("car-%d-%s", pr, parent))
 	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	if q, ok := c.conflicts[pr]; ok && slices.Contains(c.holds[parent], q) && !c.f.prs[q].Merged {
+		return "", clone.ErrCarConflict
+	}
 	c.f.parents[car] = []string{parent, head}
-	c.f.mu.Unlock()
 	c.holds[car] = append(slices.Clone(c.holds[parent]), pr)
 	return car, nil
 }
@@ -80,6 +94,11 @@ func (c *fakeCars) PushCar(_ context.Context, branch, car string) error {
 	id := int64(len(c.f.statuses) + 100)
 	c.f.statuses[car] = []forge.Status{{ID: id, Context: "ci", State: state}}
 	c.f.ciAt[car] = c.f.now().Add(c.f.ciDelay)
+	if pr := c.holds[car][len(c.holds[car])-1]; c.flaky[pr] {
+		delete(c.flaky, pr)
+		c.f.statuses[car][0].State = "failure"
+		c.f.ciAt[car] = c.f.now().Add(3 * c.f.ciDelay)
+	}
 	if pr := c.holds[car][len(c.holds[car])-1]; c.cancel[pr] {
 		delete(c.cancel, pr)
 		c.f.statuses[car][0].State, c.f.statuses[car][0].Description = "failure", "Has been cancelled"
@@ -355,6 +374,87 @@ func TestAFailingCarIsEjected(t *testing.T) {
 	runTrainOn(t, f, cars, nil, func() bool { time.Sleep(300 * time.Millisecond); return true })
 	if cars.formed == formed {
 		t.Errorf("a pool relaunched on a fresh store formed no car for PR 2: the store is not what keeps it off")
+	}
+}
+
+// TestASoloPRStaysSoloAcrossARelaunch: PR 2 rides no train at its head,
+// for a conflict with the car of PR 1 ahead of it, or for a possible
+// flake (its car failed, the car behind it, which holds it, passed). It
+// merges one by one (its merge call hangs here, so it stays open, at its
+// head or at the pool's update of it). A pool relaunched on the same store
+// tries no car of it: each would cost a CI run (a flaky PR a second car).
+// A new head of the author's rides again: a car of it lands.
+func TestASoloPRStaysSoloAcrossARelaunch(t *testing.T) {
+	for _, why := range []string{"conflict", "flake"} {
+		t.Run(why, func(t *testing.T) {
+			f := outdatedForge(true, 1, 2, 3)
+			f.ciDelay = 30 * time.Millisecond
+			for _, n := range []int{1, 2, 3} {
+				f.review(n, "reviewer", forge.ReviewApproved) // queued in order: PR 2 has PR 1's car ahead
+			}
+			f.hangMerge[2] = true
+			cars := newFakeCars(f)
+			if why == "conflict" {
+				cars.conflicts[2] = 1
+			} else {
+				cars.flaky[2] = true
+			}
+			made := func() int {
+				cars.mu.Lock()
+				defer cars.mu.Unlock()
+				return cars.made[2]
+			}
+			hung := func(n int) func() bool {
+				return func() bool {
+					f.mu.Lock()
+					defer f.mu.Unlock()
+					return f.hung[2] >= n
+				}
+			}
+			st := store.NewMemory()
+			runTrainOn(t, f, cars, st, hung(1))
+			f.mu.Lock()
+			head, notes := f.prs[2].HeadSHA, fmt.Sprint(f.comments[2])
+			f.mu.Unlock()
+			if why == "flake" && !strings.Contains(notes, "may be a flake") {
+				t.Fatalf("PR 2 was not ejected as a possible flake: %v", notes)
+			}
+			tried := made()
+			if tried == 0 {
+				t.Fatalf("no car tried for PR 2")
+			}
+			runTrainOn(t, f, cars, st, hung(2))
+			f.mu.Lock()
+			now := f.prs[2].HeadSHA
+			f.mu.Unlock()
+			if n := made() - tried; n != 0 {
+				t.Errorf("a relaunched pool tried %d cars of PR 2 at %s (at %s before), which merges one by one (%s)", n, now, head, why)
+			}
+
+			pushed := fakeSHA("author-push-2") // resolves the conflict
+			cars.mu.Lock()
+			delete(cars.conflicts, 2)
+			cars.mu.Unlock()
+			f.mu.Lock()
+			delete(f.hangMerge, 2)
+			f.parents[pushed] = []string{f.prs[2].HeadSHA}
+			f.statuses[pushed] = []forge.Status{{ID: 901, Context: "ci", State: "success"}}
+			f.prs[2].HeadSHA = pushed
+			f.contentChanged(2)
+			f.touch(2)
+			f.mu.Unlock()
+			tried = made()
+			runTrainOn(t, f, cars, st, func() bool { return f.isMerged(2) })
+			if made() == tried {
+				t.Errorf("no car tried for the author's new head of PR 2")
+			}
+			for _, c := range updatesAndMerges(f) {
+				var at string
+				if _, err := fmt.Sscanf(c, "#2: merge at %s", &at); err == nil && !slices.Contains(cars.holds[at], 2) {
+					t.Errorf("%s: the author's new head merged one by one, want at a car", c)
+				}
+			}
+		})
 	}
 }
 
