@@ -109,6 +109,9 @@ func SessionCut(t Track, head, hint string) Track {
 // judges, and forgotten at the next. A read of the head it updated from,
 // seen again after the new one (a read from before the update), keeps it
 // too: forgetting it would update the PR again and lose the carry-over.
+// So does the head the update made, read after another head than the one
+// it updated from: a merge train's car formed again replaces the pool's
+// earlier car of the same approved head (pool/train.go, unseenCar).
 func (t Track) atHead(head string, now time.Time) Track {
 	if head != t.HeadSHA {
 		t.Attempts, t.Failures, t.Unfinished, t.Diagnostics, t.DiagnosedAt = 0, 0, 0, 0, time.Time{}
@@ -126,7 +129,7 @@ func (t Track) atHead(head string, now time.Time) Track {
 				t.TrainSolo, t.TrainSoloWhy = "", ""
 			}
 		}
-		if t.HeadSHA != t.Update.From && head != t.Update.From {
+		if t.HeadSHA != t.Update.From && head != t.Update.From && head != t.Update.Produced {
 			t.Update = HeadUpdate{}
 		}
 	}
@@ -369,6 +372,7 @@ const (
 	SoloConflict = "conflict"    // it does not merge cleanly onto the cars ahead
 	SoloLease    = "lease"       // its branch was not at the approved head when its car was to land
 	SoloFlake    = "maybe-flake" // its car failed where a car behind it, holding it, passed
+	SoloUntested = "untested"    // the forge never showed its car, pushed twice, as the PR's tested head
 )
 
 // RideAlone records that the PR at head rides no merge train, for why: it

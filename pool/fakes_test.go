@@ -113,6 +113,9 @@ type fakeForge struct {
 	// outsiders are the accounts that are no collaborator of the repository
 	// (IsCollaborator); any other is one.
 	outsiders map[string]bool
+	// retest: a merge that moves the base has the forge test these PRs
+	// again: they read mergeable.
+	retest map[int]bool
 }
 
 func newFakeForge(prs ...int) *fakeForge {
@@ -479,6 +482,9 @@ func (f *fakeForge) Merge(ctx context.Context, _, _ string, n int, opt forgejo.M
 	}
 	f.setMerged(n)
 	f.trail = append(f.trail, fmt.Sprintf("merged #%d", n))
+	for r := range f.retest {
+		f.prs[r].Mergeable = true
+	}
 	f.base = fakeSHA(fmt.Sprintf("base-%d", len(f.merged)))
 	if opt.Style == "fast-forward-only" {
 		f.base = opt.HeadSHA // the base is the head itself

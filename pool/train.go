@@ -31,11 +31,14 @@ var _ Cars = (*clone.Clone)(nil) // UseClone gives the pool the clone's
 // Paces of the train: its riders are read again every trainPoll while
 // cars wait for CI; after pushing a car to a PR's branch, the worker reads
 // the PR every queuePace until the forge shows the car as its head and
-// tests it, for trainLandFor at most (then the next turn tries again).
+// tests it, for trainLandFor at most (then the next turn tries again). A
+// car the forge has not shown tested after trainUnseen such reads is
+// formed again and pushed anew, once; then its PR merges one by one.
 const (
 	trainPoll    = 2 * time.Second
 	trainLandFor = 30 * time.Second
 	landAskFor   = 3 * time.Second // mergeCar
+	trainUnseen  = 3
 	// trainStyle lands a car: the base becomes the car itself, so the cars
 	// behind it stay valid (Gitea 1.26, Forgejo 7.0).
 	trainStyle = "fast-forward-only"
@@ -62,11 +65,22 @@ type rides struct {
 	riding map[int]bool // the PRs that rode at the last turn
 	alone  map[int]bool // the PRs the last turn found merge one by one
 	next   time.Time    // the train's next turn
+	// unseen counts, by car commit, the landings whose car the forge did
+	// not show as the PR's tested head within trainLandFor.
+	unseen map[string]int
+	// onBranch is the car the pool pushed to each PR's branch: the PR's
+	// head while the forge lands it, also once the car is formed again.
+	onBranch map[int]train.Car
+	// reformed is the approved head of each PR whose car was formed again
+	// because the forge never showed it tested: a second time, the PR
+	// merges one by one.
+	reformed map[int]string
 }
 
 func newRides(base string) *rides {
 	return &rides{t: train.Train{Base: base}, checks: map[string]train.Checks{}, formed: map[string]time.Time{}, failing: map[string]string{},
-		decided: map[int]time.Time{}, riding: map[int]bool{}, alone: map[int]bool{}}
+		decided: map[int]time.Time{}, riding: map[int]bool{}, alone: map[int]bool{},
+		unseen: map[string]int{}, onBranch: map[int]train.Car{}, reformed: map[int]string{}}
 }
 
 // trainsOn reports whether the base's approved PRs ride trains
@@ -284,13 +298,17 @@ func (m *merger) rideAlone(n int, head, why string) {
 }
 
 // approvedHead is the approved head of PR n at head: the head itself, or,
-// when head is the car the pool pushed to its branch to land it, the head
+// when head is the car the pool pushed to its branch to land it (a car
+// of the train, or one pushed before the car was formed again), the head
 // the car merges.
 func (m *merger) approvedHead(n int, head string) string {
 	for _, c := range m.rides.t.Cars {
 		if c.PR == n && c.Commit == head {
 			return c.Head
 		}
+	}
+	if c, ok := m.rides.onBranch[n]; ok && c.Commit == head {
+		return c.Head
 	}
 	return head
 }
@@ -440,6 +458,7 @@ func (m *merger) landCar(ctx context.Context, pr forge.PR) bool {
 	}
 	fresh, ok := m.awaitHead(ctx, pr.Number, car)
 	if !ok {
+		m.unseenCar(ctx, pr.Number, car)
 		return false
 	}
 	d, t, err := p.decide(ctx, fresh)
@@ -512,13 +531,27 @@ func (m *merger) mergeCar(ctx context.Context, pr forge.PR) (forge.MergeResult, 
 // does any other failure of the push, until the next turn.
 func (m *merger) pushCar(ctx context.Context, pr forge.PR, car train.Car) bool {
 	p := m.p
+	// A car formed again replaces the pool's own earlier car on the
+	// branch: the push is leased on that car, and the approved head is
+	// still the one both merge.
+	lease, earlier := car.Head, m.rides.onBranch[pr.Number]
+	again := earlier.Commit != "" && earlier.Commit == pr.HeadSHA && earlier.Head == car.Head
+	if again {
+		lease = earlier.Commit
+	}
 	p.writeTrack(pr.Number, apply(func(t lifecycle.Track) lifecycle.Track {
-		return lifecycle.Updated(t, lifecycle.HeadUpdate{From: car.Head, Base: car.Parent, Produced: car.Commit,
-			OldMergeBase: pr.MergeBase, Style: lifecycle.StyleTrain, At: p.now()})
+		u := lifecycle.HeadUpdate{From: car.Head, Base: car.Parent, Produced: car.Commit,
+			OldMergeBase: pr.MergeBase, Style: lifecycle.StyleTrain, At: p.now()}
+		if again && t.Update.From == car.Head {
+			t.Update, t.State = u, lifecycle.Updating // the head is the earlier car, made from the same approved head
+			return t
+		}
+		return lifecycle.Updated(t, u)
 	}))
-	err := p.cars.LandCar(ctx, pr.Number, pr.HeadRef, car.Head, car.Commit)
+	err := p.cars.LandCar(ctx, pr.Number, pr.HeadRef, lease, car.Commit)
 	if err == nil {
 		p.log.Info("merge train: car pushed to the PR's branch", "pr", pr.Number, "branch", pr.HeadRef, "car", car.Commit)
+		m.rides.onBranch[pr.Number] = car
 		return true
 	}
 	p.writeTrack(pr.Number, apply(func(t lifecycle.Track) lifecycle.Track {
@@ -542,10 +575,11 @@ func (m *merger) pushCar(ctx context.Context, pr forge.PR, car train.Car) bool {
 // tested it against the base: mergeable, with the car's first parent as
 // its merge base (a mergeable flag read just after the landing ahead can
 // be the one from before it, and the merge is then refused as behind),
-// every queuePace, for trainLandFor at most.
+// every queuePace, for trainLandFor at most (50 poll intervals where
+// that is less: the tests' fakes show a pushed car at once).
 func (m *merger) awaitHead(ctx context.Context, n int, car train.Car) (forge.PR, bool) {
 	p := m.p
-	until := p.now().Add(trainLandFor)
+	until := p.now().Add(min(trainLandFor, 50*p.cfg.PollInterval))
 	for {
 		fresh, err := m.read(ctx, n)
 		switch {
@@ -573,12 +607,48 @@ func pause(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// unseenCar counts a landing whose car the forge did not show as the PR's
+// tested head (its head, mergeable, on the car's parent) within
+// trainLandFor. After trainUnseen of them the forge is taken not to be
+// testing it at all (TestTwoPoolsRunOneTrainOnTheForge in CI: pool-b's
+// front car stayed unmergeable on the PR's branch for 5 minutes, the base
+// unchanged, and the pool read it again every 30 s until "no progress").
+// A push makes the forge test the PR again: the whole train is formed
+// again on the base tip, and the new front car is pushed over the old one
+// (leased on it). If the forge does not show that one either, the PR
+// leaves the train and merges one by one, where a PR the forge reads not
+// mergeable waits, and the base moved by the cars behind makes the forge
+// test it again. No note: the PR is not at fault.
+func (m *merger) unseenCar(ctx context.Context, n int, car train.Car) {
+	p, r := m.p, m.rides
+	r.unseen[car.Commit]++
+	if r.unseen[car.Commit] < trainUnseen {
+		return
+	}
+	delete(r.unseen, car.Commit)
+	if r.reformed[n] != car.Head {
+		r.reformed[n] = car.Head
+		p.log.Info("merge train: the forge has not shown the car as the PR's tested head after several reads; the train is formed again and the car pushed anew",
+			"pr", n, "car", car.Commit, "reads", trainUnseen)
+		r.t = train.Train{Base: r.t.Base}
+		return
+	}
+	p.log.Info("merge train: the forge has not shown the PR's car as its tested head, formed twice; the PR merges one by one", "pr", n, "car", car.Commit)
+	m.rideAlone(n, car.Head, lifecycle.SoloUntested)
+	m.leaveTrain(ctx, n)
+	delete(r.riding, n)
+	r.alone[n] = true
+	m.q.unhold(n)
+}
+
 // landed settles a PR whose car the forge merged, takes the car off the
 // train, and compares the base's tree with the car's: a difference stops
 // the train at the next plan.
 func (m *merger) landed(ctx context.Context, n int, car train.Car) {
 	p, r := m.p, m.rides
 	m.q.remove(n)
+	delete(r.onBranch, n)
+	delete(r.reformed, n)
 	m.settle(ctx, n)
 	same, tip, err := p.cars.BaseTreeIs(ctx, car.Commit)
 	switch {

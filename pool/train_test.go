@@ -38,6 +38,13 @@ type fakeCars struct {
 	// PR is behind after a push, apart from its mergeable flag), and
 	// refuses their merge as outdated, for 100 ms.
 	staleBehind map[int]bool
+	// untested: after each of the first untested[n] pushes of a car to PR
+	// n's branch, the forge never shows the PR mergeable (its test of the
+	// new head does not end, as a stuck check queue's), until the next push.
+	untested map[int]int
+	// untestedFirst, if set, is untested for the first PR a car is pushed
+	// to, whichever it is.
+	untestedFirst int
 	// cancel: the run of the first car of these PRs is cancelled (a
 	// failure "Has been cancelled"), and run again 200 ms later: it passes.
 	cancel map[int]bool
@@ -58,7 +65,7 @@ type fakeCars struct {
 
 func newFakeCars(f *fakeForge) *fakeCars {
 	return &fakeCars{f: f, bad: map[int]bool{}, holds: map[string][]int{}, branches: map[string]string{}, authorPush: map[int]string{},
-		cancel: map[int]bool{}, staleBehind: map[int]bool{}, leases: &fakeLeases{}, instance: "pool-test",
+		cancel: map[int]bool{}, staleBehind: map[int]bool{}, untested: map[int]int{}, leases: &fakeLeases{}, instance: "pool-test",
 		made: map[int]int{}, conflicts: map[int]int{}, flaky: map[int]bool{}}
 }
 
@@ -71,6 +78,9 @@ func (c *fakeCars) MakeCar(_ context.Context, pr int, parent, head string) (stri
 	defer c.f.mu.Unlock()
 	if q, ok := c.conflicts[pr]; ok && slices.Contains(c.holds[parent], q) && !c.f.prs[q].Merged {
 		return "", clone.ErrCarConflict
+	}
+	if _, again := c.f.parents[car]; again {
+		car = fakeSHA(fmt.Sprintf("car-%d-%s-%d", pr, parent, c.made[pr])) // a commit of its own, as the clone's, made later
 	}
 	c.f.parents[car] = []string{parent, head}
 	c.holds[car] = append(slices.Clone(c.holds[parent]), pr)
@@ -139,7 +149,14 @@ func (c *fakeCars) LandCar(_ context.Context, pr int, branch, lease, car string)
 	}
 	c.f.record("#%d: car %s pushed", pr, car)
 	c.f.trail = append(c.f.trail, fmt.Sprintf("pushed #%d", pr))
-	p.HeadSHA, p.MergeBase = car, c.f.parents[car][0]
+	p.HeadSHA, p.MergeBase, p.Mergeable = car, c.f.parents[car][0], true
+	if c.untestedFirst > 0 {
+		c.untested[pr], c.untestedFirst = c.untestedFirst, 0
+	}
+	if c.untested[pr] > 0 {
+		c.untested[pr]--
+		p.Mergeable = false
+	}
 	c.f.touch(pr)
 	if c.staleBehind[pr] {
 		msg := `{"message":"not ready to merge: The head branch is behind the base branch"}`

@@ -213,3 +213,78 @@ func TestAStoppingPoolGivesTheTrainLeaseBack(t *testing.T) {
 		t.Errorf("after the stop: lease taken %d times, held by %q at %q; want it given back", l.n, l.holder, l.commit)
 	}
 }
+
+// TestACarTheForgeNeverTestsIsPushedAgain: the forge never shows PR 1's
+// front car, pushed to its branch, as a tested head (not mergeable, as
+// when its test of the PR does not end; CI run of
+// TestTwoPoolsRunOneTrainOnTheForge: pool-b read it again every 30 s until
+// "no progress"). After a few reads the train is formed again and the new
+// car pushed over the old one; the forge tests that push, and both PRs land
+// at their cars, with no note and no second review.
+func TestACarTheForgeNeverTestsIsPushedAgain(t *testing.T) {
+	f := outdatedForge(true, 1, 2)
+	f.ciDelay = 30 * time.Millisecond
+	cars := newFakeCars(f)
+	cars.untested[1] = 1
+	a := runTrain(t, f, cars, func() bool { return f.isMerged(1) && f.isMerged(2) })
+	calls := updatesAndMerges(f)
+	for _, c := range calls {
+		var n int
+		var head string
+		fmt.Sscanf(c, "#%d: merge at %s", &n, &head)
+		if len(f.parents[head]) != 2 || cars.holds[head][len(cars.holds[head])-1] != n {
+			t.Errorf("%s: not merged at its car (calls %v)", c, calls)
+		}
+	}
+	for _, n := range []int{1, 2} {
+		for _, c := range f.comments[n] {
+			if !strings.Contains(c.Body, "pool-claim") {
+				t.Errorf("a note on #%d: %s", n, c.Body)
+			}
+		}
+	}
+	if _, prompts, _ := a.count(); prompts != 2 {
+		t.Errorf("%d reviewer sessions, want 2: the approvals carry over to the car pushed again", prompts)
+	}
+	pushed := 0
+	for _, e := range f.Effects() {
+		if strings.HasPrefix(e, "#1: car ") && strings.HasSuffix(e, " pushed") {
+			pushed++
+		}
+	}
+	if pushed != 2 {
+		t.Errorf("PR 1's car pushed to its branch %d times, want 2: once, then formed again once", pushed)
+	}
+}
+
+// TestACarTheForgeNeverTestsMergesOneByOne: the forge shows neither the
+// front car, pushed to its PR's branch, nor the car formed again as
+// tested. That PR then leaves the train, with no note, and merges one by
+// one once the forge tests it again (here when the other PR's car, formed
+// again without it, lands and moves the base).
+func TestACarTheForgeNeverTestsMergesOneByOne(t *testing.T) {
+	f := outdatedForge(true, 1, 2)
+	f.ciDelay = 30 * time.Millisecond
+	f.retest = map[int]bool{1: true, 2: true}
+	cars := newFakeCars(f)
+	cars.untestedFirst = 2
+	runTrain(t, f, cars, func() bool { return f.isMerged(1) && f.isMerged(2) })
+	for _, n := range []int{1, 2} {
+		for _, c := range f.comments[n] {
+			if !strings.Contains(c.Body, "pool-claim") {
+				t.Errorf("a note on #%d: %s", n, c.Body)
+			}
+		}
+	}
+	var stuck, other int
+	for _, e := range f.Effects() {
+		if strings.Contains(e, ": car ") && stuck == 0 {
+			fmt.Sscanf(e, "#%d:", &stuck)
+			other = 3 - stuck
+		}
+	}
+	calls := updatesAndMerges(f)
+	if len(calls) < 2 || !strings.HasPrefix(calls[0], fmt.Sprintf("#%d: merge at ", other)) || !strings.HasPrefix(calls[len(calls)-1], fmt.Sprintf("#%d: merge at ", stuck)) {
+		t.Errorf("calls %v; want #%d's car merged, then #%d merged one by one", calls, other, stuck)
+	}
+}
