@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -522,15 +521,6 @@ func watchCars(t *testing.T, ctx context.Context, sb *sandbox.Sandbox) func() (m
 // Every PR lands at a car, and the lease is given back once the trains
 // are empty.
 func TestTwoPoolsRunOneTrainOnTheForge(t *testing.T) {
-	if os.Getenv("POOL_E2E_TWO_POOL_TRAINS") == "" {
-		// Known defect (issue 36, stop 35's note): in two CI runs of three a
-		// pool stalled, once holding the lease after its idle exit (fixed,
-		// 26e9d6c), once after taking the lease over from the other pool:
-		// its front car pushed to the PR's branch, the forge never read the
-		// car as the PR's tested head, and it tried again every 30 s. Trains
-		// are off by default; run with POOL_E2E_TWO_POOL_TRAINS=1.
-		t.Skip("two pools with merge trains on one base: known stall, see issue 36 (POOL_E2E_TWO_POOL_TRAINS=1 runs it)")
-	}
 	parallelLong(t)
 	ctx := testContext(t)
 	sb, tested := trainSandbox(t, ctx, 5, nil)
