@@ -223,13 +223,20 @@ func (p *Pool) dispatchAll(ctx, work context.Context, todo []candidate) (left, s
 // decision is an action and the instant it was decided for: the
 // observation's, which may be seconds before the reads (and the decision)
 // returned. How long the decision holds counts from it. reviews are the
-// reviews it read (vouched), if it read them (reviewsRead).
+// reviews it read (vouched), if it read them (reviewsRead); approved: the
+// counted reviews approve the head (lifecycle.Observation.Approved).
 type decision struct {
 	lifecycle.Action
 	at          time.Time
 	reviews     []forge.Review
 	reviewsRead bool
+	approved    bool
 }
+
+// unapproved reports whether the decision read the reviews and they do not
+// approve the head: a request for changes, an approval withdrawn or
+// dismissed, none that carries over.
+func (d decision) unapproved() bool { return d.reviewsRead && !d.approved }
 
 // decideAndAct observes one PR, decides, and performs the decision unless
 // it needs a session, which the caller arranges: a merge goes to the merge
@@ -258,7 +265,8 @@ func (p *Pool) decide(ctx context.Context, pr forge.PR) (decision, lifecycle.Tra
 	next, act := p.decided(pr.Number, obs)
 	p.logDecision(pr.Number, next, act)
 	p.book.Decided(pr, next, act, p.now())
-	return decision{Action: act, at: obs.Now, reviews: obs.Reviews, reviewsRead: obs.Read.Has(lifecycle.FactReviews)}, next, nil
+	return decision{Action: act, at: obs.Now, reviews: obs.Reviews, reviewsRead: obs.Read.Has(lifecycle.FactReviews),
+		approved: obs.Approved()}, next, nil
 }
 
 // observe reads what the decision on the PR needs, as lifecycle.Plan asks

@@ -168,7 +168,9 @@ const reviewsFreshFor = time.Second
 // decides again. The window left is the time from the last read of the
 // reviews to the forge's handling of the merge call: at most
 // reviewsFreshFor and one request, where it was the whole decision's
-// reads and the call (seed 34 of the simulation: 26 s).
+// reads and the call (seed 34 of the simulation: 26 s). A train's landing
+// asks it too, before the push of the car to the PR's branch and before
+// each merge call of the car (merger.reviewsStand).
 func (m *merger) reviewsHeld(ctx context.Context, pr forge.PR, d decision) (bool, error) {
 	p := m.p
 	if !d.reviewsRead || p.now().Sub(d.at) < reviewsFreshFor {
@@ -181,7 +183,7 @@ func (m *merger) reviewsHeld(ctx context.Context, pr forge.PR, d decision) (bool
 	if slices.EqualFunc(d.reviews, p.vouch(pr.Number, fresh), sameReview) {
 		return true, nil
 	}
-	p.log.Info("merge queue: the reviews changed while the merge decision read; deciding again", "pr", pr.Number,
+	p.log.Info("merge queue: the reviews changed since the merge decision read them; deciding again", "pr", pr.Number,
 		"read", p.now().Sub(d.at))
 	return false, nil
 }

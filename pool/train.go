@@ -51,9 +51,10 @@ type rides struct {
 	checks  map[string]train.Checks // by car commit: final results are kept
 	formed  map[string]time.Time    // by car commit: when it was pushed
 	failing map[string]string       // by car commit: a failing check
-	// decided is the PR's update time when it was last decided a rider:
-	// an unchanged PR is not decided again each turn.
-	decided map[int]time.Time
+	// decided is, for each PR last decided a rider, its update time then
+	// and that decision: an unchanged PR is not decided again each turn,
+	// and its landing reads its reviews again (merger.reviewsStand).
+	decided map[int]ridden
 	// stopped is the PR whose landing left another tree than its car's,
 	// 0 if none: the next plan stops the train.
 	stopped    int
@@ -77,9 +78,16 @@ type rides struct {
 	reformed map[int]string
 }
 
+// ridden is the decision that found a PR a rider, and the PR's update
+// time then.
+type ridden struct {
+	updated time.Time
+	d       decision
+}
+
 func newRides(base string) *rides {
 	return &rides{t: train.Train{Base: base}, checks: map[string]train.Checks{}, formed: map[string]time.Time{}, failing: map[string]string{},
-		decided: map[int]time.Time{}, riding: map[int]bool{}, alone: map[int]bool{},
+		decided: map[int]ridden{}, riding: map[int]bool{}, alone: map[int]bool{},
 		unseen: map[string]int{}, onBranch: map[int]train.Car{}, reformed: map[int]string{}}
 }
 
@@ -325,7 +333,7 @@ func (m *merger) sameHead(n int, head, queued string) bool {
 // to the discovery loop. An error: the PR could not be decided.
 func (m *merger) mayRide(ctx context.Context, pr forge.PR) (bool, error) {
 	p := m.p
-	if at, ok := m.rides.decided[pr.Number]; ok && at.Equal(pr.Updated) {
+	if r, ok := m.rides.decided[pr.Number]; ok && r.updated.Equal(pr.Updated) {
 		return true, nil
 	}
 	d, t, err := p.decide(ctx, pr)
@@ -334,9 +342,9 @@ func (m *merger) mayRide(ctx context.Context, pr forge.PR) (bool, error) {
 		p.log.Warn("merge train: deciding failed; the train waits", "pr", pr.Number, "err", err)
 		return false, err
 	case d.Kind == lifecycle.Merge || d.Kind == lifecycle.Update:
-		m.rides.decided[pr.Number] = pr.Updated
+		m.rides.decided[pr.Number] = ridden{updated: pr.Updated, d: d}
 		return true, nil
-	case d.Kind == lifecycle.Wait && m.approvedHead(pr.Number, pr.HeadSHA) != pr.HeadSHA:
+	case d.Kind == lifecycle.Wait && !d.unapproved() && m.approvedHead(pr.Number, pr.HeadSHA) != pr.HeadSHA:
 		return true, nil // its car is landing: the forge has not taken it in yet
 	}
 	delete(m.rides.decided, pr.Number)
@@ -448,11 +456,18 @@ func (m *merger) formCar(ctx context.Context, a train.Action, tip string) bool {
 // push recorded as the pool's update (its approval carries over:
 // lifecycle.StyleTrain), then the forge's merge pinned to the car. After
 // the merge the base's tree must be the car's. false: not landed yet.
+//
+// The PR is decided again once the forge shows the car as its head, and
+// its reviews are read again before the push and before each merge call
+// where the decision read them a second or more before (reviewsStand): a
+// request for changes filed meanwhile, or an approval withdrawn, stops the
+// landing. The PR then leaves the train for the normal path, which decides
+// it again, and the cars behind it are formed again.
 func (m *merger) landCar(ctx context.Context, pr forge.PR) bool {
 	p, r := m.p, m.rides
 	car := r.t.Cars[0]
 	if pr.HeadSHA != car.Commit {
-		if !m.pushCar(ctx, pr, car) {
+		if !m.reviewsStand(ctx, pr, r.decided[pr.Number].d) || !m.pushCar(ctx, pr, car) {
 			return false
 		}
 	}
@@ -466,7 +481,7 @@ func (m *merger) landCar(ctx context.Context, pr forge.PR) bool {
 	case err != nil:
 		p.log.Warn("merge train: deciding the landing car failed; the next turn tries again", "pr", pr.Number, "err", err)
 		return false
-	case d.Kind == lifecycle.Wait:
+	case d.Kind == lifecycle.Wait && !d.unapproved():
 		p.log.Info("merge train: the landing car waits for the forge; the next turn tries again", "pr", pr.Number, "reason", d.Action.Reason)
 		return false
 	case d.Kind != lifecycle.Merge:
@@ -476,7 +491,10 @@ func (m *merger) landCar(ctx context.Context, pr forge.PR) bool {
 		m.leaveTrain(ctx, pr.Number)
 		return false
 	}
-	res, err := m.mergeCar(ctx, fresh)
+	res, err := m.mergeCar(ctx, fresh, d)
+	if errors.Is(err, errReviewsChanged) {
+		return false // the next turn decides it again
+	}
 	if styleRefused(res) {
 		p.noFastForward.Store(true) // trainsOn says so, once; the PR, at its car, merges one by one
 		return false
@@ -512,17 +530,42 @@ func (m *merger) landCar(ctx context.Context, pr forge.PR) bool {
 // base yet. Gitea works out how far a PR is behind just after it records
 // the PR's new merge base, which awaitHead reads (services/pull, pull.go),
 // so the first call after a landing push is often refused; waiting for
-// the next turn of the train cost a turn's reads of every rider.
-func (m *merger) mergeCar(ctx context.Context, pr forge.PR) (forge.MergeResult, error) {
+// the next turn of the train cost a turn's reads of every rider. Before
+// each call the reviews decision d read must stand (reviewsStand), else
+// errReviewsChanged.
+func (m *merger) mergeCar(ctx context.Context, pr forge.PR, d decision) (forge.MergeResult, error) {
 	p := m.p
 	until, wait := p.now().Add(landAskFor), m.q.pace
 	for {
+		if !m.reviewsStand(ctx, pr, d) {
+			return forge.MergeResult{}, errReviewsChanged
+		}
 		res, err := p.forge.Merge(ctx, p.cfg.Owner, p.cfg.Name, pr.Number, forgejo.MergeOptions{Style: trainStyle, HeadSHA: pr.HeadSHA})
 		if err != nil || res.Rule != forge.RuleOutdated || !p.now().Add(wait).Before(until) || !pause(ctx, wait) {
 			return res, err
 		}
 		wait *= 2
 	}
+}
+
+// errReviewsChanged: a landing's merge was not asked, as the PR's reviews
+// changed since its decision read them, or could not be read again.
+var errReviewsChanged = errors.New("the reviews changed since the landing's decision read them")
+
+// reviewsStand is the queue's reviewsHeld for a train's landing of PR pr
+// on decision d: false if the reviews changed since d read them, or could
+// not be read again. A PR whose reviews changed is decided again by the
+// next turn of the train (riders): one whose approval no longer counts
+// leaves the train there, for the normal path.
+func (m *merger) reviewsStand(ctx context.Context, pr forge.PR, d decision) bool {
+	held, err := m.reviewsHeld(ctx, pr, d)
+	if err != nil {
+		m.p.log.Warn("merge train: reading the reviews again before the landing failed; the next turn tries again", "pr", pr.Number, "err", err)
+	}
+	if !held {
+		delete(m.rides.decided, pr.Number)
+	}
+	return held
 }
 
 // pushCar records the car as the pool's update of the approved head and

@@ -61,6 +61,9 @@ type fakeCars struct {
 	// it, which hold it, pass), and reports after three times the CI's
 	// delay, once the cars behind it have.
 	flaky map[int]bool
+	// onLand, when set, runs after each car's push to its PR's branch,
+	// without the locks: what happens on the forge just after it.
+	onLand func(pr int)
 }
 
 func newFakeCars(f *fakeForge) *fakeCars {
@@ -132,6 +135,14 @@ func (c *fakeCars) DeleteCar(_ context.Context, branch string) error {
 }
 
 func (c *fakeCars) LandCar(_ context.Context, pr int, branch, lease, car string) error {
+	err := c.landCar(pr, branch, lease, car)
+	if err == nil && c.onLand != nil {
+		c.onLand(pr)
+	}
+	return err
+}
+
+func (c *fakeCars) landCar(pr int, branch, lease, car string) error {
 	c.leases.check(c.instance, "car "+car+" to "+branch)
 	c.f.mu.Lock()
 	defer c.f.mu.Unlock()
@@ -203,6 +214,7 @@ func runTrainAll(t *testing.T, f *fakeForge, cars *fakeCars, m Metrics, during f
 	a := newFakeAgent(approver(f, time.Millisecond))
 	cfg := testConfig(2)
 	cfg.IdleExit, cfg.MergeTrain = 0, "always"
+	cfg.HumanReviewers = append(cfg.HumanReviewers, "alice") // a human whose reviews count
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if log == nil {
