@@ -64,8 +64,10 @@ type rides struct {
 	// deleted once the train waits (sweep), not between two landings.
 	swept  []int
 	riding map[int]bool // the PRs that rode at the last turn
-	alone  map[int]bool // the PRs the last turn found merge one by one
-	next   time.Time    // the train's next turn
+	// alone are the PRs the last turn found merge one by one, each with
+	// the head it was queued at then.
+	alone map[int]string
+	next  time.Time // the train's next turn
 	// unseen counts, by car commit, the landings whose car the forge did
 	// not show as the PR's tested head within trainLandFor.
 	unseen map[string]int
@@ -87,7 +89,7 @@ type ridden struct {
 
 func newRides(base string) *rides {
 	return &rides{t: train.Train{Base: base}, checks: map[string]train.Checks{}, formed: map[string]time.Time{}, failing: map[string]string{},
-		decided: map[int]ridden{}, riding: map[int]bool{}, alone: map[int]bool{},
+		decided: map[int]ridden{}, riding: map[int]bool{}, alone: map[int]string{},
 		unseen: map[string]int{}, onBranch: map[int]train.Car{}, reformed: map[int]string{}}
 }
 
@@ -182,7 +184,7 @@ func (m *merger) trainStep(ctx context.Context) time.Duration {
 		return wait
 	}
 	poll := min(trainPoll, p.cfg.PollInterval)
-	if ok, wait := m.holdLease(ctx, len(m.q.all()) > 0); !ok {
+	if ok, wait := m.holdLease(ctx, m.mayRideSome()); !ok {
 		if wait <= 0 {
 			wait = poll
 		}
@@ -226,7 +228,7 @@ func (m *merger) trainTurn(ctx context.Context, entries []queued) (landed bool) 
 // n to the train: with trains on, it takes only the PRs the train's last
 // turn found do not ride (from forks, AGit, or at a head that left the
 // train for good).
-func (m *merger) riding(n int) bool { return m.rides != nil && !m.rides.alone[n] }
+func (m *merger) riding(n int) bool { return m.rides != nil && m.rides.alone[n] == "" }
 
 // notRiding is entries without the PRs riding(): all of them while trains
 // are off.
@@ -236,7 +238,7 @@ func (m *merger) notRiding(entries []queued) []queued {
 	}
 	var out []queued
 	for _, e := range entries {
-		if m.rides.alone[e.n] {
+		if m.rides.alone[e.n] != "" {
 			out = append(out, e)
 		}
 	}
@@ -244,10 +246,27 @@ func (m *merger) notRiding(entries []queued) []queued {
 }
 
 // unsorted reports whether the queue holds a PR the train has not sorted
-// yet (a rider or one alone): the train then runs at once.
+// yet (a rider, or one alone at the head it is queued at): the train then
+// runs at once.
 func (m *merger) unsorted() bool {
 	for _, e := range m.q.all() {
-		if !m.rides.riding[e.n] && !m.rides.alone[e.n] {
+		if !m.rides.riding[e.n] && m.rides.alone[e.n] != e.head {
+			return true
+		}
+	}
+	return false
+}
+
+// mayRideSome reports whether a queued PR may ride the train: one the
+// last turn did not find merges one by one at the head it is queued at (a
+// rider, or a PR not sorted yet). Only then does the pool take the train
+// lease: with only PRs that merge one by one queued (forks, AGit, a head
+// that left the train for good), a turn would take the lease and give it
+// back, two pushes of the lease ref, every poll interval
+// (TestSoloPRsTakeNoTrainLease).
+func (m *merger) mayRideSome() bool {
+	for _, e := range m.q.all() {
+		if m.rides.alone[e.n] != e.head {
 			return true
 		}
 	}
@@ -273,7 +292,7 @@ func (m *merger) riders(ctx context.Context, entries []queued) (waiting []train.
 			m.leave(ctx, pr)
 			continue
 		case !pr.SameRepo(p.cfg.Repo()) || pr.HeadRef == "" || m.alone(pr.Number, pr.HeadSHA):
-			m.rides.alone[pr.Number] = true
+			m.rides.alone[pr.Number] = e.head
 			continue
 		}
 		m.rides.riding[pr.Number] = true // decided below: one by one it is not merged meanwhile
@@ -680,7 +699,7 @@ func (m *merger) unseenCar(ctx context.Context, n int, car train.Car) {
 	m.rideAlone(n, car.Head, lifecycle.SoloUntested)
 	m.leaveTrain(ctx, n)
 	delete(r.riding, n)
-	r.alone[n] = true
+	r.alone[n] = m.q.head(n)
 	m.q.unhold(n)
 }
 
@@ -745,7 +764,7 @@ func (m *merger) eject(ctx context.Context, a train.Action) {
 		p.log.Warn("merge train: posting the ejection note failed", "pr", a.PR, "err", err)
 	}
 	delete(m.rides.riding, a.PR)
-	m.rides.alone[a.PR] = true
+	m.rides.alone[a.PR] = m.q.head(a.PR)
 	m.q.unhold(a.PR)
 	m.dropCar(ctx, a.PR)
 }
@@ -806,6 +825,16 @@ func (q *mergeQueue) car(n int) (car, cars int, ok bool) {
 		return i + 1, len(q.cars), true
 	}
 	return 0, 0, false
+}
+
+// head is the head entry n is queued at, "" if it is not queued.
+func (q *mergeQueue) head(n int) string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if e, ok := q.entries[n]; ok {
+		return e.head
+	}
+	return ""
 }
 
 // unhold has entry n read at once: it merges on its own now.

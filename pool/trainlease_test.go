@@ -6,9 +6,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"pool/clone"
+	"pool/forge"
 )
 
 // fakeLeases is the forge's train lease of main, shared by the fakeCars of
@@ -19,6 +21,7 @@ type fakeLeases struct {
 	commit     string
 	holder     string
 	n          int
+	dropped    int      // leases given back
 	takeovers  []string // "<new holder> over <old holder>"
 	violations []string // cars pushed by a pool the lease did not name
 	formedBy   map[string]int
@@ -70,6 +73,7 @@ func (c *fakeCars) DropLease(_ context.Context, base, held string) error {
 	if l.commit != held {
 		return clone.ErrLeaseLost
 	}
+	l.dropped++
 	l.commit, l.holder = "", ""
 	return nil
 }
@@ -287,4 +291,33 @@ func TestACarTheForgeNeverTestsMergesOneByOne(t *testing.T) {
 	if len(calls) < 2 || !strings.HasPrefix(calls[0], fmt.Sprintf("#%d: merge at ", other)) || !strings.HasPrefix(calls[len(calls)-1], fmt.Sprintf("#%d: merge at ", stuck)) {
 		t.Errorf("calls %v; want #%d's car merged, then #%d merged one by one", calls, other, stuck)
 	}
+}
+
+// TestSoloPRsTakeNoTrainLease: with trains on, the only queued PR is one
+// that rides no train (from a fork), whose merge the forge keeps answering
+// "try again later", so it stays queued for a minute. The pool takes the
+// train lease at most once (to sort the PR, which it does not know yet) and
+// gives it back at most once: each take and give-back is a push of
+// refs/pool-train-lease/<base>, which the forge runs its hooks for. Before,
+// the lease was taken and given back at every turn of the train.
+func TestSoloPRsTakeNoTrainLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := outdatedForge(true, 1)
+		f.prs[1].HeadRepo = "someone/r"
+		f.review(1, "reviewer", forge.ReviewApproved)
+		f.mergeAnswer[1] = forge.MergeResult{Outcome: forge.MergeNotReady, Status: 405, Message: "Please try again later"}
+		cars := newFakeCars(f)
+		start := time.Now()
+		runTrain(t, f, cars, func() bool { return time.Since(start) > 10*time.Second })
+		l := cars.leases
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if merges := f.calls["merge"]; merges < 3 {
+			t.Fatalf("%d merge calls of the fork PR, want it tried one by one a few times", merges)
+		}
+		if l.n > 1 || l.dropped > 1 {
+			t.Errorf("the train lease was taken %d times and given back %d times while only a PR that rides no train was queued; want at most once each",
+				l.n, l.dropped)
+		}
+	})
 }
