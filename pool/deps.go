@@ -39,6 +39,15 @@ type Forge interface {
 	DiffHash(ctx context.Context, owner, repo string, n int) (string, error)
 }
 
+// Reruns asks the forge to run the failed jobs of one of its Actions runs
+// again: a merge train's car that failed where a car behind it passed (a
+// flake, maybe) is run again once before its PR is ejected (train.go).
+// forgejo.Client implements it, for Gitea 1.26; Forgejo answers that it
+// has no such endpoint.
+type Reruns interface {
+	RerunFailedJobs(ctx context.Context, owner, repo string, run int64) (forge.RerunResult, error)
+}
+
 // Agent is what the pool asks of the agent server: what its sessions need
 // (sessions.Agent), and at start its agents and whether it asks for a
 // password. dir is the directory a session works in; the server answers

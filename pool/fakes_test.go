@@ -116,6 +116,12 @@ type fakeForge struct {
 	// retest: a merge that moves the base has the forge test these PRs
 	// again: they read mergeable.
 	retest map[int]bool
+	// reran are the Actions runs the pool had run again (rerun_test.go);
+	// rerunPasses: their failed jobs pass; rerunStatus, if set, answers
+	// instead (404: no such endpoint, as Forgejo).
+	reran       []int64
+	rerunPasses bool
+	rerunStatus int
 }
 
 func newFakeForge(prs ...int) *fakeForge {

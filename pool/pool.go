@@ -69,6 +69,9 @@ type Deps struct {
 	// never takes a session titled in the old form, which names no
 	// repository.
 	Slots *slots.Slots
+	// Reruns runs a failed car's Actions jobs again (train.go); nil: Forge's,
+	// where it has the method (a *forgejo.Client), else none.
+	Reruns Reruns
 	// FullList spreads the full listings of the pools one process serves,
 	// so that a round of their cycles holds one at most; zero: every
 	// FullListEvery-th cycle.
@@ -103,6 +106,11 @@ type Pool struct {
 	// its style; trains are off until a reading of the repository shows
 	// its setting changed.
 	noFastForward atomic.Bool
+	// reruns runs a failed car's Actions jobs again (Gitea 1.26); nil: the
+	// forge cannot. noRerun: the forge answered that it has no such
+	// endpoint (Forgejo), learned once for the process.
+	reruns  Reruns
+	noRerun atomic.Bool
 	// trainsOffSaid is why trains were last found impossible (sayTrainsOff); under mu.
 	trainsOffSaid string
 	digests       Digester
@@ -176,10 +184,13 @@ func New(ctx context.Context, cfg configs.Config, d Deps) (*Pool, error) {
 	if p.now == nil {
 		p.now = time.Now
 	}
+	if p.reruns = d.Reruns; p.reruns == nil {
+		p.reruns, _ = d.Forge.(Reruns)
+	}
 	if cfg.DryRun {
 		// A dry run decides on what the forge shows and keeps nothing:
 		// its forge writes nothing, its memory ends with the process.
-		p.forge, p.store = dryForge{Forge: p.forge, log: p.log}, store.NewMemory()
+		p.forge, p.store, p.reruns = dryForge{Forge: p.forge, log: p.log}, store.NewMemory(), nil
 	}
 	p.slots, p.shared = d.Slots, d.Slots != nil
 	p.turn = d.FullList

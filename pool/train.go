@@ -78,6 +78,13 @@ type rides struct {
 	// because the forge never showed it tested: a second time, the PR
 	// merges one by one.
 	reformed map[int]string
+	// reruns says, by car commit, whether the forge may run a failed car's
+	// checks again (train.Observation.Reruns); reran are the cars it ran
+	// again: once per car, for the pool's life; asked, the runs of each car
+	// the forge took a rerun of (a car whose checks came from several).
+	reruns map[string]train.Rerun
+	reran  map[string]bool
+	asked  map[string][]int64
 }
 
 // ridden is the decision that found a PR a rider, and the PR's update
@@ -90,7 +97,8 @@ type ridden struct {
 func newRides(base string) *rides {
 	return &rides{t: train.Train{Base: base}, checks: map[string]train.Checks{}, formed: map[string]time.Time{}, failing: map[string]string{},
 		decided: map[int]ridden{}, riding: map[int]bool{}, alone: map[int]string{},
-		unseen: map[string]int{}, onBranch: map[int]train.Car{}, reformed: map[int]string{}}
+		unseen: map[string]int{}, onBranch: map[int]train.Car{}, reformed: map[int]string{}, reruns: map[string]train.Rerun{}, reran: map[string]bool{},
+		asked: map[string][]int64{}}
 }
 
 // trainsOn reports whether the base's approved PRs ride trains
@@ -211,7 +219,7 @@ func (m *merger) trainTurn(ctx context.Context, entries []queued) (landed bool) 
 	}
 	m.readCarChecks(ctx)
 	acts := train.Plan(m.rides.t, train.Observation{Tip: tip, Waiting: waiting, Checks: m.rides.checks,
-		Failing: m.rides.failing, TreeDiffers: m.rides.stopped != 0, Size: p.cfg.TrainSize})
+		Failing: m.rides.failing, Reruns: m.rides.reruns, TreeDiffers: m.rides.stopped != 0, Size: p.cfg.TrainSize})
 	for _, a := range acts {
 		if a.Kind != train.Form && a.Kind != train.Drop {
 			p.log.Info("merge train", "action", a.Kind, "pr", a.PR, "car", a.Commit, "reason", a.Reason)
@@ -411,6 +419,7 @@ func (m *merger) readCarChecks(ctx context.Context) {
 			if len(failing) > 0 {
 				m.rides.failing[c.Commit] = failing[0].Context
 			}
+			m.rides.reruns[c.Commit] = m.rerunnable(c.Commit, failing)
 		}
 	}
 }
@@ -427,6 +436,8 @@ func (m *merger) carryOutTrain(ctx context.Context, a train.Action, tip string, 
 		if !m.landCar(ctx, reads[a.PR]) {
 			return false
 		}
+	case train.Again:
+		return m.rerunCar(ctx, a)
 	case train.Eject:
 		m.eject(ctx, a)
 	case train.Stop:
@@ -741,7 +752,9 @@ func (m *merger) sweep(ctx context.Context) {
 // would be the tree its car tested, and cost a CI run and the notes of a
 // failing PR for nothing. Where a car behind it passed (a flake, maybe),
 // it merges on its own instead, once: after its own checks on the
-// updated branch (Track.TrainSolo, kept in the store too).
+// updated branch (Track.TrainSolo, kept in the store too); unless the
+// forge ran its car's failed jobs again and they failed again, on the same
+// tree (train.Reran): then, as for any failure, not at this head.
 func (m *merger) eject(ctx context.Context, a train.Action) {
 	p := m.p
 	head := a.Commit
@@ -750,7 +763,7 @@ func (m *merger) eject(ctx context.Context, a train.Action) {
 			head = c.Head
 		}
 	}
-	if a.Flake {
+	if a.Flake && a.Rerun != train.Reran {
 		m.rideAlone(a.PR, head, lifecycle.SoloFlake)
 	} else {
 		p.writeTrack(a.PR, apply(func(t lifecycle.Track) lifecycle.Track {
@@ -759,7 +772,7 @@ func (m *merger) eject(ctx context.Context, a train.Action) {
 		}))
 	}
 	p.metrics.CarEjected()
-	body := texts.TrainEjectedBody(p.Base(), head, a.Check, a.Flake)
+	body := texts.TrainEjectedBody(p.Base(), head, a.Check, a.Flake, a.Rerun)
 	if err := p.noteOnce(ctx, a.PR, body, func(b string) bool { return texts.NotedAt(b, forge.MarkTrain, head) }); err != nil {
 		p.log.Warn("merge train: posting the ejection note failed", "pr", a.PR, "err", err)
 	}
@@ -767,6 +780,112 @@ func (m *merger) eject(ctx context.Context, a train.Action) {
 	m.rides.alone[a.PR] = m.q.head(a.PR)
 	m.q.unhold(a.PR)
 	m.dropCar(ctx, a.PR)
+}
+
+// rerunnable says whether the forge may run a failed car's checks again:
+// once per car (reran), where every failing check (a cancelled one aside,
+// which is no failure) comes from an Actions run of the repository's
+// (forge.ActionsRun), and the forge has the endpoint as far as the pool
+// knows.
+func (m *merger) rerunnable(car string, failing []lifecycle.Check) train.Rerun {
+	p := m.p
+	if m.rides.reran[car] {
+		return train.Reran
+	}
+	if _, ok := failedRuns(failing, p.cfg.Owner, p.cfg.Name); !ok {
+		return train.NoRerun
+	}
+	if p.reruns == nil || p.noRerun.Load() {
+		return train.NoEndpoint
+	}
+	return train.MayRerun
+}
+
+// failedRuns are the Actions runs of owner/repo that reported the failing
+// checks (a cancelled one aside); false if one came from elsewhere (an
+// external CI) or none failed.
+func failedRuns(failing []lifecycle.Check, owner, repo string) ([]int64, bool) {
+	var runs []int64
+	for _, f := range failing {
+		if f.Cancelled() || f.Superseded {
+			continue
+		}
+		run, ok := forge.ActionsRun(f.URL, owner, repo)
+		if !ok {
+			return nil, false
+		}
+		if !slices.Contains(runs, run) {
+			runs = append(runs, run)
+		}
+	}
+	return runs, len(runs) > 0
+}
+
+// rerunCar asks the forge to run the failed jobs of the runs behind a
+// car's failing checks again (train.Again): the car failed where a car
+// behind it, which holds its PR, passed. It reads the car's checks first:
+// Gitea runs again only a run that is done, so while a check of those runs
+// is pending the car waits, and it is asked at a later turn. Once the
+// forge has taken the rerun (Gitea then reports the jobs pending on the
+// car at once), the car waits for its checks again; it is not asked again
+// (reran). A forge without the endpoint (Forgejo: 404 or 405) is learned
+// once; it, a refusal or an error sends the car to its ejection at the
+// next turn, the note saying so. false: the turn's plan stops.
+func (m *merger) rerunCar(ctx context.Context, a train.Action) bool {
+	p, r := m.p, m.rides
+	history, err := p.forge.StatusHistory(ctx, p.cfg.Owner, p.cfg.Name, a.Commit)
+	if err != nil {
+		p.log.Warn("merge train: reading a car's checks before running it again failed; the next turn tries again", "pr", a.PR, "car", a.Commit, "err", err)
+		return false
+	}
+	checks := lifecycle.Checks(forgejo.WithoutContext(history, p.cfg.StatusContext))
+	failing := lifecycle.Failing(checks)
+	if !slices.ContainsFunc(failing, func(f lifecycle.Check) bool { return !f.Cancelled() && !f.Superseded }) {
+		r.checks[a.Commit] = train.Pending // run again meanwhile (by someone on the forge): read again
+		return true
+	}
+	runs, ok := failedRuns(failing, p.cfg.Owner, p.cfg.Name)
+	if !ok {
+		r.reruns[a.Commit] = train.NoRerun
+		return false
+	}
+	for _, c := range checks {
+		if run, ok := forge.ActionsRun(c.URL, p.cfg.Owner, p.cfg.Name); ok && c.Pending() && slices.Contains(runs, run) {
+			p.log.Debug("merge train: a job of the failed car's run still runs; it runs again once done", "pr", a.PR, "car", a.Commit, "run", run)
+			return true
+		}
+	}
+	for _, run := range runs {
+		if slices.Contains(r.asked[a.Commit], run) {
+			continue
+		}
+		res, err := p.reruns.RerunFailedJobs(ctx, p.cfg.Owner, p.cfg.Name, run)
+		switch {
+		case err == nil && res.Outcome == forge.RerunStarted:
+			r.asked[a.Commit] = append(r.asked[a.Commit], run)
+			continue
+		case err == nil && res.Outcome == forge.RerunNotDone:
+			p.log.Debug("merge train: the forge runs the failed car's run again only once done; the next turn asks again", "pr", a.PR, "run", run)
+			return true
+		case err == nil && res.Outcome == forge.RerunNoEndpoint:
+			if !p.noRerun.Swap(true) {
+				p.log.Info("merge train: the forge has no endpoint to run an Actions run again (Forgejo; Gitea before 1.26): a car that fails "+
+					"where a car behind it passed is ejected, the evidence in its note", "status", res.Status)
+			}
+			r.reruns[a.Commit] = train.NoEndpoint
+		default:
+			p.log.Warn("merge train: the forge did not run the failed car's jobs again; the PR leaves the train", "pr", a.PR, "run", run,
+				"status", res.Status, "message", res.Message, "err", err)
+			r.reruns[a.Commit] = train.RerunRefused
+		}
+		return false
+	}
+	p.log.Info("merge train: the car failed where a car behind it passed; the forge runs its failed jobs again, once", "pr", a.PR, "car", a.Commit, "runs", runs, "check", a.Check)
+	r.reran[a.Commit] = true
+	r.checks[a.Commit] = train.Pending
+	delete(r.failing, a.Commit)
+	delete(r.reruns, a.Commit)
+	return true
 }
 
 // stopTrain says on the PR whose landing left another tree than its car's

@@ -64,6 +64,10 @@ type fakeCars struct {
 	// onLand, when set, runs after each car's push to its PR's branch,
 	// without the locks: what happens on the forge just after it.
 	onLand func(pr int)
+	// actions: the stand-in CI is the forge's Actions: each car's status
+	// points at its run's job, as Gitea's do (the run numbered as the
+	// status), and the forge can run it again (fakeForge.RerunFailedJobs).
+	actions bool
 }
 
 func newFakeCars(f *fakeForge) *fakeCars {
@@ -106,6 +110,9 @@ func (c *fakeCars) PushCar(_ context.Context, branch, car string) error {
 	defer c.f.mu.Unlock()
 	id := int64(len(c.f.statuses) + 100)
 	c.f.statuses[car] = []forge.Status{{ID: id, Context: "ci", State: state}}
+	if c.actions {
+		c.f.statuses[car][0].TargetURL = fmt.Sprintf("/o/r/actions/runs/%d/jobs/%d", id, 10*id)
+	}
 	c.f.ciAt[car] = c.f.now().Add(c.f.ciDelay)
 	if pr := c.holds[car][len(c.holds[car])-1]; c.flaky[pr] {
 		delete(c.flaky, pr)

@@ -117,7 +117,7 @@ func (s *process) startFailed(repo string, err error) {
 // open makes one repository's pool; run runs it to its end and cleans up.
 func (s *process) open(ctx context.Context, name string) (run func(), err error) {
 	cfg, log := s.cfg, s.log
-	d := pool.Deps{Forge: s.fc, Agent: hubAgent{Fleet: s.agents, hub: s.hub}, Log: log, Metrics: s.metrics}
+	d := pool.Deps{Forge: s.fc, Reruns: s.fc, Agent: hubAgent{Fleet: s.agents, hub: s.hub}, Log: log, Metrics: s.metrics}
 	if s.cfg.Several() {
 		cfg, log = s.cfg.For(name), s.log.With("repo", name)
 		d.Forge, d.Log, d.Slots, d.FullList = feedForge{Forge: s.fc, feed: s.feed}, log, s.slots, s.nextTurn(cfg.Owner)

@@ -57,6 +57,9 @@ type Observation struct {
 	Checks map[string]Checks
 	// Failing names a failing check of each car commit whose checks failed.
 	Failing map[string]string
+	// Reruns says, of each car commit whose checks failed, whether the
+	// forge may run them again; a commit missing is NoRerun.
+	Reruns map[string]Rerun
 	// TreeDiffers: the base's tree after the last landing is not its car's
 	// (the forge merged something else than the pool tested).
 	TreeDiffers bool
@@ -73,6 +76,31 @@ const (
 	Eject Kind = "eject" // the car's checks failed: the PR leaves with one note
 	Stop  Kind = "stop"  // the landed tree is not the tested one: one note, every car re-formed
 	Drop  Kind = "drop"  // the car is re-formed: its parent is gone or moved
+	// Again: the car's checks failed where a car behind it, which holds
+	// its PR, passed (a flake, maybe): the forge runs its failed jobs again,
+	// once, and the car waits for them instead of leaving.
+	Again Kind = "rerun"
+)
+
+// Rerun is whether the forge may run a failed car's checks again, and
+// whether it did: a car that failed where a car behind it passed is run
+// again once, where the forge can, before its PR is ejected.
+type Rerun int
+
+const (
+	// NoRerun: a failing check is not from a run the forge could run again
+	// (an external CI's status).
+	NoRerun Rerun = iota
+	// MayRerun: every failing check is from an Actions run of the forge's,
+	// not run again yet.
+	MayRerun
+	// Reran: the forge ran the failed jobs again once; they failed again.
+	Reran
+	// NoEndpoint: the forge has no endpoint to run them again (Forgejo).
+	NoEndpoint
+	// RerunRefused: the forge did not run them again (no write access to
+	// its Actions, a disabled workflow, a run gone, an error).
+	RerunRefused
 )
 
 // Action is one step the merge queue's worker carries out.
@@ -84,12 +112,16 @@ type Action struct {
 	Check  string // Eject: the failing check
 	// Flake: a car behind the ejected one, which holds its PR, passed: the
 	// failure may be a flake (said in the note).
-	Flake  bool
+	Flake bool
+	// Rerun (Eject with Flake, or after a rerun): whether its checks ran
+	// again, or why not (said in the note).
+	Rerun  Rerun
 	Reason string
 }
 
 // Plan returns the actions that take train t one step on: the PRs that
-// left go, a failing car is ejected, the cars behind a gap are re-formed,
+// left go, a failing car is ejected (or, a flake maybe, run again once),
+// the cars behind a gap are re-formed,
 // the front car lands when it is green on the base tip, and new cars are
 // formed for waiting PRs up to the size. Apply records them in order; a
 // Land comes last, as it moves the base tip the new cars do not sit on.
@@ -117,25 +149,43 @@ func Plan(t Train, o Observation) []Action {
 // PR ahead of it, so its failure may be theirs (the CI reported the cars
 // out of order), and ejecting it would eject a PR for another's fault and
 // re-form the cars behind twice. The front-most failure is ejected first.
+//
+// A failing car with a car behind it that passed (the car behind holds
+// its PR: the failure may be a flake) whose checks the forge may run again
+// (MayRerun) stays too, with an Again action: the forge runs its failed
+// jobs again, once, and the car waits for them as for any check not
+// reported. Failing again (Reran), or where the forge cannot run them
+// again, it is ejected, the note saying which.
 func keep(cars []Car, o Observation) ([]Car, []Action) {
 	parent, aheadGreen := o.Tip, true
+	var out []Action // the reruns asked of the cars that stay
 	for i, c := range cars {
 		var a Action
 		switch head, ok := waitingHead(o.Waiting, c.PR); {
 		case c.Parent != parent:
-			return cars[:i], dropFrom(cars, i, "the car's parent is no longer the base tip or the car ahead")
+			return cars[:i], append(out, dropFrom(cars, i, "the car's parent is no longer the base tip or the car ahead")...)
 		case !ok || head != c.Head:
 			a = Action{Kind: Leave, PR: c.PR, Commit: c.Commit, Reason: "the PR left the merge queue or has a new head"}
+		case o.Checks[c.Commit] == Failed && aheadGreen && passedBehind(cars[i+1:], o) && o.Reruns[c.Commit] == MayRerun:
+			// Not ejected yet: the car waits for its checks again, as
+			// one that has not reported, and the cars behind with it.
+			out = append(out, Action{Kind: Again, PR: c.PR, Commit: c.Commit, Check: o.Failing[c.Commit],
+				Reason: "the car's checks failed, and a car behind it, which holds it, passed: its failed jobs run again, once"})
+			parent, aheadGreen = c.Commit, false
+			continue
 		case o.Checks[c.Commit] == Failed && aheadGreen:
 			a = Action{Kind: Eject, PR: c.PR, Commit: c.Commit, Check: o.Failing[c.Commit], Flake: passedBehind(cars[i+1:], o),
 				Reason: "the car's checks failed"}
+			if a.Flake || o.Reruns[c.Commit] == Reran {
+				a.Rerun = o.Reruns[c.Commit]
+			}
 		default:
 			parent, aheadGreen = c.Commit, aheadGreen && o.Checks[c.Commit] == Green
 			continue
 		}
-		return cars[:i], append([]Action{a}, dropFrom(cars, i+1, "a car ahead left the train")...)
+		return cars[:i], append(append(out, a), dropFrom(cars, i+1, "a car ahead left the train")...)
 	}
-	return cars, nil
+	return cars, out
 }
 
 // dropFrom drops cars[i:] for re-forming.
@@ -204,6 +254,8 @@ func Apply(t Train, a Action, tip, commit string) Train {
 		cars = append(cars, Car{PR: a.PR, Head: a.Head, Parent: parent, Commit: commit})
 	case Stop:
 		cars = nil
+	case Again:
+		// the car stays, waiting for its checks again
 	default:
 		cars = slices.DeleteFunc(cars, func(c Car) bool { return c.PR == a.PR })
 	}

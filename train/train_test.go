@@ -102,6 +102,55 @@ func TestEjectNamesTheCheckAndTheFlake(t *testing.T) {
 	}
 }
 
+// TestAFlakyCarRunsAgainOnce: a car that failed where a car behind it,
+// which holds its PR, passed, and whose failing checks the forge may run
+// again (MayRerun), is not ejected: the forge runs it again (Again), and
+// it stays, with the cars behind, none of which lands or is re-formed. The
+// car ahead still lands. Failed again (Reran), or where the forge cannot
+// run it again (an external CI's check, no endpoint, a refusal), it is
+// ejected as a flake, the action saying which; without a car behind that
+// passed it is ejected whatever the forge can do, saying nothing of reruns.
+func TestAFlakyCarRunsAgainOnce(t *testing.T) {
+	tr := formed("tip", 1, 2, 3)
+	for _, tt := range []struct {
+		rerun  Rerun
+		behind Checks
+		want   string
+	}{
+		{MayRerun, Green, "rerun 2, land 1"},
+		{MayRerun, Pending, "eject 2, drop 3, form 3, land 1"},
+		{Reran, Green, "eject 2, drop 3, form 3, land 1"},
+		{NoRerun, Green, "eject 2, drop 3, form 3, land 1"},
+		{NoEndpoint, Green, "eject 2, drop 3, form 3, land 1"},
+		{RerunRefused, Green, "eject 2, drop 3, form 3, land 1"},
+	} {
+		o := Observation{Tip: "tip", Waiting: waiting(1, 2, 3), Size: 8,
+			Checks:  map[string]Checks{"car1": Green, "car2": Failed, "car3": tt.behind},
+			Failing: map[string]string{"car2": "ci/test"}, Reruns: map[string]Rerun{"car2": tt.rerun}}
+		acts := Plan(tr, o)
+		if got := kinds(acts); got != tt.want {
+			t.Errorf("rerun %d, car behind %d: Plan = %q, want %q", tt.rerun, tt.behind, got, tt.want)
+			continue
+		}
+		a := acts[0]
+		switch {
+		case a.Kind == Again && (a.Commit != "car2" || a.Check != "ci/test"):
+			t.Errorf("rerun %+v, want car2 naming ci/test", a)
+		case a.Kind == Eject && a.Flake != (tt.behind == Green):
+			t.Errorf("rerun %d, car behind %d: %+v, flake %v", tt.rerun, tt.behind, a, a.Flake)
+		case a.Kind == Eject && a.Flake && a.Rerun != tt.rerun:
+			t.Errorf("rerun %d: the ejection says %d", tt.rerun, a.Rerun)
+		case a.Kind == Eject && !a.Flake && a.Rerun != NoRerun:
+			t.Errorf("no flake: the ejection says rerun %d", a.Rerun)
+		}
+		if a.Kind == Again {
+			if after := Apply(tr, a, "tip", ""); len(after.Cars) != 3 {
+				t.Errorf("after the rerun: %+v, want the three cars", after.Cars)
+			}
+		}
+	}
+}
+
 func TestApplyFormsOnTheLastCar(t *testing.T) {
 	tr := formed("tip", 1, 2, 3)
 	var parents []string
