@@ -38,6 +38,7 @@ const (
 	trainPoll    = 2 * time.Second
 	trainLandFor = 30 * time.Second
 	landAskFor   = 3 * time.Second // mergeCar
+	landTries    = 4               // landCar: merges answered "try again later", asked again
 	trainUnseen  = 3
 	// trainStyle lands a car: the base becomes the car itself, so the cars
 	// behind it stay valid (Gitea 1.26, Forgejo 7.0).
@@ -501,30 +502,67 @@ func (m *merger) landCar(ctx context.Context, pr forge.PR) bool {
 			return false
 		}
 	}
+	for try := 1; ; try++ {
+		a, ok := m.askCar(ctx, pr, car)
+		if !ok {
+			return false
+		}
+		if a.err == nil && a.res.Outcome == forge.MergeNotReady && try < landTries && pause(ctx, m.q.pace) {
+			// "Please try again later": the forge's test of the car (queued
+			// behind the base's other PRs after the landing ahead) began
+			// after the read that showed it tested. Wait for it here: a
+			// turn of the train reads every rider first.
+			p.log.Info("merge train: the forge is testing the car again; the landing waits for it", "pr", pr.Number, "try", try)
+			continue
+		}
+		return m.carMerged(ctx, a, car)
+	}
+}
+
+// asked is a landing's merge call: the PR as read just before it, and the
+// forge's answer.
+type asked struct {
+	pr  forge.PR
+	res forge.MergeResult
+	err error
+}
+
+// askCar waits until the forge shows the car as PR pr's tested head,
+// decides the PR on that read and asks the forge to merge it (mergeCar).
+// false: not asked; the next turn tries again, or the PR left the train.
+func (m *merger) askCar(ctx context.Context, pr forge.PR, car train.Car) (asked, bool) {
+	p := m.p
 	fresh, ok := m.awaitHead(ctx, pr.Number, car)
 	if !ok {
 		m.unseenCar(ctx, pr.Number, car)
-		return false
+		return asked{}, false
 	}
 	d, t, err := p.decide(ctx, fresh)
 	switch {
 	case err != nil:
 		p.log.Warn("merge train: deciding the landing car failed; the next turn tries again", "pr", pr.Number, "err", err)
-		return false
+		return asked{}, false
 	case d.Kind == lifecycle.Wait && !d.unapproved():
 		p.log.Info("merge train: the landing car waits for the forge; the next turn tries again", "pr", pr.Number, "reason", d.Action.Reason)
-		return false
+		return asked{}, false
 	case d.Kind != lifecycle.Merge:
 		p.log.Info("merge train: the landing car may not merge; the PR leaves the train", "pr", pr.Number, "decision", d.Kind, "reason", d.Action.Reason)
 		m.say(ctx, fresh, t, d.Action)
 		m.handBack(fresh)
 		m.leaveTrain(ctx, pr.Number)
-		return false
+		return asked{}, false
 	}
 	res, err := m.mergeCar(ctx, fresh, d)
 	if errors.Is(err, errReviewsChanged) {
-		return false // the next turn decides it again
+		return asked{}, false // the next turn decides it again
 	}
+	return asked{pr: fresh, res: res, err: err}, true
+}
+
+// carMerged takes the forge's answer to a landing's merge call: the car
+// landed (true), or why not.
+func (m *merger) carMerged(ctx context.Context, a asked, car train.Car) bool {
+	p, pr, res, err := m.p, a.pr, a.res, a.err
 	if styleRefused(res) {
 		p.noFastForward.Store(true) // trainsOn says so, once; the PR, at its car, merges one by one
 		return false
@@ -537,7 +575,7 @@ func (m *merger) landCar(ctx context.Context, pr forge.PR) bool {
 		p.log.Info("merge train: the forge still counts the car behind the base; the next turn tries again", "pr", pr.Number, "message", res.Message)
 		return false
 	}
-	res, err = m.mergeAnswer(ctx, fresh, res, err)
+	res, err = m.mergeAnswer(ctx, pr, res, err)
 	switch {
 	case err != nil || res.Outcome == forge.MergeNotReady || res.Rule == forge.RuleOutdated:
 		// "behind": the forge had not taken in the landing ahead; the car,

@@ -38,6 +38,11 @@ type fakeCars struct {
 	// PR is behind after a push, apart from its mergeable flag), and
 	// refuses their merge as outdated, for 100 ms.
 	staleBehind map[int]bool
+	// stillChecking: right after a car is pushed to these PRs' branches the
+	// forge shows them mergeable (its flag from before the push) for 20 ms,
+	// then not mergeable while it tests the new head, until 300 ms after
+	// the push; its merge is answered "Please try again later" till then.
+	stillChecking map[int]bool
 	// untested: after each of the first untested[n] pushes of a car to PR
 	// n's branch, the forge never shows the PR mergeable (its test of the
 	// new head does not end, as a stuck check queue's), until the next push.
@@ -72,7 +77,7 @@ type fakeCars struct {
 
 func newFakeCars(f *fakeForge) *fakeCars {
 	return &fakeCars{f: f, bad: map[int]bool{}, holds: map[string][]int{}, branches: map[string]string{}, authorPush: map[int]string{},
-		cancel: map[int]bool{}, staleBehind: map[int]bool{}, untested: map[int]int{}, leases: &fakeLeases{}, instance: "pool-test",
+		cancel: map[int]bool{}, staleBehind: map[int]bool{}, stillChecking: map[int]bool{}, untested: map[int]int{}, leases: &fakeLeases{}, instance: "pool-test",
 		made: map[int]int{}, conflicts: map[int]int{}, flaky: map[int]bool{}}
 }
 
@@ -182,6 +187,20 @@ func (c *fakeCars) landCar(pr int, branch, lease, car string) error {
 		time.AfterFunc(100*time.Millisecond, func() {
 			c.f.mu.Lock()
 			defer c.f.mu.Unlock()
+			delete(c.f.mergeAnswer, pr)
+		})
+	}
+	if c.stillChecking[pr] {
+		c.f.mergeAnswer[pr] = forge.MergeResult{Outcome: forge.MergeNotReady, Status: 405, Message: `{"message":"Please try again later"}`}
+		time.AfterFunc(20*time.Millisecond, func() { // the test begins: not mergeable while it runs
+			c.f.mu.Lock()
+			defer c.f.mu.Unlock()
+			c.f.prs[pr].Mergeable = false
+		})
+		time.AfterFunc(300*time.Millisecond, func() {
+			c.f.mu.Lock()
+			defer c.f.mu.Unlock()
+			c.f.prs[pr].Mergeable = true
 			delete(c.f.mergeAnswer, pr)
 		})
 	}
@@ -559,6 +578,41 @@ func TestABehindRefusalIsAskedAgainInTheLanding(t *testing.T) {
 	}
 	if f.calls["merge"] < 6 {
 		t.Errorf("%d merge calls, want each of the 3 refused once at least", f.calls["merge"])
+	}
+}
+
+// TestATryAgainLaterIsAskedAgainInTheLanding: the forge answers a car's
+// merge "Please try again later" just after its push (its test of the new
+// head is queued behind the base's other PRs). The landing waits for the
+// forge to show the PR tested and asks again, reading no other PR between
+// the push and the merge (a turn of the train, which reads every rider,
+// cost 5 to 14 s a landing in the K = 20 bench).
+func TestATryAgainLaterIsAskedAgainInTheLanding(t *testing.T) {
+	f := outdatedForge(true, 1, 2, 3)
+	f.ciDelay = 30 * time.Millisecond
+	cars := newFakeCars(f)
+	for _, n := range []int{1, 2, 3} {
+		cars.stillChecking[n] = true
+	}
+	runTrain(t, f, cars, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+	trail, pushed := f.readTrail(), ""
+	for _, e := range trail {
+		switch {
+		case strings.HasPrefix(e, "pushed "):
+			pushed = strings.TrimPrefix(e, "pushed ")
+		case strings.HasPrefix(e, "merged "):
+			pushed = ""
+		case pushed != "" && e != "read "+pushed:
+			t.Errorf("%s between the landing push of %s and its merge: a turn of the train, not a merge asked again", e, pushed)
+		}
+	}
+	if f.calls["merge"] < 6 {
+		t.Errorf("%d merge calls, want each of the 3 answered \"try again later\" once at least", f.calls["merge"])
+	}
+	for _, n := range []int{1, 2, 3} {
+		if notes := len(f.comments[n]) - claimsIn(f.comments[n]); notes > 0 {
+			t.Errorf("%d notes on PR %d, want none: %v", notes, n, f.comments[n])
+		}
 	}
 }
 
