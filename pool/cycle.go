@@ -253,7 +253,23 @@ func (p *Pool) decideAndAct(ctx context.Context, pr forge.PR) (decision, error) 
 // decision. The discovery loop acts on it (decideAndAct); the merge queue
 // merges or updates itself, or hands the PR back (merger.mergeOne).
 func (p *Pool) decide(ctx context.Context, pr forge.PR) (decision, lifecycle.Track, error) {
-	obs, err := p.observe(ctx, pr)
+	return p.decideReading(ctx, pr, 0)
+}
+
+// mergeFacts are the facts a decision to merge an approved PR reads: its
+// reviews, its head's checks and its open dependencies.
+const mergeFacts = lifecycle.FactReviews | lifecycle.FactChecks | lifecycle.FactDependencies
+
+// decideReading is decide that reads the facts of ahead in its first round
+// of reads, beside the reviews, where lifecycle.Plan would ask for them one
+// round after another. The merge queue decides so on a PR it holds
+// (mergeFacts): its decision is a merge but for a change, and each round
+// is a request the merge call waits for, on a slow forge longer than the
+// reviews are taken as fresh (reviewsFreshFor, after which they are read
+// once more). A fact read ahead that the decision does not need is a
+// request made for nothing; none is left unread.
+func (p *Pool) decideReading(ctx context.Context, pr forge.PR, ahead lifecycle.Facts) (decision, lifecycle.Track, error) {
+	obs, err := p.observe(ctx, pr, ahead)
 	if err != nil {
 		return decision{}, lifecycle.Track{}, err
 	}
@@ -271,7 +287,10 @@ func (p *Pool) decide(ctx context.Context, pr forge.PR) (decision, lifecycle.Tra
 
 // observe reads what the decision on the PR needs, as lifecycle.Plan asks
 // for it, round by round, until the decision needs nothing more.
-func (p *Pool) observe(ctx context.Context, pr forge.PR) (lifecycle.Observation, error) {
+//
+// The facts of ahead are read in the first round that reads the reviews
+// (decideReading).
+func (p *Pool) observe(ctx context.Context, pr forge.PR, ahead lifecycle.Facts) (lifecycle.Observation, error) {
 	t := p.track(pr.Number)
 	obs := p.policy.Observe(pr, p.cfg.Repo(), p.now())
 	obs.Protection = p.currentProtection()
@@ -284,6 +303,10 @@ func (p *Pool) observe(ctx context.Context, pr forge.PR) (lifecycle.Observation,
 		obs, need = lifecycle.Plan(p.policy, t, obs)
 		if need == 0 {
 			return obs, nil
+		}
+		if need.Has(lifecycle.FactReviews) {
+			need |= ahead &^ obs.Read
+			ahead = 0
 		}
 		if err := p.read(ctx, pr, t, need, &obs); err != nil {
 			return obs, err
@@ -319,8 +342,55 @@ func (p *Pool) read(ctx context.Context, pr forge.PR, t lifecycle.Track, need li
 	return nil
 }
 
-// readFacts reads the facts of need but the claims, in turn.
+// readFacts reads the facts of need but the claims: the checks and the
+// open dependencies each beside the rest, which it reads in turn.
 func (p *Pool) readFacts(ctx context.Context, pr forge.PR, t lifecycle.Track, need lifecycle.Facts, obs *lifecycle.Observation) error {
+	checks := beside(ctx, p.log, need.Has(lifecycle.FactChecks), "checks read", func() ([]forge.Status, error) {
+		return p.forge.StatusHistory(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
+	})
+	deps := beside(ctx, p.log, need.Has(lifecycle.FactDependencies), "dependencies read", func() ([]string, error) {
+		// The forge refuses a merge while issues the PR depends on are open.
+		return p.forge.OpenDependencies(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
+	})
+	err := p.readInTurn(ctx, pr, t, need, obs)
+	history, cerr := checks()
+	open, derr := deps()
+	if err = errors.Join(err, cerr, derr); err != nil {
+		return err
+	}
+	if need.Has(lifecycle.FactChecks) {
+		history = forgejo.WithoutContext(history, p.cfg.StatusContext) // the pool's own status is no check
+		obs.Checks = lifecycle.Checks(history)
+		p.book.Checks(pr.Number, obs.Checks, lifecycle.RequiredContexts(obs.Protection))
+	}
+	if need.Has(lifecycle.FactDependencies) {
+		obs.OpenDependencies = open
+	}
+	return nil
+}
+
+// beside runs read on a goroutine of its own if do, and returns what
+// waits for its answer (none and no error if not do).
+func beside[T any](ctx context.Context, log *slog.Logger, do bool, what string, read func() (T, error)) func() (T, error) {
+	var got T
+	if !do {
+		return func() (T, error) { return got, nil }
+	}
+	err := errors.New(what + " panicked")
+	done := make(chan struct{})
+	guard.Go(ctx, log, what, func() {
+		defer close(done)
+		got, err = read()
+	})
+	return func() (T, error) {
+		<-done
+		return got, err
+	}
+}
+
+// readInTurn reads the reviews, the facts of the pool's update and the
+// budget of need, one after another.
+func (p *Pool) readInTurn(ctx context.Context, pr forge.PR, t lifecycle.Track, need lifecycle.Facts, obs *lifecycle.Observation) error {
 	if need.Has(lifecycle.FactReviews) {
 		reviews, err := p.forge.Reviews(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
 		if err != nil {
@@ -332,24 +402,7 @@ func (p *Pool) readFacts(ctx context.Context, pr forge.PR, t lifecycle.Track, ne
 		return err
 	}
 	if need.Has(lifecycle.FactBudget) {
-		if err := p.observeBudget(ctx, pr, obs); err != nil {
-			return err
-		}
-	}
-	if need.Has(lifecycle.FactChecks) {
-		history, err := p.forge.StatusHistory(ctx, p.cfg.Owner, p.cfg.Name, pr.HeadSHA)
-		if err != nil {
-			return err
-		}
-		history = forgejo.WithoutContext(history, p.cfg.StatusContext) // the pool's own status is no check
-		obs.Checks = lifecycle.Checks(history)
-		p.book.Checks(pr.Number, obs.Checks, lifecycle.RequiredContexts(obs.Protection))
-	}
-	if need.Has(lifecycle.FactDependencies) {
-		// The forge refuses a merge while issues the PR depends on are open.
-		var err error
-		obs.OpenDependencies, err = p.forge.OpenDependencies(ctx, p.cfg.Owner, p.cfg.Name, pr.Number)
-		return err
+		return p.observeBudget(ctx, pr, obs)
 	}
 	return nil
 }

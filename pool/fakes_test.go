@@ -71,8 +71,10 @@ type fakeForge struct {
 	// commentDelay makes PostComment take this long, unless its context
 	// ends first; started, if set, hears when one begins.
 	commentDelay time.Duration
-	// reviewsDelay makes the reads of a PR's reviews take this long.
+	// reviewsDelay makes the reads of a PR's reviews take this long;
+	// reviewsInAir counts the reads of reviews in flight.
 	reviewsDelay map[int]time.Duration
+	reviewsInAir int
 	started      chan string
 	// onStatuses, when set, runs as a read of a head's statuses begins,
 	// without the lock: what happens on the forge while that read is in
@@ -387,10 +389,12 @@ func (f *fakeForge) DeleteComment(_ context.Context, _, _ string, id int64) erro
 func (f *fakeForge) Reviews(_ context.Context, _, _ string, n int) ([]forge.Review, error) {
 	f.mu.Lock()
 	delay := f.reviewsDelay[n]
+	f.reviewsInAir++
 	f.mu.Unlock()
 	time.Sleep(delay)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.reviewsInAir--
 	return append([]forge.Review(nil), f.reviews[n]...), f.fail("reviews")
 }
 

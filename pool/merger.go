@@ -114,7 +114,7 @@ func (m *merger) read(ctx context.Context, n int) (forge.PR, error) {
 // if this is the first PR read mergeable after it.
 func (m *merger) mergeOne(ctx context.Context, pr forge.PR, moved time.Time) {
 	p := m.p
-	d, t, err := p.decide(ctx, pr)
+	d, t, err := p.decideReading(ctx, pr, mergeFacts) // the merge's reads at once: the call waits for them
 	if err != nil {
 		p.log.Warn("merge queue: deciding failed; waiting", "pr", pr.Number, "err", err)
 		m.q.notReady(pr.Number, p.now())

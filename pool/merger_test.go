@@ -100,3 +100,58 @@ func TestARequestForChangesFiledWhileTheQueueReadsStopsItsMerge(t *testing.T) {
 		}
 	})
 }
+
+// TestTheMergeQueueReadsAMergesFactsAtOnce: PR 1 is approved and queued,
+// and the forge answers each read of its reviews and of its checks in
+// 600 ms. The merge queue's decision reads its reviews, checks and open
+// dependencies at once, not one round after another: its merge call waits
+// for the slowest read, not for their sum (1.2 s here, past
+// reviewsFreshFor, after which the reviews were read once more).
+func TestTheMergeQueueReadsAMergesFactsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeForge(1)
+		f.review(1, "reviewer", forge.ReviewApproved)
+		f.reviewsDelay = map[int]time.Duration{1: 600 * time.Millisecond}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		p, err := New(ctx, testConfig(1), Deps{Forge: f, Agent: newFakeAgent(approver(f, time.Millisecond))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var queued, beside atomic.Int32
+		f.mu.Lock()
+		f.onStatuses = func(string) {
+			if !p.queue.has(1) {
+				return // the discovery loop's read
+			}
+			queued.Add(1)
+			time.Sleep(time.Millisecond) // a read of the reviews made at once has begun
+			f.mu.Lock()
+			inAir := f.reviewsInAir
+			f.mu.Unlock()
+			if inAir > 0 {
+				beside.Add(1)
+			}
+			time.Sleep(600 * time.Millisecond)
+		}
+		f.mu.Unlock()
+		if _, err := p.Run(ctx); err != nil || ctx.Err() != nil {
+			t.Fatalf("Run: %v, %v", err, ctx.Err())
+		}
+		if !f.isMerged(1) {
+			t.Fatalf("PR 1 not merged; effects %v", f.Effects())
+		}
+		if queued.Load() == 0 {
+			t.Fatal("the merge queue read no checks of the queued PR")
+		}
+		if beside.Load() != queued.Load() {
+			t.Errorf("the merge queue read the checks of PR 1 after its reviews, not beside them (%d of %d reads)", queued.Load()-beside.Load(), queued.Load())
+		}
+		f.mu.Lock()
+		reviews := f.calls["reviews"]
+		f.mu.Unlock()
+		if reviews != 2 {
+			t.Errorf("%d reads of PR 1's reviews, want 2 (the discovery loop's and the queue's, none again before the merge call)", reviews)
+		}
+	})
+}
