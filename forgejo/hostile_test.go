@@ -244,8 +244,8 @@ func TestHostileAnswersAreErrorsNotPanics(t *testing.T) {
 		{"reviews as an object", "/api/v1/repos/o/r/pulls/3/reviews", `{"id":1}`, listReviews},
 		{"comments with a null", "/api/v1/repos/o/r/issues/3/comments", `[null]`, listComments},
 		{"comments truncated", "/api/v1/repos/o/r/issues/3/comments", `[{"id":1,`, listComments},
-		{"statuses with a null", "/api/v1/repos/o/r/commits/h/statuses", `[null]`, listStatuses},
-		{"status without a state", "/api/v1/repos/o/r/commits/h/statuses", `[{"id":1,"context":"ci"}]`, listStatuses},
+		{"statuses with a null", "/api/v1/repos/o/r/statuses/h", `[null]`, listStatuses},
+		{"status without a state", "/api/v1/repos/o/r/statuses/h", `[{"id":1,"context":"ci"}]`, listStatuses},
 		{"timeline with a null", "/api/v1/repos/o/r/issues/3/timeline", `[null]`, readTimeline},
 		{"inline comments with a null", "/api/v1/repos/o/r/pulls/3/reviews/9/comments", `[null]`, listInline},
 		{"posted comment null", "/api/v1/repos/o/r/issues/3/comments", `null`, func(ctx context.Context, c *Client) error {

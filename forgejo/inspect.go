@@ -169,13 +169,17 @@ func (p apiPR) detail() PRDetail {
 }
 
 // StatusHistory returns every status reported for a commit, all pages,
-// oldest first. An empty slice means nothing was reported.
+// oldest first. An empty slice means nothing was reported. sha is a full
+// commit id: it reads statuses/{sha}, which takes it as it is, where
+// commits/{ref}/statuses first looks for a branch or a tag of that name
+// and then for the commit in the repository, git work on every read
+// (Gitea's ResolveRefOrSha).
 func (c *Client) StatusHistory(ctx context.Context, owner, repo, sha string) ([]forge.Status, error) {
 	l := listing{
 		op: fmt.Sprintf("list status history of %s/%s@%s", owner, repo, short(sha)),
 		// sort by the per-commit index, a total order, so pages do not
 		// shuffle statuses created within the same second
-		path: fmt.Sprintf("%s/commits/%s/statuses?sort=highestindex", repoPath(owner, repo), url.PathEscape(sha)),
+		path: fmt.Sprintf("%s/statuses/%s?sort=highestindex", repoPath(owner, repo), url.PathEscape(sha)),
 	}
 	seen := map[int64]bool{}
 	var out []forge.Status

@@ -17,7 +17,7 @@ import (
 func pagedStatuses(t *testing.T, n int) *Client {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.HandleFunc("/api/v1/repos/o/r/commits/abc/statuses", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /api/v1/repos/o/r/statuses/abc", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("sort") != "highestindex" {
 			t.Errorf("statuses read without a total order: %s", r.URL.RawQuery)
 		}

@@ -30,6 +30,7 @@ func TestForgeEndpoint(t *testing.T) {
 		{"POST", "/api/v1/repos/o/r/issues/17/comments", "comment.create"},
 		{"DELETE", "/api/v1/repos/o/r/issues/comments/4411", "comment.delete"},
 		{"GET", "/api/v1/repos/o/r/commits/0123abcd/statuses", "statuses.read"},
+		{"GET", "/api/v1/repos/o/r/statuses/0123abcd", "statuses.read"},
 		{"POST", "/api/v1/repos/o/r/statuses/0123abcd", "status.write"},
 		{"GET", "/api/v1/repos/o/r/pulls/17/files", "other"},
 		{"PUT", "/api/v1/repos/o/r/pulls/17", "other"},

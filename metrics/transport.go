@@ -29,6 +29,7 @@ var forgeEndpoints = map[string]string{
 	"GET issues/*/timeline":          "timeline",
 	"GET commits/*/status":           "statuses.read",
 	"GET commits/*/statuses":         "statuses.read",
+	"GET statuses/*":                 "statuses.read",
 	"POST statuses/*":                "status.write",
 	"GET hooks":                      "hooks",
 	"POST hooks":                     "hooks",
