@@ -40,7 +40,7 @@ func ActionsRun(targetURL, owner, repo string) (run int64, ok bool) {
 type RerunOutcome string
 
 const (
-	RerunStarted    RerunOutcome = "started"     // 201: the failed jobs (and those that need them) wait to run again
+	RerunStarted    RerunOutcome = "started"     // 201: the failed jobs (and those that need them) wait to run again; a run with none: nothing runs, 201 all the same
 	RerunNotDone    RerunOutcome = "not_done"    // 400 "this workflow run is not done": a job of the run still runs
 	RerunNoEndpoint RerunOutcome = "no_endpoint" // 404 for the route, 405: the forge has no rerun endpoint (Forgejo, Gitea before 1.26)
 	RerunRefused    RerunOutcome = "refused"     // 403 (no write access to Actions), another 400 (a disabled workflow), 404 naming the run (deleted), anything else

@@ -15,7 +15,9 @@ import (
 // account needs write access to the repository's Actions). Gitea answers
 // 201 with no body once the jobs wait to run again, and has already
 // reported them pending on the commit (services/actions/rerun.go), so
-// the commit's statuses read next are the rerun's. Forgejo has no such
+// the commit's statuses read next are the rerun's; to a run with no failed
+// job, done or not, it answers 201 too and runs nothing (seen on the test
+// forge). Forgejo has no such
 // endpoint (through v15): a 404 or 405, classified RerunNoEndpoint. An
 // answer the forge could not give (401, 5xx, no answer) is an error; any
 // other is classified (forge.ClassifyRerun) for the caller.

@@ -56,13 +56,18 @@ func TestRerunFailedJobsAsksGitea(t *testing.T) {
 			gitea(w, http.StatusInternalServerError, "")
 		}
 	})
-	// Forgejo (through v15) has no rerun route.
+	// Forgejo (through v15) has no rerun route: the router's "404 page not
+	// found", as Gitea 1.26 answered a route it does not have on the test
+	// forge; or a JSON 404 naming no run; or a 405.
 	mux.HandleFunc("POST /api/v1/repos/acme/fj/actions/runs/{run}/rerun-failed-jobs", func(w http.ResponseWriter, r *http.Request) {
-		if r.PathValue("run") == "5" {
+		switch r.PathValue("run") {
+		case "5":
 			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
+		case "6":
+			gitea(w, http.StatusNotFound, "not found")
+		default:
+			http.NotFound(w, r)
 		}
-		gitea(w, http.StatusNotFound, "not found")
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
@@ -84,6 +89,7 @@ func TestRerunFailedJobsAsksGitea(t *testing.T) {
 		{"w", 11, forge.RerunRefused, 400},
 		{"fj", 4, forge.RerunNoEndpoint, 404},
 		{"fj", 5, forge.RerunNoEndpoint, 405},
+		{"fj", 6, forge.RerunNoEndpoint, 404},
 	} {
 		res, err := c.RerunFailedJobs(ctx, "acme", tt.repo, tt.run)
 		if err != nil || res.Outcome != tt.want || res.Status != tt.status {

@@ -120,10 +120,12 @@ type fakeForge struct {
 	retest map[int]bool
 	// reran are the Actions runs the pool had run again (rerun_test.go);
 	// rerunPasses: their failed jobs pass; rerunStatus, if set, answers
-	// instead (404: no such endpoint, as Forgejo).
+	// instead (404: no such endpoint, as Forgejo); rerunIdle: 201, and
+	// nothing runs.
 	reran       []int64
 	rerunPasses bool
 	rerunStatus int
+	rerunIdle   bool
 }
 
 func newFakeForge(prs ...int) *fakeForge {

@@ -16,13 +16,17 @@ import (
 // Gitea 1.26 does: it reports them pending on the commit at once (the
 // stand-in CI's delay), then passing or failing as rerunPasses says.
 // rerunStatus, when set, is the forge's answer instead (404: Forgejo, which
-// has no such endpoint). Each call is recorded in reran.
+// has no such endpoint); rerunIdle answers 201 and runs nothing, as Gitea
+// does for a run with no failed job. Each call is recorded in reran.
 func (f *fakeForge) RerunFailedJobs(_ context.Context, owner, repo string, run int64) (forge.RerunResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reran = append(f.reran, run)
 	if f.rerunStatus != 0 {
 		return forge.RerunResult{Outcome: forge.ClassifyRerun(f.rerunStatus, "not found"), Status: f.rerunStatus, Message: "not found"}, nil
+	}
+	if f.rerunIdle {
+		return forge.RerunResult{Outcome: forge.RerunStarted, Status: 201}, nil
 	}
 	state := "failure"
 	if f.rerunPasses {
@@ -59,6 +63,14 @@ func ejectionNotes(f *fakeForge, n int) []string {
 	return out
 }
 
+// approveInOrder approves the PRs in order, which queues them so: each
+// PR's car has the next one's behind it.
+func approveInOrder(f *fakeForge, prs ...int) {
+	for _, n := range prs {
+		f.review(n, "reviewer", forge.ReviewApproved)
+	}
+}
+
 func reranRuns(f *fakeForge) []int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -74,6 +86,7 @@ func reranRuns(f *fakeForge) []int64 {
 func TestAFlakyCarIsRunAgainAndLands(t *testing.T) {
 	f := outdatedForge(true, 1, 2, 3)
 	f.ciDelay, f.rerunPasses = 30*time.Millisecond, true
+	approveInOrder(f, 1, 2, 3) // PR 2's car has PR 3's behind it
 	cars := newFakeCars(f)
 	cars.flaky[2], cars.actions = true, true
 	runTrain(t, f, cars, func() bool {
@@ -106,6 +119,7 @@ func TestAFlakyCarIsRunAgainAndLands(t *testing.T) {
 func TestAFlakyCarFailingAgainIsEjected(t *testing.T) {
 	f := outdatedForge(true, 1, 2, 3)
 	f.ciDelay = 30 * time.Millisecond
+	approveInOrder(f, 1, 2, 3) // PR 2's car has PR 3's behind it
 	cars := newFakeCars(f)
 	cars.flaky[2], cars.actions = true, true
 	var settled time.Time
@@ -139,6 +153,7 @@ func TestNoRerunOnAForgeWithoutTheEndpoint(t *testing.T) {
 	f := outdatedForge(true, 1, 2, 3, 4, 5)
 	f.ciDelay, f.rerunStatus = 30*time.Millisecond, 404
 	f.prs[4].Draft, f.prs[5].Draft = true, true
+	approveInOrder(f, 1, 2, 3) // PR 2's car has PR 3's behind it
 	cars := newFakeCars(f)
 	cars.flaky[2], cars.flaky[4], cars.actions = true, true, true
 	later := func(ctx context.Context, _ *Pool) {
@@ -147,8 +162,7 @@ func TestNoRerunOnAForgeWithoutTheEndpoint(t *testing.T) {
 		f.mu.Lock()
 		f.prs[4].Draft, f.prs[5].Draft = false, false
 		f.mu.Unlock()
-		f.review(4, "reviewer", forge.ReviewApproved) // queued in order: PR 4's car has PR 5's behind it
-		f.review(5, "reviewer", forge.ReviewApproved)
+		approveInOrder(f, 4, 5) // PR 4's car has PR 5's behind it
 	}
 	runTrainWith(t, f, cars, nil, later, func() bool {
 		return f.isMerged(1) && f.isMerged(3) && f.isMerged(5) && len(ejectionNotes(f, 2)) > 0 && len(ejectionNotes(f, 4)) > 0
@@ -171,6 +185,7 @@ func TestNoRerunOnAForgeWithoutTheEndpoint(t *testing.T) {
 func TestNoRerunOfAnExternalCheck(t *testing.T) {
 	f := outdatedForge(true, 1, 2, 3)
 	f.ciDelay, f.rerunPasses = 30*time.Millisecond, true
+	approveInOrder(f, 1, 2, 3) // PR 2's car has PR 3's behind it
 	cars := newFakeCars(f)
 	cars.flaky[2] = true
 	runTrain(t, f, cars, func() bool { return f.isMerged(1) && f.isMerged(3) && len(ejectionNotes(f, 2)) > 0 })
@@ -180,5 +195,35 @@ func TestNoRerunOfAnExternalCheck(t *testing.T) {
 	}
 	if runs := reranRuns(f); len(runs) != 0 {
 		t.Errorf("reruns asked: %v, want none", runs)
+	}
+}
+
+// TestARerunThatRunsNothingIsNoRerun: the forge takes the rerun of PR 2's
+// flaky car (201) but runs nothing, as Gitea does for a run with no failed
+// job: the car's failing check stays the one from before. PR 2 is ejected
+// as one whose car did not run again (the note says the forge did not run
+// it, not that it failed again), and, a flake maybe, merges on its own.
+func TestARerunThatRunsNothingIsNoRerun(t *testing.T) {
+	f := outdatedForge(true, 1, 2, 3)
+	f.ciDelay, f.rerunIdle = 30*time.Millisecond, true
+	approveInOrder(f, 1, 2, 3) // PR 2's car has PR 3's behind it
+	cars := newFakeCars(f)
+	cars.flaky[2], cars.actions = true, true
+	var noted time.Time
+	runTrain(t, f, cars, func() bool {
+		if noted.IsZero() && len(ejectionNotes(f, 2)) > 0 {
+			noted = time.Now()
+		}
+		return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) || !noted.IsZero() && time.Since(noted) > 2*time.Second
+	})
+	notes := ejectionNotes(f, 2)
+	if len(notes) != 1 || !strings.Contains(notes[0], "did not run the car's failed jobs again") || strings.Contains(notes[0], "failed again") {
+		t.Errorf("notes on PR 2: %q; want one saying the forge did not run it again", notes)
+	}
+	if !f.isMerged(1) || !f.isMerged(2) || !f.isMerged(3) {
+		t.Errorf("merged: PR 1 %v, PR 2 %v, PR 3 %v; want all three, PR 2 on its own", f.isMerged(1), f.isMerged(2), f.isMerged(3))
+	}
+	if runs := reranRuns(f); len(runs) != 1 {
+		t.Errorf("reruns asked: %v, want one", runs)
 	}
 }

@@ -81,10 +81,11 @@ type rides struct {
 	reformed map[int]string
 	// reruns says, by car commit, whether the forge may run a failed car's
 	// checks again (train.Observation.Reruns); reran are the cars it ran
-	// again: once per car, for the pool's life; asked, the runs of each car
-	// the forge took a rerun of (a car whose checks came from several).
+	// again, once per car for the pool's life, each with the newest of its
+	// statuses then; asked, the runs of each car the forge took a rerun of
+	// (a car whose checks came from several).
 	reruns map[string]train.Rerun
-	reran  map[string]bool
+	reran  map[string]int64
 	asked  map[string][]int64
 }
 
@@ -98,7 +99,7 @@ type ridden struct {
 func newRides(base string) *rides {
 	return &rides{t: train.Train{Base: base}, checks: map[string]train.Checks{}, formed: map[string]time.Time{}, failing: map[string]string{},
 		decided: map[int]ridden{}, riding: map[int]bool{}, alone: map[int]string{},
-		unseen: map[string]int{}, onBranch: map[int]train.Car{}, reformed: map[int]string{}, reruns: map[string]train.Rerun{}, reran: map[string]bool{},
+		unseen: map[string]int{}, onBranch: map[int]train.Car{}, reformed: map[int]string{}, reruns: map[string]train.Rerun{}, reran: map[string]int64{},
 		asked: map[string][]int64{}}
 }
 
@@ -824,11 +825,18 @@ func (m *merger) eject(ctx context.Context, a train.Action) {
 // once per car (reran), where every failing check (a cancelled one aside,
 // which is no failure) comes from an Actions run of the repository's
 // (forge.ActionsRun), and the forge has the endpoint as far as the pool
-// knows.
+// knows. A car run again already failed again (Reran) only if a failing
+// check is newer than its statuses were when the forge took the rerun:
+// Gitea answers 201 to a rerun of a run with no failed job, and runs
+// nothing (services/actions/rerun.go: no job, no check; seen on the test
+// forge), so a failure that is still the old one is no rerun's.
 func (m *merger) rerunnable(car string, failing []lifecycle.Check) train.Rerun {
 	p := m.p
-	if m.rides.reran[car] {
-		return train.Reran
+	if since, ok := m.rides.reran[car]; ok {
+		if slices.ContainsFunc(failing, func(f lifecycle.Check) bool { return !f.Cancelled() && !f.Superseded && f.ID > since }) {
+			return train.Reran
+		}
+		return train.RerunRefused
 	}
 	if _, ok := failedRuns(failing, p.cfg.Owner, p.cfg.Name); !ok {
 		return train.NoRerun
@@ -919,7 +927,11 @@ func (m *merger) rerunCar(ctx context.Context, a train.Action) bool {
 		return false
 	}
 	p.log.Info("merge train: the car failed where a car behind it passed; the forge runs its failed jobs again, once", "pr", a.PR, "car", a.Commit, "runs", runs, "check", a.Check)
-	r.reran[a.Commit] = true
+	var newest int64
+	for _, st := range history {
+		newest = max(newest, st.ID)
+	}
+	r.reran[a.Commit] = newest
 	r.checks[a.Commit] = train.Pending
 	delete(r.failing, a.Commit)
 	delete(r.reruns, a.Commit)

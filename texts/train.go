@@ -42,7 +42,7 @@ func notRerun(r train.Rerun) string {
 	case train.RerunRefused:
 		return "The forge did not run the car's failed jobs again when the pool asked."
 	}
-	return "The failing check is not from an Actions run of the forge's, which the pool could have run again."
+	return "The failing check is not from an Actions run of the forge's, so there was nothing the pool could have the forge run again."
 }
 
 // TrainStoppedBody says that the base's tree after the PR's landing is
