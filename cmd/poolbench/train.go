@@ -115,7 +115,11 @@ func (b *bench) trainBacklog(ctx context.Context, t *trainTable, ci *standInCI, 
 	if err != nil {
 		return nil, 0, err
 	}
-	numbers, err := sb.CreatePRs(ctx, branches, nil, b.opts.parallel)
+	// One at a time: the PRs' numbers follow the branches, so the pool,
+	// which takes PRs in number order, meets the PR chosen to fail at the
+	// place -fail names (opened in parallel, the 5th branch's PR was once
+	// the first: a train's front car, 7 cars behind it).
+	numbers, err := sb.CreatePRs(ctx, branches, nil, 1)
 	if err != nil {
 		return nil, 0, err
 	}
