@@ -552,6 +552,24 @@ func TestALandingRefusedAsBehindIsNoNote(t *testing.T) {
 	}
 }
 
+// noTurnWithinALanding fails t where trail shows anything but a read of
+// the landing PR between its landing push and its merge: a turn of the
+// train (which reads every rider), not a merge asked again.
+func noTurnWithinALanding(t *testing.T, trail []string) {
+	t.Helper()
+	pushed := ""
+	for _, e := range trail {
+		switch {
+		case strings.HasPrefix(e, "pushed "):
+			pushed = strings.TrimPrefix(e, "pushed ")
+		case strings.HasPrefix(e, "merged "):
+			pushed = ""
+		case pushed != "" && e != "read "+pushed:
+			t.Errorf("%s between the landing push of %s and its merge: a turn of the train, not a merge asked again", e, pushed)
+		}
+	}
+}
+
 // TestABehindRefusalIsAskedAgainInTheLanding: the forge refuses each
 // car's merge as behind for 100 ms after the landing push. The pool asks
 // again within the landing, without a turn of the train in between (a
@@ -565,17 +583,7 @@ func TestABehindRefusalIsAskedAgainInTheLanding(t *testing.T) {
 		cars.staleBehind[n] = true
 	}
 	runTrain(t, f, cars, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
-	trail, pushed := f.readTrail(), ""
-	for _, e := range trail {
-		switch {
-		case strings.HasPrefix(e, "pushed "):
-			pushed = strings.TrimPrefix(e, "pushed ")
-		case strings.HasPrefix(e, "merged "):
-			pushed = ""
-		case pushed != "" && e != "read "+pushed:
-			t.Errorf("%s between the landing push of %s and its merge: a turn of the train, not a merge asked again", e, pushed)
-		}
-	}
+	noTurnWithinALanding(t, f.readTrail())
 	if f.calls["merge"] < 6 {
 		t.Errorf("%d merge calls, want each of the 3 refused once at least", f.calls["merge"])
 	}
@@ -595,17 +603,7 @@ func TestATryAgainLaterIsAskedAgainInTheLanding(t *testing.T) {
 		cars.stillChecking[n] = true
 	}
 	runTrain(t, f, cars, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
-	trail, pushed := f.readTrail(), ""
-	for _, e := range trail {
-		switch {
-		case strings.HasPrefix(e, "pushed "):
-			pushed = strings.TrimPrefix(e, "pushed ")
-		case strings.HasPrefix(e, "merged "):
-			pushed = ""
-		case pushed != "" && e != "read "+pushed:
-			t.Errorf("%s between the landing push of %s and its merge: a turn of the train, not a merge asked again", e, pushed)
-		}
-	}
+	noTurnWithinALanding(t, f.readTrail())
 	if f.calls["merge"] < 6 {
 		t.Errorf("%d merge calls, want each of the 3 answered \"try again later\" once at least", f.calls["merge"])
 	}
