@@ -43,6 +43,10 @@ type Forge struct {
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when cmd has been waited for
 
+	// hookBin and hookConfig: forgehook and its config, "" if the hooks
+	// stay gitea's (forgehooks.go)
+	hookBin, hookConfig string
+
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -73,6 +77,9 @@ func StartForge(ctx context.Context, dir string, log io.Writer) (*Forge, error) 
 	f, err := g.serve(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: start forge: %w", err)
+	}
+	if err := f.useForgeHook(ctx, g.settings.InternalToken); err != nil {
+		fmt.Fprintf(log, "sandbox: the forge's hooks stay gitea's: %v\n", err)
 	}
 	f.AdminToken, err = f.createToken(ctx, adminUser, password)
 	if err != nil {

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,5 +69,52 @@ func TestAnswerInternalPushesRefusesAnotherScript(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); string(b) != other {
 		t.Errorf("the script was changed: %q", b)
+	}
+}
+
+// The forge's hooks run forgehook, which still has the forge decide each
+// push: a git push to a branch protected against pushes is refused with
+// the forge's message, and a push to another branch lands and is seen by
+// the forge (its post-receive handling moves the branch in its database).
+func TestForgeHooksAskTheForge(t *testing.T) {
+	f := ForgeForTest(t)
+	if f.hookBin == "" {
+		t.Fatal("the forge's hooks stayed gitea's: forgehook was not built")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), EndToEndLimit)
+	defer cancel()
+	ownerTok := mustCreateUser(ctx, t, f, "owner")
+	mustCreateUser(ctx, t, f, "reviewer")
+	setUpRepo(ctx, t, f, ownerTok)
+	if err := f.ProtectBranch(ctx, ownerTok, "owner", "demo", "main", map[string]any{"enable_push": false}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	g := gitRunner{dir: dir, env: append(gitAuthEnv(ownerTok),
+		"GIT_AUTHOR_NAME=owner", "GIT_AUTHOR_EMAIL=owner@example.com",
+		"GIT_COMMITTER_NAME=owner", "GIT_COMMITTER_EMAIL=owner@example.com")}
+	if _, err := g.run(ctx, nil, "clone", "-q", f.URL+"/owner/demo.git", "."); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.run(ctx, nil, "commit", "-q", "--allow-empty", "-m", "straight to main"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := g.run(ctx, nil, "push", "-q", "origin", "HEAD:main")
+	if err == nil || !strings.Contains(err.Error(), "protected") {
+		t.Fatalf("push to the protected main: %v, want the forge's refusal", err)
+	}
+	head, err := g.run(ctx, nil, "rev-parse", "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.run(ctx, nil, "push", "-q", "origin", "HEAD:refs/heads/side"); err != nil {
+		t.Fatalf("push to a new branch: %v", err)
+	}
+	var branch struct{ Commit struct{ ID string } }
+	if _, err := f.Do(ctx, ownerTok, http.MethodGet, "/repos/owner/demo/branches/side", nil, &branch); err != nil {
+		t.Fatalf("the forge does not show the pushed branch: %v", err)
+	}
+	if branch.Commit.ID != head {
+		t.Errorf("branch side at %q on the forge, pushed %q", branch.Commit.ID, head)
 	}
 }
