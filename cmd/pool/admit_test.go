@@ -140,8 +140,12 @@ func admit(t *testing.T, weight int) {
 	if testing.Short() {
 		return // it skips at once
 	}
+	start := time.Now()
 	e2eAdmission.enter(weight)
 	t.Cleanup(e2eAdmission.leave)
+	// internal/testsummary reads this line (its admissionWait) to leave
+	// the wait out of the test's time in .ci/run's slowest tests
+	t.Logf("admission: waited %.1fs for a slot", time.Since(start).Seconds())
 }
 
 // TestAdmissionStartsLongTestsFirst: of the applicants that arrive

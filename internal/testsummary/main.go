@@ -14,7 +14,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -30,20 +32,27 @@ type event struct {
 }
 
 // timing is one finished top-level test. A parallel test waits, paused,
-// for a slot before it runs; the go tool's Elapsed counts the wait too.
+// for a slot before it runs, and cmd/pool's end-to-end tests then wait
+// inside the test for the admission; the go tool's Elapsed counts both.
 type timing struct {
-	name    string
-	seconds float64 // running, the wait left out
-	waited  float64 // paused, waiting for a slot
-	failed  bool
+	name     string
+	seconds  float64 // running, the waits left out
+	waited   float64 // paused at t.Parallel, waiting for a slot
+	admitted float64 // waiting for cmd/pool's admission
+	failed   bool
 }
 
 // clock is how long a running top-level test has waited, paused, and
-// since when it waits now.
+// since when it waits now, and how long it said it waited for admission.
 type clock struct {
 	pausedAt time.Time
 	waited   time.Duration
+	admitted float64
 }
+
+// admissionWait is the line cmd/pool's admit logs once a test is admitted
+// (cmd/pool/admit_test.go), in seconds.
+var admissionWait = regexp.MustCompile(`admission: waited ([0-9]+(?:\.[0-9]+)?)s for a slot`)
 
 func main() {
 	slowest := flag.Int("slowest", 10, "how many of the slowest tests to list")
@@ -86,6 +95,13 @@ func summarize(in io.Reader, out io.Writer) ([]timing, error) {
 				held[key] = &strings.Builder{}
 			}
 			held[key].WriteString(e.Output)
+			if m := admissionWait.FindStringSubmatch(e.Output); m != nil && !sub {
+				if clocks[key] == nil {
+					clocks[key] = &clock{}
+				}
+				s, _ := strconv.ParseFloat(m[1], 64)
+				clocks[key].admitted += s
+			}
 		case sub:
 		case e.Action == "pause" || e.Action == "cont":
 			clocks[key] = tick(clocks[key], e)
@@ -120,12 +136,13 @@ func tick(c *clock, e event) *clock {
 	return c
 }
 
-// finish is a test's timing: its Elapsed less its wait.
+// finish is a test's timing: its Elapsed less its waits.
 func finish(c *clock, e event) timing {
 	t := timing{name: e.Package + "." + e.Test, seconds: e.Elapsed, failed: e.Action == "fail"}
-	if c != nil && c.waited > 0 {
+	if c != nil {
 		t.waited = c.waited.Seconds()
-		t.seconds = max(0, e.Elapsed-t.waited)
+		t.admitted = c.admitted
+		t.seconds = max(0, e.Elapsed-t.waited-t.admitted)
 	}
 	return t
 }
@@ -138,14 +155,21 @@ func printSlowest(out io.Writer, timings []timing, n int) {
 	if n == 0 {
 		return
 	}
-	fmt.Fprintf(out, "\nThe %d slowest tests of %d (a parallel test's pause at t.Parallel apart; a wait inside the test, such as cmd/pool's admission, counts):\n", n, len(timings))
+	fmt.Fprintf(out, "\nThe %d slowest tests of %d, by their own run time (the waits at t.Parallel and for cmd/pool's admission left out):\n", n, len(timings))
 	for _, t := range timings[:n] {
 		mark := ""
 		if t.failed {
 			mark = "  (failed)"
 		}
-		if t.waited > 0 {
-			mark += fmt.Sprintf("  (and %.0fs paused at t.Parallel)", t.waited)
+		var waits []string
+		if t.waited >= 0.5 { // not 0s
+			waits = append(waits, fmt.Sprintf("%.0fs at t.Parallel", t.waited))
+		}
+		if t.admitted >= 0.5 {
+			waits = append(waits, fmt.Sprintf("%.0fs for admission", t.admitted))
+		}
+		if len(waits) > 0 {
+			mark += "  (and waited " + strings.Join(waits, ", ") + ")"
 		}
 		fmt.Fprintf(out, "%8.1fs  %s%s\n", t.seconds, t.name, mark)
 	}

@@ -39,8 +39,8 @@ func TestSummarize(t *testing.T) {
 	printSlowest(&out, timings, 10)
 	got := out.String()
 	for _, want := range []string{"sub log line\nslow failed here\n", "\nok  \tq\t1.0s\n", "# a build error line\n", "FAIL\tp\t42.0s\n",
-		"The 3 slowest tests of 3 (a parallel test's pause at t.Parallel apart; a wait inside the test, such as cmd/pool's admission, counts):\n" +
-			"    41.0s  p.TestSlow  (failed)\n    20.5s  p.TestParallel  (and 300s paused at t.Parallel)\n     0.5s  p.TestFast\n"} {
+		"The 3 slowest tests of 3, by their own run time (the waits at t.Parallel and for cmd/pool's admission left out):\n" +
+			"    41.0s  p.TestSlow  (failed)\n    20.5s  p.TestParallel  (and waited 300s at t.Parallel)\n     0.5s  p.TestFast\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
 		}
@@ -49,5 +49,39 @@ func TestSummarize(t *testing.T) {
 		if strings.Contains(got, unwanted) {
 			t.Errorf("summary shows %q:\n%s", unwanted, got)
 		}
+	}
+}
+
+// TestAdmissionWaitLeftOut: an end-to-end test's time in the list is its own
+// run: its pause at t.Parallel and the wait for cmd/pool's admission that it
+// logs are left out, and both are shown beside it (where they are not 0s).
+func TestAdmissionWaitLeftOut(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Action":"run","Package":"p","Test":"TestEndToEnd","Time":"2026-12-02T10:00:00Z"}`,
+		`{"Action":"output","Package":"p","Test":"TestEndToEnd","Output":"=== RUN   TestEndToEnd\n"}`,
+		`{"Action":"pause","Package":"p","Test":"TestEndToEnd","Time":"2026-12-02T10:00:00.5Z"}`,
+		`{"Action":"cont","Package":"p","Test":"TestEndToEnd","Time":"2026-12-02T10:01:00.5Z"}`,
+		`{"Action":"output","Package":"p","Test":"TestEndToEnd","Output":"    admit_test.go:148: admission: waited 200.0s for a slot\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestEndToEnd","Output":"--- PASS: TestEndToEnd (300.50s)\n"}`,
+		`{"Action":"pass","Package":"p","Test":"TestEndToEnd","Elapsed":300.5,"Time":"2026-12-02T10:05:00.5Z"}`,
+		`{"Action":"run","Package":"p","Test":"TestUnit","Time":"2026-12-02T10:00:00Z"}`,
+		`{"Action":"pause","Package":"p","Test":"TestUnit","Time":"2026-12-02T10:00:00Z"}`,
+		`{"Action":"cont","Package":"p","Test":"TestUnit","Time":"2026-12-02T10:00:00.2Z"}`,
+		`{"Action":"output","Package":"p","Test":"TestUnit","Output":"    admit_test.go:148: admission: waited 0.3s for a slot\n"}`,
+		`{"Action":"pass","Package":"p","Test":"TestUnit","Elapsed":50.5,"Time":"2026-12-02T10:00:50.5Z"}`,
+	}, "\n")
+	var out strings.Builder
+	timings, err := summarize(strings.NewReader(in), &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	printSlowest(&out, timings, 10)
+	got := out.String()
+	want := "    50.0s  p.TestUnit\n    40.5s  p.TestEndToEnd  (and waited 60s at t.Parallel, 200s for admission)\n"
+	if !strings.Contains(got, want) {
+		t.Errorf("summary lacks %q:\n%s", want, got)
+	}
+	if !strings.Contains(got, "cmd/pool's admission") || !strings.Contains(got, "left out") {
+		t.Errorf("the list's heading does not say what it leaves out:\n%s", got)
 	}
 }
