@@ -1,6 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -83,5 +87,21 @@ func TestAdmissionWaitLeftOut(t *testing.T) {
 	}
 	if !strings.Contains(got, "cmd/pool's admission") || !strings.Contains(got, "left out") {
 		t.Errorf("the list's heading does not say what it leaves out:\n%s", got)
+	}
+}
+
+// The line cmd/pool's admission logs is the line admissionWait reads: a
+// reworded t.Logf there would quietly count the wait again.
+func TestAdmissionLineMatchesCmdPool(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "cmd", "pool", "admit_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	format := regexp.MustCompile(`t\.Logf\("(admission: waited %\.1fs for a slot)"`).FindSubmatch(src)
+	if format == nil {
+		t.Fatal(`cmd/pool/admit_test.go logs no "admission: waited %.1fs for a slot" line`)
+	}
+	if line := fmt.Sprintf(string(format[1]), 12.3); !admissionWait.MatchString(line) {
+		t.Errorf("admissionWait does not read %q", line)
 	}
 }
