@@ -99,7 +99,7 @@ func TestAdmissionLineMatchesCmdPool(t *testing.T) {
 	}
 	format := regexp.MustCompile(`t\.Logf\("(admission: waited %\.1fs for a slot)"`).FindSubmatch(src)
 	if format == nil {
-		t.Fatal(`cmd/pool/admit_test.go logs no "admission: waited %.1fs for a slot" line`)
+		t.Fatal("cmd/pool/admit_test.go logs no admission wait line in the form admissionWait reads")
 	}
 	if line := fmt.Sprintf(string(format[1]), 12.3); !admissionWait.MatchString(line) {
 		t.Errorf("admissionWait does not read %q", line)
