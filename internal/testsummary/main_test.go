@@ -35,13 +35,7 @@ func TestSummarize(t *testing.T) {
 		`{"Action":"output","Package":"p","Output":"FAIL\tp\t42.0s\n"}`,
 		`{"Action":"fail","Package":"p","Elapsed":42}`,
 	}, "\n")
-	var out strings.Builder
-	timings, err := summarize(strings.NewReader(in), &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	printSlowest(&out, timings, 10)
-	got := out.String()
+	got := summaryOf(t, in)
 	for _, want := range []string{"sub log line\nslow failed here\n", "\nok  \tq\t1.0s\n", "# a build error line\n", "FAIL\tp\t42.0s\n",
 		"The 3 slowest tests of 3, by their own run time (the waits at t.Parallel and for cmd/pool's admission left out):\n" +
 			"    41.0s  p.TestSlow  (failed)\n    20.5s  p.TestParallel  (and waited 300s at t.Parallel)\n     0.5s  p.TestFast\n"} {
@@ -74,13 +68,7 @@ func TestAdmissionWaitLeftOut(t *testing.T) {
 		`{"Action":"output","Package":"p","Test":"TestUnit","Output":"    admit_test.go:148: admission: waited 0.3s for a slot\n"}`,
 		`{"Action":"pass","Package":"p","Test":"TestUnit","Elapsed":50.5,"Time":"2026-12-02T10:00:50.5Z"}`,
 	}, "\n")
-	var out strings.Builder
-	timings, err := summarize(strings.NewReader(in), &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	printSlowest(&out, timings, 10)
-	got := out.String()
+	got := summaryOf(t, in)
 	want := "    50.0s  p.TestUnit\n    40.5s  p.TestEndToEnd  (and waited 60s at t.Parallel, 200s for admission)\n"
 	if !strings.Contains(got, want) {
 		t.Errorf("summary lacks %q:\n%s", want, got)
@@ -104,4 +92,17 @@ func TestAdmissionLineMatchesCmdPool(t *testing.T) {
 	if line := fmt.Sprintf(string(format[1]), 12.3); !admissionWait.MatchString(line) {
 		t.Errorf("admissionWait does not read %q", line)
 	}
+}
+
+// summaryOf is what the summary prints for the go test -json stream in,
+// the ten slowest tests included.
+func summaryOf(t *testing.T, in string) string {
+	t.Helper()
+	var out strings.Builder
+	timings, err := summarize(strings.NewReader(in), &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	printSlowest(&out, timings, 10)
+	return out.String()
 }
