@@ -12,8 +12,8 @@ import (
 
 // The test forge's pre- and post-receive hooks. Gitea writes each as a
 // script that starts its 150 MB binary (`gitea hook`), about 0.3 s of CPU
-// before the hook does anything: in a test of six PRs, 26 such starts were
-// a third of the forge's CPU. The sandbox rewrites them (trimHooks) to
+// before the hook does anything: in TestSixPRsTwoWorkers alone
+// (2026-12-03, process accounting) 8.4 of the forge's 20 CPU-seconds. The sandbox rewrites them (trimHooks) to
 // answer an internal push in the shell and to hand every other push to
 // forgehook (internal/sandbox/forgehook), a small client of the same
 // internal hook API that gitea's hook command calls: the forge's server
