@@ -6,6 +6,7 @@ import (
 	"io"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ type poolProc struct {
 	stdout, stderr syncbuf.Buffer
 	exited         chan struct{} // closed when the process has exited; err is then set
 	err            error
+	dumpAt         atomic.Int64 // where in stderr a stall's stack dump starts; 0: none
 }
 
 func startPool(t *testing.T, ctx context.Context, bin string, env []string, args ...string) *poolProc {
@@ -37,6 +39,7 @@ func startPool(t *testing.T, ctx context.Context, bin string, env []string, args
 	// SIGQUIT) into its stderr, which the failing test shows.
 	onStall(ctx, func() {
 		if !p.hasExited() {
+			p.dumpAt.Store(int64(len(p.stderr.String())))
 			_ = p.cmd.Process.Signal(syscall.SIGQUIT)
 			select {
 			case <-p.exited:
@@ -54,10 +57,41 @@ func startPool(t *testing.T, ctx context.Context, bin string, env []string, args
 		if t.Failed() {
 			// A test that failed on a read of its own (t.Fatal) shows
 			// the pool's log too: a stall in CI left nothing else to go on.
-			t.Logf("pool stderr at the end of the failed test (tail):\n%s", tailOf(p.stderr.String(), 20000))
+			p.logStderr(t)
 		}
 	})
 	return p
+}
+
+// logStderr logs the tail of the pool's log and, after a stall, the
+// start of its stack dump apart: the dump alone is longer than the tail,
+// and the log says what the pool waited on.
+func (p *poolProc) logStderr(t *testing.T) {
+	t.Helper()
+	log, dump := splitDump(p.stderr.String(), int(p.dumpAt.Load()))
+	if dump == "" {
+		t.Logf("pool stderr at the end of the failed test (tail):\n%s", tailOf(log, 20000))
+		return
+	}
+	t.Logf("pool log before the stall (tail):\n%s", tailOf(log, 30000))
+	t.Logf("pool goroutines at the stall (head):\n%s", headOf(dump, 12000))
+}
+
+// splitDump splits a pool's stderr at at, where a stall's stack dump
+// starts (0: there was none).
+func splitDump(stderr string, at int) (log, dump string) {
+	if at <= 0 || at > len(stderr) {
+		return stderr, ""
+	}
+	return stderr[:at], stderr[at:]
+}
+
+// headOf is s's first n bytes.
+func headOf(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }
 
 // wait waits for the pool to exit and fails the test unless it exits 0.

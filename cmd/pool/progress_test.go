@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -232,5 +233,29 @@ func TestMarksSplitBetweenWritesCountOnce(t *testing.T) {
 	c.Write([]byte(" answered\" pr=4\n"))
 	if c.count() != 2 {
 		t.Errorf("counted %d, want 2", c.count())
+	}
+}
+
+// TestAStallKeepsThePoolsLogApartFromItsDump: a stalled pool's stack dump
+// (longer than any tail a failure shows) does not hide the log before it.
+func TestAStallKeepsThePoolsLogApartFromItsDump(t *testing.T) {
+	ctx := newProgressContext(t, 300*time.Millisecond, 20*time.Millisecond)
+	script := `exec 1>&2
+trap 'echo "goroutine 1 [select]:"; head -c 50000 /dev/zero | tr "\0" x; exit 2' QUIT
+echo 'time=x level=INFO msg="pool starting"'
+echo 'time=x level=INFO msg="waiting for the checks" pr=7'
+while :; do sleep 0.05; done`
+	p := startPool(t, ctx, "/bin/sh", nil, "-c", script)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stalled process outlived its stall by 10 s")
+	}
+	log, dump := splitDump(p.stderr.String(), int(p.dumpAt.Load()))
+	if !strings.HasSuffix(log, "pr=7\n") {
+		t.Errorf("the log before the stall ends %q, want the process's last log line", tailOf(log, 80))
+	}
+	if !strings.HasPrefix(dump, "goroutine 1 ") || len(dump) < 50000 {
+		t.Errorf("the dump starts %q (%d bytes), want the stack dump after the log", headOf(dump, 40), len(dump))
 	}
 }
