@@ -69,9 +69,10 @@ func TestMain(m *testing.M) {
 	}
 	// Settings of the environment the tests run in must not reach the pools
 	// they run in-process (loadConfig): cleared once, as parallel tests may
-	// not use t.Setenv.
+	// not use t.Setenv. The tests' own (POOL_TEST_*) stay.
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "POOL_") || k == "CA_MAX_PARALLEL_WORKERS" {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "POOL_") && !strings.HasPrefix(k, "POOL_TEST_") || k == "CA_MAX_PARALLEL_WORKERS" {
 			os.Unsetenv(k)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync/atomic"
@@ -29,7 +30,7 @@ func startPool(t *testing.T, ctx context.Context, bin string, env []string, args
 	p := &poolProc{cmd: exec.CommandContext(ctx, bin, args...), exited: make(chan struct{})}
 	p.cmd.Env = env
 	var marks markCounter
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, io.MultiWriter(&p.stderr, &marks)
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, io.MultiWriter(&p.stderr, &marks, keptLog(t))
 	watchProgress(ctx, "the log of "+bin, marks.count)
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -61,6 +62,23 @@ func startPool(t *testing.T, ctx context.Context, bin string, env []string, args
 		}
 	})
 	return p
+}
+
+// keptLog is where a pool's whole log is kept besides: a file in
+// $POOL_TEST_LOG_DIR named after the test, for a test that passed slowly
+// (a failing one shows the log's tail); io.Discard without it.
+func keptLog(t *testing.T) io.Writer {
+	dir := os.Getenv("POOL_TEST_LOG_DIR")
+	if dir == "" {
+		return io.Discard
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	f, err := os.CreateTemp(dir, name+"-*.log")
+	if err != nil {
+		t.Fatalf("keeping the pool's log in POOL_TEST_LOG_DIR: %v", err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
 
 // logStderr logs the tail of the pool's log and, after a stall, the

@@ -3,7 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
+	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -257,5 +261,24 @@ while :; do sleep 0.05; done`
 	}
 	if !strings.HasPrefix(dump, "goroutine 1 ") || len(dump) < 50000 {
 		t.Errorf("the dump starts %q (%d bytes), want the stack dump after the log", headOf(dump, 40), len(dump))
+	}
+}
+
+// TestTheTestsOwnSettingsSurviveTestMain: TestMain clears the pool's
+// settings from the environment but keeps the tests' own
+// (POOL_TEST_LOG_LEVEL, POOL_TEST_LOG_DIR), which it once cleared too.
+func TestTheTestsOwnSettingsSurviveTestMain(t *testing.T) {
+	if slices.Contains(flag.Args(), "probe-settings") {
+		fmt.Printf("level=%q repo=%q\n", os.Getenv("POOL_TEST_LOG_LEVEL"), os.Getenv("POOL_REPO"))
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestTheTestsOwnSettingsSurviveTestMain$", "-test.short", "-test.count=1", "probe-settings")
+	cmd.Env = append(os.Environ(), "POOL_TEST_LOG_LEVEL=debug", "POOL_REPO=owner/repo")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the test binary run again: %v\n%s", err, out)
+	}
+	if want := `level="debug" repo=""`; !strings.Contains(string(out), want) {
+		t.Errorf("the test binary run again printed %q, want %q: POOL_TEST_* kept, POOL_* cleared", out, want)
 	}
 }
