@@ -102,7 +102,7 @@ func TestStaleClaimIsTakenOver(t *testing.T) {
 	bin := buildPool(t)
 	tmp := t.TempDir()
 	pool := startPool(t, ctx, bin, poolEnv(t, sb, tmp, "POOL_IDLE_EXIT=0"), "--workers", "1", "--claim-ttl", "6s")
-	eventually(t, ctx, "the merge", func() bool { return getPR(t, ctx, sb, n).Merged }, pool)
+	eventually(t, ctx, "the merge", func() bool { return isMerged(t, ctx, sb, n) }, pool)
 	eventually(t, ctx, "the session collected", func() bool { return sessionCount(t, ctx, sb) == 0 }, pool)
 	_ = pool.cmd.Process.Signal(sigterm)
 	pool.wait(t, ctx)

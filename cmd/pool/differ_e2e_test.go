@@ -61,9 +61,8 @@ func TestTeamRequestWarningAndDependency(t *testing.T) {
 		return fmt.Sprintf("POST /api/v1/repos/%s/%s/pulls/%d/merge", owner, repo, n)
 	}
 	merged := func(owner, repo string, n int) bool {
-		var pr apiPR
-		_, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/pulls/%d", owner, repo, n), nil, &pr)
-		return err == nil && pr.Merged
+		m, err := mergedOn(ctx, sb, owner, repo, n)
+		return err == nil && m
 	}
 	commentsStarting := func(owner, repo string, n int, prefix string) int {
 		var cs []apiComment

@@ -51,7 +51,7 @@ func TestWebhookAndAgentEventsDriveThePool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctx, fmt.Sprintf("PR #%d merged", n), func() bool { return getPR(t, ctx, sb, n).Merged }, pool)
+	eventually(t, ctx, fmt.Sprintf("PR #%d merged", n), func() bool { return isMerged(t, ctx, sb, n) }, pool)
 	eventually(t, ctx, "the session collected", func() bool { return sessionCount(t, ctx, sb) == 0 }, pool)
 	_ = pool.cmd.Process.Signal(sigterm)
 	pool.wait(t, ctx)

@@ -252,7 +252,7 @@ func mergedThenStopped(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, p
 		prs = append(prs, n)
 	}
 	for _, n := range prs {
-		eventually(t, ctx, fmt.Sprintf("PR #%d merged", n), func() bool { return getPR(t, ctx, sb, n).Merged }, pool)
+		eventually(t, ctx, fmt.Sprintf("PR #%d merged", n), func() bool { return isMerged(t, ctx, sb, n) }, pool)
 	}
 	if err := pool.cmd.Process.Signal(sigterm); err != nil {
 		t.Fatal(err)

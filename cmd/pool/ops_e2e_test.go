@@ -136,7 +136,7 @@ func TestStatusPageAndMetrics(t *testing.T) {
 
 	g.open()
 	for _, n := range sb.PRs {
-		eventually(t, ctx, fmt.Sprintf("PR #%d merged", n), func() bool { return getPR(t, ctx, sb, n).Merged }, pool)
+		eventually(t, ctx, fmt.Sprintf("PR #%d merged", n), func() bool { return isMerged(t, ctx, sb, n) }, pool)
 	}
 	var fams map[string]*dto.MetricFamily
 	eventually(t, ctx, "every session collected", func() bool {
@@ -414,7 +414,7 @@ func TestCommitStatusStates(t *testing.T) {
 	eventually(t, ctx, "PR A reviewing", func() bool { return strings.HasPrefix(latest(headA).Description, "reviewing since ") }, pool)
 	eventually(t, ctx, "PR B queued", func() bool { return latest(headB).Description == "queued for review (next)" }, pool)
 	g.open()
-	eventually(t, ctx, "PR A merged", func() bool { return getPR(t, ctx, sb, a).Merged }, pool)
+	eventually(t, ctx, "PR A merged", func() bool { return isMerged(t, ctx, sb, a) }, pool)
 	eventually(t, ctx, "PR A's status says merged", func() bool {
 		s := latest(headA)
 		return s.State == "success" && s.Description == "merged"
@@ -428,7 +428,7 @@ func TestCommitStatusStates(t *testing.T) {
 	if err := sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, headB, "ci/test", "success", "", "passed"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctx, "PR B merged", func() bool { return getPR(t, ctx, sb, b).Merged }, pool)
+	eventually(t, ctx, "PR B merged", func() bool { return isMerged(t, ctx, sb, b) }, pool)
 	eventually(t, ctx, "PR B's status says merged", func() bool { return latest(headB).State == "success" }, pool)
 	_ = pool.cmd.Process.Signal(sigterm)
 	pool.wait(t, ctx)

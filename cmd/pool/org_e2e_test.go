@@ -55,9 +55,8 @@ func TestOrganisationServedAndRelisted(t *testing.T) {
 	pool := startPool(t, ctx, bin, env, "--workers", "2", "--listen", addr)
 	merged := func(repo string) func() bool {
 		return func() bool {
-			var pr apiPR
-			_, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", "/repos/"+org+"/"+repo+"/pulls/1", nil, &pr)
-			return err == nil && pr.Merged
+			m, err := mergedOn(ctx, sb, org, repo, 1)
+			return err == nil && m
 		}
 	}
 	for _, name := range []string{"alpha", "beta"} {

@@ -23,7 +23,7 @@ func TestQuotaRefusalIsABlockOnForgejo(t *testing.T) {
 	env := append(poolEnv(t, sb, t.TempDir(), "POOL_IDLE_EXIT=0"), "POOL_FORGEJO_URL="+forge.URL)
 	pool := startPool(t, ctx, bin, env, "--workers", "1")
 	n := sb.PRs[0]
-	eventually(t, ctx, "the merge", func() bool { return getPR(t, ctx, sb, n).Merged }, pool)
+	eventually(t, ctx, "the merge", func() bool { return isMerged(t, ctx, sb, n) }, pool)
 	_ = pool.cmd.Process.Signal(sigterm)
 	pool.wait(t, ctx)
 

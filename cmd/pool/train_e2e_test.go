@@ -292,7 +292,7 @@ func TestAFailingCarIsEjectedOnTheForge(t *testing.T) {
 	eventually(t, ctx, "two PRs merged, the third ejected, and 20 s more", func() bool {
 		merged := 0
 		for _, n := range sb.PRs {
-			if getPR(t, ctx, sb, n).Merged {
+			if isMerged(t, ctx, sb, n) {
 				merged++
 			}
 		}

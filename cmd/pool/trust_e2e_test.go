@@ -106,7 +106,7 @@ func TestProtectionIsTheFloor(t *testing.T) {
 	if err := sb.Forge.PostStatus(ctx, sb.OwnerToken, sb.Owner, sb.Repo, head, "ci/test", "success", "", "passed"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctx, "the merge", func() bool { return getPR(t, ctx, sb, n).Merged }, pool)
+	eventually(t, ctx, "the merge", func() bool { return isMerged(t, ctx, sb, n) }, pool)
 	if got := len(sb.Model.Prompts()); got != 1 {
 		t.Errorf("reviewer sessions = %d, want 1", got)
 	}

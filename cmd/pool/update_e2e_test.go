@@ -110,7 +110,7 @@ func TestBehindRefusalIsLearned(t *testing.T) {
 	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir(), "POOL_FORGEJO_URL="+forge.url, "POOL_IDLE_EXIT=0"), "--workers", "2")
 	allMerged := func() bool {
 		for _, n := range sb.PRs {
-			if !getPR(t, ctx, sb, n).Merged {
+			if !isMerged(t, ctx, sb, n) {
 				return false
 			}
 		}
