@@ -298,15 +298,11 @@ func assertNoClone(t *testing.T, sb *sandbox.Sandbox, tmp string) {
 	}
 }
 
+// assertMerged fails the test unless PR n is merged (isMerged: a read that
+// starts no git process on the forge).
 func assertMerged(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, n int) {
 	t.Helper()
-	var pr struct {
-		Merged bool `json:"merged"`
-	}
-	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/pulls/%d", sb.Owner, sb.Repo, n), nil, &pr); err != nil {
-		t.Fatal(err)
-	}
-	if !pr.Merged {
+	if !isMerged(t, ctx, sb, n) {
 		t.Errorf("PR #%d is not merged", n)
 	}
 }
