@@ -57,6 +57,12 @@ type Forge struct {
 // server outlives ctx: call Stop. The first call on a machine builds gitea
 // (see GiteaBinary), which can take longer than go test's default timeout.
 func StartForge(ctx context.Context, dir string, log io.Writer) (*Forge, error) {
+	return startForge(ctx, dir, log, 0)
+}
+
+// startForge is StartForge with checkWorkers PR re-test workers
+// (forgeSettings.CheckWorkers).
+func startForge(ctx context.Context, dir string, log io.Writer, checkWorkers int) (*Forge, error) {
 	if log == nil {
 		log = io.Discard
 	}
@@ -70,6 +76,7 @@ func StartForge(ctx context.Context, dir string, log io.Writer) (*Forge, error) 
 	}
 	start := time.Now()
 	g := giteaCmd{bin: bin, dir: dir, settings: newForgeSettings(dir, staticRoot)}
+	g.settings.CheckWorkers = checkWorkers
 	password := adminUser + "-password"
 	if err := g.prepare(ctx, password); err != nil {
 		return nil, fmt.Errorf("sandbox: start forge: %w", err)

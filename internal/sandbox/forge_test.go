@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -258,5 +259,33 @@ func checkStop(ctx context.Context, t *testing.T, f *Forge) {
 	}
 	if err := f.Resume(); err == nil {
 		t.Error("Resume after Stop succeeded")
+	}
+}
+
+// TestOnlyTheSharedForgeGetsMoreCheckWorkers: the forge a package's tests
+// share runs its PR re-tests in sharedCheckWorkers workers from a channel
+// queue; a forge of its own (the demo, the benchmarks) keeps Gitea's
+// default, which the benchmarks' figures were measured with.
+func TestOnlyTheSharedForgeGetsMoreCheckWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		workers int
+		want    bool
+	}{{0, false}, {sharedCheckWorkers, true}} {
+		s := newForgeSettings(t.TempDir(), "")
+		s.CheckWorkers = tc.workers
+		if err := s.usePort(); err != nil {
+			t.Fatal(err)
+		}
+		ini, err := os.ReadFile(s.confPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		section := fmt.Sprintf("[queue.pr_patch_checker]\nTYPE = channel\nMAX_WORKERS = %d\n", sharedCheckWorkers)
+		if got := strings.Contains(string(ini), section); got != tc.want {
+			t.Errorf("CheckWorkers %d: app.ini holds %q: %v, want %v\n%s", tc.workers, section, got, tc.want, ini)
+		}
+		if !tc.want && strings.Contains(string(ini), "pr_patch_checker") {
+			t.Errorf("CheckWorkers 0: app.ini names the re-test queue, want Gitea's default\n%s", ini)
+		}
 	}
 }

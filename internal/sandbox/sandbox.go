@@ -118,13 +118,14 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 // agent agentName (default configs.Default().AgentName). On error it stops
 // what it started.
 func StartServers(ctx context.Context, dir, agentName string, log io.Writer) (s *Servers, err error) {
-	return startServers(ctx, dir, agentName, log, false)
+	return startServers(ctx, dir, agentName, log, false, 0)
 }
 
 // startServers is StartServers; separate runs the agent server as
 // SeparateUser when this machine allows it (otherwise it says why not on
-// log), with the reviewer's token file given to that user.
-func startServers(ctx context.Context, dir, agentName string, log io.Writer, separate bool) (s *Servers, err error) {
+// log), with the reviewer's token file given to that user; the forge runs
+// checkWorkers PR re-test workers (forgeSettings.CheckWorkers).
+func startServers(ctx context.Context, dir, agentName string, log io.Writer, separate bool, checkWorkers int) (s *Servers, err error) {
 	if agentName == "" {
 		agentName = configs.Default().AgentName
 	}
@@ -138,7 +139,7 @@ func startServers(ctx context.Context, dir, agentName string, log io.Writer, sep
 			err = errors.Join(err, started.Stop())
 		}
 	}()
-	if s.Forge, err = StartForge(ctx, filepath.Join(dir, "forge"), log); err != nil {
+	if s.Forge, err = startForge(ctx, filepath.Join(dir, "forge"), log, checkWorkers); err != nil {
 		return nil, err
 	}
 	if _, err = s.Forge.CreateUser(ctx, s.ReviewerUser); err != nil {

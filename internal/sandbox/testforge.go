@@ -128,7 +128,7 @@ func SharedServers(t testing.TB) *Servers {
 		t.Skip("end-to-end test: needs the real forge and agent server (run without -short)")
 	}
 	return sharedServers.get(t, "pool-servers-", func(ctx context.Context, dir string, log io.Writer) (*Servers, func() error, error) {
-		s, err := startServers(ctx, dir, "", log, true)
+		s, err := startServers(ctx, dir, "", log, true, sharedCheckWorkers)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -145,7 +145,7 @@ func SharedForge(t testing.TB) *Forge {
 		t.Skip("starting a real Gitea forge is skipped in -short mode")
 	}
 	return sharedForge.get(t, "pool-forge-", func(ctx context.Context, dir string, log io.Writer) (*Forge, func() error, error) {
-		f, err := StartForge(ctx, dir, log)
+		f, err := startForge(ctx, dir, log, sharedCheckWorkers)
 		if err != nil {
 			return nil, nil, err
 		}
