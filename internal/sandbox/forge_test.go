@@ -263,8 +263,8 @@ func checkStop(ctx context.Context, t *testing.T, f *Forge) {
 }
 
 // TestOnlyTheSharedForgeGetsMoreCheckWorkers: the forge a package's tests
-// share runs its PR re-tests in sharedCheckWorkers workers from a channel
-// queue; a forge of its own (the demo, the benchmarks) keeps Gitea's
+// share runs its PR re-tests in sharedCheckWorkers workers, from Gitea's
+// on-disk queue (its channel queue loses PRs); a forge of its own (the demo, the benchmarks) keeps Gitea's
 // default, which the benchmarks' figures were measured with.
 func TestOnlyTheSharedForgeGetsMoreCheckWorkers(t *testing.T) {
 	for _, tc := range []struct {
@@ -280,9 +280,12 @@ func TestOnlyTheSharedForgeGetsMoreCheckWorkers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		section := fmt.Sprintf("[queue.pr_patch_checker]\nTYPE = channel\nMAX_WORKERS = %d\n", sharedCheckWorkers)
+		section := fmt.Sprintf("[queue.pr_patch_checker]\nMAX_WORKERS = %d\n", sharedCheckWorkers)
 		if got := strings.Contains(string(ini), section); got != tc.want {
 			t.Errorf("CheckWorkers %d: app.ini holds %q: %v, want %v\n%s", tc.workers, section, got, tc.want, ini)
+		}
+		if strings.Contains(string(ini), "[queue.pr_patch_checker]\nTYPE") {
+			t.Errorf("CheckWorkers %d: app.ini sets the re-test queue's type, want Gitea's on-disk queue\n%s", tc.workers, ini)
 		}
 		if !tc.want && strings.Contains(string(ini), "pr_patch_checker") {
 			t.Errorf("CheckWorkers 0: app.ini names the re-test queue, want Gitea's default\n%s", ini)

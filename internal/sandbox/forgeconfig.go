@@ -87,7 +87,6 @@ TYPE = channel
 ; PR re-tests (is it mergeable?) of the forge shared by a package's tests:
 ; see sharedCheckWorkers.
 [queue.pr_patch_checker]
-TYPE = channel
 MAX_WORKERS = {{.CheckWorkers}}
 {{end}}
 [actions]
@@ -108,8 +107,7 @@ type forgeSettings struct {
 	InternalToken   string
 	JWTSecret       string
 	// CheckWorkers, when not 0, runs the forge's PR re-tests in that
-	// many workers from a channel queue instead of Gitea's default (one
-	// worker a 2 CPUs, from an on-disk queue).
+	// many workers instead of Gitea's default (one per 2 CPUs).
 	CheckWorkers int
 }
 
@@ -119,10 +117,16 @@ type forgeSettings struct {
 // 2-core machine (one worker) each test's re-tests waited behind every other
 // test's: TestBehindRefusalIsLearned beside five long tests of merges
 // (2026-12-03) read its next PR "not mergeable" 54 times, for 108 s after a
-// merge; with four workers on a channel queue (which hands an item over at
-// once, where the on-disk queue's reader backs off to 2 s when idle) 21
-// times. Four is Gitea's default on an 8-core host. A forge of its own
+// merge. Four is Gitea's default on an 8-core host. A forge of its own
 // (sandbox.Start: the demo, the benchmarks) keeps Gitea's default.
+//
+// The queue stays Gitea's on-disk one: its channel queue (TYPE = channel)
+// loses a unique item for good in Gitea 1.26. PushItem sends the item, then
+// adds it to the set of queued items; a worker that takes it in between
+// removes it from the set before it is added, so the set keeps it, and every
+// later re-test of that PR is refused as already queued: the PR reads "not
+// mergeable" for ever (one of twelve in TestBacklogMergesAboutOneCallPerPR,
+// a full CI run of 46958d5).
 const sharedCheckWorkers = 4
 
 func newForgeSettings(dir, staticRoot string) *forgeSettings {
