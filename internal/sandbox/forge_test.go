@@ -262,11 +262,12 @@ func checkStop(ctx context.Context, t *testing.T, f *Forge) {
 	}
 }
 
-// TestOnlyTheSharedForgeGetsMoreCheckWorkers: the forge a package's tests
-// share runs its PR re-tests in sharedCheckWorkers workers, from Gitea's
-// on-disk queue (its channel queue loses PRs); a forge of its own (the demo, the benchmarks) keeps Gitea's
-// default, which the benchmarks' figures were measured with.
-func TestOnlyTheSharedForgeGetsMoreCheckWorkers(t *testing.T) {
+// TestCheckWorkersSetOnlyTheWorkers: CheckWorkers (which SharedServers and
+// SharedForge set to sharedCheckWorkers) writes the PR re-test queue's
+// workers and nothing else into app.ini: the queue's type stays Gitea's
+// on-disk one (its channel queue loses PRs), and 0 (sandbox.Start: the demo,
+// the benchmarks) leaves the queue as Gitea configures it.
+func TestCheckWorkersSetOnlyTheWorkers(t *testing.T) {
 	for _, tc := range []struct {
 		workers int
 		want    bool
