@@ -60,7 +60,7 @@ type options struct {
 	mode         string // modeFigures, modeMerge or modeBacklog
 	mergeK       int    // approved PRs per strategy in the merge mode
 	mergeWorkers int
-	mergeRounds  int           // serial and pool runs, interleaved, in the merge mode
+	mergeRounds  int           // serial and pool runs, interleaved (serial, pool, pool, serial, ...), in the merge mode
 	backlogPRs   int           // unreviewed PRs in the backlog mode
 	repos        int           // repositories in the repos mode
 	repoPRs      int           // open PRs in each
@@ -98,7 +98,7 @@ func parseFlags() options {
 	flag.StringVar(&o.mode, "mode", modeFigures, "figures (issue 6's four figures), merge (a backlog of approved PRs: serial limit against the pool), backlog, repos (one pool, many repositories), latency, fleet (two agent servers against one), or train (one by one against merge trains, up-to-date PRs required)")
 	flag.IntVar(&o.mergeK, "k", 50, "with -mode merge or train: approved PRs merged by each strategy (default 20 with -mode train)")
 	flag.StringVar(&o.forgeCPUs, "forge-cpus", "", "pin the forge and every process it starts to these CPUs (taskset -c syntax, e.g. 0): a forge slowed by its host")
-	flag.IntVar(&o.mergeRounds, "rounds", 1, "with -mode merge: rounds of a serial run then a pool run, interleaved (their median ratio is the figure)")
+	flag.IntVar(&o.mergeRounds, "rounds", 1, "with -mode merge: rounds of a serial run and a pool run, interleaved serial, pool, pool, serial, ... (their median ratio is the figure)")
 	flag.IntVar(&o.mergeWorkers, "merge-workers", 4, "with -mode merge or backlog: the pool's workers")
 	flag.IntVar(&o.backlogPRs, "backlog", 55, "with -mode backlog: unreviewed PRs")
 	flag.IntVar(&o.repos, "repos", 100, "with -mode repos: repositories served by one pool")

@@ -48,16 +48,20 @@ type mergeTable struct {
 	forgeCPUs string
 }
 
-// mergeRound is one serial run and the pool run after it.
-type mergeRound struct{ serial, pooled mergeRun }
+// mergeRound is one serial run and one pool run; poolFirst: the pool's ran
+// first.
+type mergeRound struct {
+	serial, pooled mergeRun
+	poolFirst      bool
+}
 
 func (r mergeRound) ratio() float64 { return float64(r.pooled.took) / float64(r.serial.took) }
 
 // mergeBacklog measures both strategies on the same load, -rounds times,
-// interleaved (serial, pool, serial, pool, ...): on one machine the serial
-// loop's pace alone varied by a third across runs an hour apart, so one
-// pair settles nothing. In each round K approved, green PRs are opened and
-// merged serially, then K fresh ones are opened and the pool merges them.
+// interleaved (serial, pool, pool, serial, ...: mergeRound): on one
+// machine the serial loop's pace alone varied by a third across runs an
+// hour apart, so one pair settles nothing. Before each run K approved,
+// green PRs are opened, and that run merges them.
 // (The forge re-tests every open PR after each merge, so opening all 2K at
 // once would make the serial run carry twice the load.)
 func (b *bench) mergeBacklog(ctx context.Context) (*mergeTable, error) {
@@ -73,21 +77,35 @@ func (b *bench) mergeBacklog(ctx context.Context) (*mergeTable, error) {
 	return t, nil
 }
 
+// mergeRound runs one serial run and one pool run, the serial first in
+// odd rounds and the pool first in even ones (serial, pool, pool, serial,
+// ...): every run's repository holds the merges of the runs before it, and
+// each test of a PR against the base pays for that, so the strategy run
+// second would always meet the larger repository.
 func (b *bench) mergeRound(ctx context.Context, t *mergeTable, i int) (mergeRound, error) {
-	var r mergeRound
-	serial, err := b.approvedBacklog(ctx, t, fmt.Sprintf("serial%d", i))
-	if err != nil {
+	r := mergeRound{poolFirst: i%2 == 1}
+	serialRun := func() error {
+		serial, err := b.approvedBacklog(ctx, t, fmt.Sprintf("serial%d", i))
+		if err == nil {
+			r.serial, err = b.mergeSerially(ctx, serial, serialName(i))
+		}
+		return err
+	}
+	poolRun := func() error {
+		pooled, err := b.approvedBacklog(ctx, t, fmt.Sprintf("pool%d", i))
+		if err == nil {
+			r.pooled, err = b.mergeWithPool(ctx, pooled, i)
+		}
+		return err
+	}
+	first, second := serialRun, poolRun
+	if r.poolFirst {
+		first, second = poolRun, serialRun
+	}
+	if err := first(); err != nil {
 		return r, err
 	}
-	if r.serial, err = b.mergeSerially(ctx, serial, serialName(i)); err != nil {
-		return r, err
-	}
-	pooled, err := b.approvedBacklog(ctx, t, fmt.Sprintf("pool%d", i))
-	if err != nil {
-		return r, err
-	}
-	r.pooled, err = b.mergeWithPool(ctx, pooled, i)
-	return r, err
+	return r, second()
 }
 
 // approvedBacklog opens K PRs named after prefix, approves them and reports
@@ -323,7 +341,7 @@ func values(m map[int]int) []int {
 // rounds' ratios, and the timeline and the pool's requests.
 func (t *mergeTable) render(w io.Writer) {
 	fmt.Fprintf(w, "#### merge backlog figures, %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(w, "Machine: %s, %s, %d CPUs; %s. Forge: Gitea %s (SQLite), on loopback. %d approved, green PRs per strategy, opened just before its run, so each starts with K open PRs (each adds its own file: no conflicts). %d rounds, each a serial run then a pool run.\n\n",
+	fmt.Fprintf(w, "Machine: %s, %s, %d CPUs; %s. Forge: Gitea %s (SQLite), on loopback. %d approved, green PRs per strategy, opened just before its run, so each starts with K open PRs (each adds its own file: no conflicts). %d rounds, each a serial run and a pool run, in the order of the rows (serial first in odd rounds, the pool in even ones: each run's repository holds the merges of the runs before it).\n\n",
 		machine(), cpuModel(), runtime.NumCPU(), runtime.Version(), sandbox.GiteaVersion, t.k, len(t.rounds))
 	if t.forgeCPUs != "" {
 		fmt.Fprintf(w, "The forge (and every process it started) was pinned to CPUs %s (`taskset -c`).\n\n", t.forgeCPUs)
@@ -334,10 +352,15 @@ func (t *mergeTable) render(w io.Writer) {
 	var ratios []float64
 	var runs []namedRun
 	for i, r := range t.rounds {
-		for _, x := range []struct {
+		type row struct {
 			name string
 			run  mergeRun
-		}{{"serial, one at a time as soon as mergeable (the forge's limit)", r.serial}, {fmt.Sprintf("pool, %d workers", t.workers), r.pooled}} {
+		}
+		rows := []row{{"serial, one at a time as soon as mergeable (the forge's limit)", r.serial}, {fmt.Sprintf("pool, %d workers", t.workers), r.pooled}}
+		if r.poolFirst {
+			rows[0], rows[1] = rows[1], rows[0]
+		}
+		for _, x := range rows {
 			calls := values(x.run.calls)
 			fmt.Fprintf(w, "| %d | %s | %d | %s | %s | %.1f | %d | %d | %.1f | %s → %s |\n", i+1, x.name, x.run.merged, round(x.run.took),
 				fmtDuration(float64(x.run.took)/float64(max(x.run.merged, 1))), median(calls), maxOf(calls), x.run.requests, perPR(x.run),
