@@ -148,7 +148,10 @@ type Live struct {
 	MergeAhead func(n int) (int, bool)
 	// Car says which car of its base's merge train PR n is, of how many,
 	// and whether it rides one. May be nil: no train.
-	Car             func(n int) (car, cars int, ok bool)
+	Car func(n int) (car, cars int, ok bool)
+	// ForgeWait says how long the merge queue's PR n has read not
+	// mergeable, once the pool warned of it (zero before). May be nil.
+	ForgeWait       func(n int) time.Duration
 	Base, SkipLabel string
 }
 
@@ -200,6 +203,9 @@ func (b *Book) row(n int, e *entry, t lifecycle.Track, live Live) statuspage.PR 
 		if car, cars, ok := live.Car(n); ok {
 			in.Car, in.Cars = car, cars
 		}
+	}
+	if live.ForgeWait != nil && merging {
+		in.ForgeWait = live.ForgeWait(n)
 	}
 	if s, ok := live.Busy[n]; ok {
 		in.Busy = true

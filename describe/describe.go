@@ -28,6 +28,10 @@ type Standing struct {
 	Merging    bool           // in the merge queue
 	MergeAhead int            // PRs before it in the merge queue
 	NoPlace    bool           // say nothing of its place in the merge queue (the commit status)
+	// ForgeWait: how long it has read not mergeable in the merge queue,
+	// once the pool warned of it; the page says so, the commit status does
+	// not (it would be written again every minute).
+	ForgeWait time.Duration
 	// Car is the PR's car on its base's merge train (1 the front car) of
 	// Cars; 0 when it rides none.
 	Car, Cars  int
@@ -133,6 +137,9 @@ func describeRaw(s Standing) string {
 // mergeText says where an approved, green PR stands in the merge queue.
 func mergeText(s Standing) string {
 	switch {
+	case s.Merging && s.ForgeWait > 0 && !s.NoPlace:
+		return fmt.Sprintf("approved; waiting %s for the forge to test it against %s (it reads not mergeable)",
+			minutes(s.ForgeWait), s.Base)
 	case s.Merging && s.MergeAhead > 0 && !s.NoPlace:
 		return fmt.Sprintf("approved; queued to merge (%d ahead)", s.MergeAhead)
 	case strings.HasPrefix(s.Track.LastStatus, string(forge.MergeNotReady)):
@@ -152,6 +159,15 @@ func ahead(n int) string {
 		return " (next)"
 	}
 	return fmt.Sprintf(" (%d ahead)", n)
+}
+
+// minutes is a wait of minutes or more as a person reads it: 23m, 2h07m.
+func minutes(d time.Duration) string {
+	d = d.Truncate(time.Minute)
+	if d < time.Hour {
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return fmt.Sprintf("%dh%02dm", d/time.Hour, d%time.Hour/time.Minute)
 }
 
 func clock(t time.Time) string { return t.UTC().Format("15:04") + " UTC" }

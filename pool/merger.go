@@ -77,13 +77,16 @@ func (m *merger) turn(ctx context.Context) (wait time.Duration) {
 			continue
 		case !pr.Mergeable && paced:
 			p.log.Debug("merge queue: the forge has not tested the next PR against the base yet; reading it again soon", "pr", e.n)
+			m.unready(e)
 			m.q.paced(e.n, p.now())
 			return 0
 		case !pr.Mergeable:
 			p.log.Debug("merge queue: the forge reads the PR not mergeable; waiting", "pr", e.n)
+			m.unready(e)
 			m.q.notReady(e.n, p.now())
 			continue
 		}
+		m.readMergeable(e)
 		moved := m.q.unpace(e.n) // the forge has tested it: a merge paces the queue again, anything else does not
 		m.mergeOne(ctx, pr, moved)
 		return 0
@@ -96,6 +99,40 @@ func (m *merger) turn(ctx context.Context) (wait time.Duration) {
 		return time.Hour // nothing queued: an add wakes the worker
 	}
 	return max(next.Sub(p.now()), 0)
+}
+
+// unready warns the operator, on the queue's back-off (unreadyWarnAfter),
+// of a queued PR the forge keeps reading not mergeable: each read is
+// logged at Debug only, and nothing else would say why the PR waits.
+func (m *merger) unready(e queued) {
+	waited, warn := m.q.unready(e.n, m.p.now())
+	if !warn {
+		return
+	}
+	m.p.log.Warn("merge queue: the forge has read the PR not mergeable for long; waiting",
+		"pr", e.n, "head", shortHead(e.head), "base", m.p.Base(), "waited", waited.Round(time.Second), "check", unreadyCheck)
+}
+
+// unreadyCheck is what the operator can look at when warned of a PR the
+// forge keeps reading not mergeable.
+const unreadyCheck = "a conflict with the base, or the forge's queue of PR tests (it has not tested the PR against the base again); " +
+	"a push to the PR, or a merge into the base by hand, has the forge test it again"
+
+// readMergeable ends a queued PR's wait for the forge; a wait the operator
+// was warned of is said to be over.
+func (m *merger) readMergeable(e queued) {
+	if waited := m.q.mergeable(e.n, m.p.now()); waited > 0 {
+		m.p.log.Info("merge queue: the forge reads the PR mergeable after a long wait", "pr", e.n,
+			"head", shortHead(e.head), "waited", waited.Round(time.Second))
+	}
+}
+
+// shortHead is a head's first 10 hex digits, as a person reads it in a log.
+func shortHead(sha string) string {
+	if len(sha) > 10 {
+		return sha[:10]
+	}
+	return sha
 }
 
 // read reads PR n for the merge queue, noting when it asked.

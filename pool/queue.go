@@ -22,6 +22,24 @@ const (
 	queuePaceFor  = 30 * time.Second
 )
 
+// A queued PR the forge keeps reading not mergeable is told to the operator
+// (merger.unready): at Warn once it has read so for unreadyWarnAfter since
+// it entered the queue, last read mergeable or the queue's last merge (which
+// has the forge test it again), whichever is latest, then again after
+// twice as long, doubling up to unreadyWarnMax, and once at Info when it
+// reads mergeable. The forge re-tests a PR in seconds, a minute or two
+// behind a backlog; ten minutes is far past that, while a conflict with the
+// base, or a re-test the forge lost (a Gitea queue race left a PR not
+// mergeable for ever), is never over, and every read of it is logged at
+// Debug only. The queue's merges of other PRs hide the wait for
+// unreadyWarnBusy at most: a forge that lost the re-test refuses every later
+// one, however many merges follow.
+const (
+	unreadyWarnAfter = 10 * time.Minute
+	unreadyWarnMax   = 6 * time.Hour
+	unreadyWarnBusy  = time.Hour
+)
+
 // onBaseCheckEvery: every so many merge calls answered "try again later"
 // while the PR read mergeable, the queue looks in the clone whether the
 // head is on the base already (checkOnBase).
@@ -39,6 +57,7 @@ type mergeQueue struct {
 	mu      sync.Mutex
 	entries map[int]*queued // guarded by mu
 	moved   time.Time       // guarded by mu: the queue's last merge answered
+	merge   time.Time       // guarded by mu: the same, kept after the pacing ends (moved does not)
 	alone   int             // guarded by mu: the entry read alone since then, 0 if none yet
 	cars    []int           // guarded by mu: the PRs of the base's merge train, front car first, as last shown
 	wake    chan struct{}   // buffered 1
@@ -59,6 +78,12 @@ type queued struct {
 	// slow: read alone after a merge for a whole queuePaceFor, never
 	// mergeable; not read alone again until it is, so it holds the others once.
 	slow bool
+	// fresh: when it entered or last read mergeable. warned: when the
+	// operator was last told it reads not mergeable (zero: not told); gap:
+	// the wait from then to the next telling.
+	fresh  time.Time
+	warned time.Time
+	gap    time.Duration
 }
 
 func newMergeQueue(poll time.Duration) *mergeQueue {
@@ -70,7 +95,7 @@ func newMergeQueue(poll time.Duration) *mergeQueue {
 func (q *mergeQueue) add(n int, head string, now time.Time) {
 	q.mu.Lock()
 	if e, ok := q.entries[n]; !ok || e.head != head {
-		q.entries[n] = &queued{n: n, head: head, since: now}
+		q.entries[n] = &queued{n: n, head: head, since: now, fresh: now}
 	}
 	q.mu.Unlock()
 	q.kick()
@@ -208,7 +233,7 @@ func (q *mergeQueue) restart() {
 // answered "try again later", and the PR waits as after any such answer).
 func (q *mergeQueue) merged(now time.Time) {
 	q.mu.Lock()
-	q.moved, q.alone = now, 0
+	q.moved, q.alone, q.merge = now, 0, now
 	for _, e := range q.entries {
 		e.waits, e.notBefore = 0, time.Time{}
 	}
@@ -271,6 +296,61 @@ func (q *mergeQueue) paced(n int, now time.Time) {
 		e.notBefore = now.Add(q.pace)
 		q.alone = n
 	}
+}
+
+// unready records that entry n read not mergeable at now. It returns how
+// long the entry has waited since it entered or last read mergeable, and
+// whether to warn the operator of it now (unreadyWarnAfter).
+func (q *mergeQueue) unready(n int, now time.Time) (waited time.Duration, warn bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e, ok := q.entries[n]
+	if !ok || !q.warnDue(e, now) {
+		return 0, false
+	}
+	e.warned, e.gap = now, min(2*max(e.gap, unreadyWarnAfter), unreadyWarnMax)
+	return now.Sub(e.fresh), true
+}
+
+// warnDue: the operator is to be told now that e reads not mergeable.
+func (q *mergeQueue) warnDue(e *queued, now time.Time) bool {
+	if !e.warned.IsZero() {
+		return now.Sub(e.warned) >= e.gap
+	}
+	quiet := now.Sub(e.fresh)
+	if q.merge.After(e.fresh) {
+		quiet = now.Sub(q.merge)
+	}
+	return quiet >= unreadyWarnAfter || now.Sub(e.fresh) >= unreadyWarnBusy
+}
+
+// mergeable records that entry n read mergeable at now, which ends its
+// wait for the forge. It returns how long that wait was if the operator
+// was warned of it, else zero.
+func (q *mergeQueue) mergeable(n int, now time.Time) (warnedWait time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e, ok := q.entries[n]
+	if !ok {
+		return 0
+	}
+	if !e.warned.IsZero() {
+		warnedWait = now.Sub(e.fresh)
+	}
+	e.fresh, e.warned, e.gap = now, time.Time{}, 0
+	return warnedWait
+}
+
+// forgeWait is how long entry n has read not mergeable, for the status
+// page, once the operator was warned of it; zero before, or if not queued.
+func (q *mergeQueue) forgeWait(n int, now time.Time) time.Duration {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e, ok := q.entries[n]
+	if !ok || e.warned.IsZero() {
+		return 0
+	}
+	return now.Sub(e.fresh)
 }
 
 func (q *mergeQueue) kick() {

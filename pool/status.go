@@ -48,7 +48,9 @@ func (noMetrics) CarEjected()             {}
 // finished PRs, and identity. Warnings are added by the caller that keeps
 // the log.
 func (p *Pool) Status() statuspage.Status {
-	live := describe.Live{Busy: map[int]describe.Session{}, MergeAhead: p.queue.ahead, Car: p.queue.car, Base: p.Base(), SkipLabel: p.cfg.SkipLabel}
+	now := p.now()
+	live := describe.Live{Busy: map[int]describe.Session{}, MergeAhead: p.queue.ahead, Car: p.queue.car, Base: p.Base(), SkipLabel: p.cfg.SkipLabel,
+		ForgeWait: func(n int) time.Duration { return p.queue.forgeWait(n, now) }}
 	p.mu.Lock()
 	for n := range p.busy {
 		var s describe.Session
@@ -60,7 +62,7 @@ func (p *Pool) Status() statuspage.Status {
 	live.Tracks = maps.Clone(p.tracks) // the track as it is now, not as last decided
 	p.mu.Unlock()
 	st := statuspage.Status{Instance: p.instance, Version: Version(), Repo: p.cfg.Repo(), ForgeURL: p.cfg.ForgejoURL,
-		AgentURL: p.cfg.AgentURLs(), Now: p.now(), Workers: p.cfg.Workers}
+		AgentURL: p.cfg.AgentURLs(), Now: now, Workers: p.cfg.Workers}
 	p.book.Show(&st, live)
 	return st
 }
