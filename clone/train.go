@@ -51,7 +51,9 @@ func (c *Clone) MakeCar(ctx context.Context, pr int, parent, head string) (strin
 		return "", fmt.Errorf("clone: make the car of #%d: %w", pr, err)
 	}
 	tree, _, _ := strings.Cut(out, "\n")
-	msg := fmt.Sprintf("Merge #%d (%s) onto %s\n\nA car of the pool's merge train.", pr, head[:12], parent[:12])
+	// "PR 12", not "#12": the forge links a reference in a pushed commit's
+	// message to the PR, a timeline entry on it for every car pushed.
+	msg := fmt.Sprintf("Merge PR %d (%s) onto %s\n\nA car of the pool's merge train.", pr, head[:12], parent[:12])
 	if c.inst != "" {
 		msg += "\nMade by pool instance " + c.inst + "."
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -33,6 +34,13 @@ func TestTrainCars(t *testing.T) {
 	for _, tt := range []struct{ car, want string }{{car1, tip + " " + head1}, {car2, car1 + " " + head2}} {
 		if got := gitIn(t, c.repoDir(), "log", "-1", "--format=%P", tt.car); got != tt.want {
 			t.Errorf("parents of %s = %s, want %s", tt.car, got, tt.want)
+		}
+	}
+	for _, car := range []string{car1, car2} {
+		// A forge links "#2" or "!2" in a pushed commit's message to PR 2:
+		// a timeline entry on the PR for every car pushed.
+		if msg := gitIn(t, c.repoDir(), "log", "-1", "--format=%B", car); prReference.MatchString(msg) || !strings.Contains(msg, "PR ") {
+			t.Errorf("car %s's message %q: want the PR named without a reference the forge links", car, msg)
 		}
 	}
 	if got := gitIn(t, c.repoDir(), "ls-tree", "--name-only", car2); got != ".gitignore\nREADME.md\none.txt\ntwo.txt" {
@@ -94,6 +102,11 @@ func TestTrainCars(t *testing.T) {
 		t.Errorf("BaseTreeIs(car 2) = %v, %v; want false", same, err)
 	}
 }
+
+// prReference matches what Gitea and Forgejo link to an issue or PR in a
+// commit message: "#12" or "!12" (after a space, a bracket or a quote, or
+// at the start).
+var prReference = regexp.MustCompile(`(^|[\s(\['"])[#!][0-9]+`)
 
 func makeCar(t *testing.T, c *Clone, pr int, parent, head string) string {
 	t.Helper()

@@ -221,6 +221,9 @@ func trainLandsThree(t *testing.T, script sandbox.Script, writeOnly bool, throug
 				t.Errorf("#%d: a hold note, though it merged: %s", n, c.Body)
 			}
 		}
+		if refs := commitRefs(t, ctx, sb, n); len(refs) > 0 {
+			t.Errorf("#%d: %d timeline entries of commits that reference it (%v), want none: a car's message names no PR the forge can link", n, len(refs), refs)
+		}
 	}
 	sessions := len(sb.Model.Prompts())
 	if sessions != 3 {
@@ -581,4 +584,25 @@ func TestTwoPoolsRunOneTrainOnTheForge(t *testing.T) {
 			t.Logf("pool %d stderr:\n%s", i, tailOf(p.stderr.String(), 20000))
 		}
 	}
+}
+
+// commitRefs lists the commits whose messages the forge linked to PR n:
+// the "referenced this pull request from a commit" entries of its
+// timeline.
+func commitRefs(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, n int) []string {
+	t.Helper()
+	var events []struct {
+		Type string `json:"type"`
+		Body string `json:"body"`
+	}
+	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/issues/%d/timeline?limit=50", sb.Owner, sb.Repo, n), nil, &events); err != nil {
+		t.Fatal(err)
+	}
+	var refs []string
+	for _, e := range events {
+		if e.Type == "commit_ref" {
+			refs = append(refs, e.Body)
+		}
+	}
+	return refs
 }
