@@ -200,10 +200,17 @@ func (c *markCounter) count() int {
 	return c.n
 }
 
+// The stall limit of these two tests is 3 s, sixty times the 50 ms
+// between their steps: with 300 ms, a step that a loaded machine delayed
+// past the limit ended the first during its steady progress ("no progress
+// for 0s (the limit is 300ms; ... 18 steps seen)", two test runs at once on
+// two cores).
+const shortStall = 3 * time.Second
+
 // TestAStalledTestEndsWithItsCause: the watch ends the context once its
 // sources stop growing, says so, and keeps it live while they grow.
 func TestAStalledTestEndsWithItsCause(t *testing.T) {
-	ctx := newProgressContext(t, 300*time.Millisecond, 20*time.Millisecond)
+	ctx := newProgressContext(t, shortStall, 20*time.Millisecond)
 	var marks markCounter
 	watchProgress(ctx, "the pool's log", marks.count)
 	for range 20 { // a second of steady progress keeps it live
@@ -216,8 +223,8 @@ func TestAStalledTestEndsWithItsCause(t *testing.T) {
 	fmt.Fprintf(&marks, "time=x level=WARN msg=\"starting a session failed; backing off\"\n")
 	select {
 	case <-ctx.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the context outlived a stall of 10 s")
+	case <-time.After(time.Minute):
+		t.Fatal("the context outlived a stall of a minute")
 	}
 	if got := stopReason(ctx); !bytes.Contains([]byte(got), []byte("no progress for")) || !bytes.Contains([]byte(got), []byte("the pool's log")) {
 		t.Errorf("stop reason = %q, want it to name the stall and the source", got)
@@ -243,7 +250,7 @@ func TestMarksSplitBetweenWritesCountOnce(t *testing.T) {
 // TestAStallKeepsThePoolsLogApartFromItsDump: a stalled pool's stack dump
 // (longer than any tail a failure shows) does not hide the log before it.
 func TestAStallKeepsThePoolsLogApartFromItsDump(t *testing.T) {
-	ctx := newProgressContext(t, 300*time.Millisecond, 20*time.Millisecond)
+	ctx := newProgressContext(t, shortStall, 20*time.Millisecond)
 	script := `exec 1>&2
 trap 'echo "goroutine 1 [select]:"; head -c 50000 /dev/zero | tr "\0" x; exit 2' QUIT
 echo 'time=x level=INFO msg="pool starting"'
@@ -252,8 +259,8 @@ while :; do sleep 0.05; done`
 	p := startPool(t, ctx, "/bin/sh", nil, "-c", script)
 	select {
 	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the stalled process outlived its stall by 10 s")
+	case <-time.After(time.Minute):
+		t.Fatal("the stalled process outlived its stall by a minute")
 	}
 	log, dump := splitDump(p.stderr.String(), int(p.dumpAt.Load()))
 	if !strings.HasSuffix(log, "pr=7\n") {
