@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"pool/forge"
 )
 
 // Waits of the merge queue for the forge: a PR the forge is still checking
@@ -39,6 +41,10 @@ const (
 	unreadyWarnMax   = 6 * time.Hour
 	unreadyWarnBusy  = time.Hour
 )
+
+// unreadyWarnGap is the wait from the n-th warning of a PR to the next:
+// twice unreadyWarnAfter, doubling, capped at unreadyWarnMax.
+var unreadyWarnGap = forge.Backoff{Base: 2 * unreadyWarnAfter, Max: unreadyWarnMax}
 
 // onBaseCheckEvery: every so many merge calls answered "try again later"
 // while the PR read mergeable, the queue looks in the clone whether the
@@ -79,11 +85,11 @@ type queued struct {
 	// mergeable; not read alone again until it is, so it holds the others once.
 	slow bool
 	// fresh: when it entered or last read mergeable. warned: when the
-	// operator was last told it reads not mergeable (zero: not told); gap:
-	// the wait from then to the next telling.
+	// operator was last told it reads not mergeable (zero: not told);
+	// warns: how often since fresh (unreadyWarnGap).
 	fresh  time.Time
 	warned time.Time
-	gap    time.Duration
+	warns  int
 }
 
 func newMergeQueue(poll time.Duration) *mergeQueue {
@@ -308,14 +314,14 @@ func (q *mergeQueue) unready(n int, now time.Time) (waited time.Duration, warn b
 	if !ok || !q.warnDue(e, now) {
 		return 0, false
 	}
-	e.warned, e.gap = now, min(2*max(e.gap, unreadyWarnAfter), unreadyWarnMax)
+	e.warned, e.warns = now, e.warns+1
 	return now.Sub(e.fresh), true
 }
 
 // warnDue: the operator is to be told now that e reads not mergeable.
 func (q *mergeQueue) warnDue(e *queued, now time.Time) bool {
 	if !e.warned.IsZero() {
-		return now.Sub(e.warned) >= e.gap
+		return now.Sub(e.warned) >= unreadyWarnGap.Delay(e.warns, 0)
 	}
 	quiet := now.Sub(e.fresh)
 	if q.merge.After(e.fresh) {
@@ -337,7 +343,7 @@ func (q *mergeQueue) mergeable(n int, now time.Time) (warnedWait time.Duration) 
 	if !e.warned.IsZero() {
 		warnedWait = now.Sub(e.fresh)
 	}
-	e.fresh, e.warned, e.gap = now, time.Time{}, 0
+	e.fresh, e.warned, e.warns = now, time.Time{}, 0
 	return warnedWait
 }
 
