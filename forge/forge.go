@@ -169,3 +169,12 @@ func (s Setting) String() string {
 	}
 	return "unsaid"
 }
+
+// Short is a commit id's first 10 hex digits, as a person reads it in a
+// log, a note or a page; an id that short or shorter is kept whole.
+func Short(sha string) string {
+	if len(sha) > 10 {
+		return sha[:10]
+	}
+	return sha
+}

@@ -102,10 +102,3 @@ func (s *apiStatus) check() error {
 	}
 	return nil
 }
-
-func short(sha string) string {
-	if len(sha) > 10 {
-		return sha[:10]
-	}
-	return sha
-}

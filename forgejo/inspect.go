@@ -176,7 +176,7 @@ func (p apiPR) detail() PRDetail {
 // (Gitea's ResolveRefOrSha).
 func (c *Client) StatusHistory(ctx context.Context, owner, repo, sha string) ([]forge.Status, error) {
 	l := listing{
-		op: fmt.Sprintf("list status history of %s/%s@%s", owner, repo, short(sha)),
+		op: fmt.Sprintf("list status history of %s/%s@%s", owner, repo, forge.Short(sha)),
 		// sort by the per-commit index, a total order, so pages do not
 		// shuffle statuses created within the same second
 		path: fmt.Sprintf("%s/statuses/%s?sort=highestindex", repoPath(owner, repo), url.PathEscape(sha)),

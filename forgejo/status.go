@@ -21,7 +21,7 @@ type NewStatus struct {
 // PostStatus reports a commit status on sha. The forge keeps every report;
 // the newest per context is the one that counts.
 func (c *Client) PostStatus(ctx context.Context, owner, repo, sha string, s NewStatus) error {
-	op := fmt.Sprintf("set status %q on %s/%s@%s", s.Context, owner, repo, short(sha))
+	op := fmt.Sprintf("set status %q on %s/%s@%s", s.Context, owner, repo, forge.Short(sha))
 	body := map[string]string{"context": s.Context, "state": s.State, "description": s.Description}
 	if s.TargetURL != "" {
 		body["target_url"] = s.TargetURL

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"pool/forge"
 	"pool/statuspage"
 )
 
@@ -16,7 +17,7 @@ const refreshSeconds = 5
 
 var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"age":    func(now, t time.Time) string { return Age(now.Sub(t)) },
-	"short":  func(sha string) string { return shortSHA(sha) },
+	"short":  forge.Short,
 	"clock":  func(t time.Time) string { return t.UTC().Format("15:04:05") },
 	"inc":    func(i int) int { return i + 1 },
 	"pr":     statuspage.PRName,
@@ -118,11 +119,4 @@ func Age(d time.Duration) string {
 		return fmt.Sprintf("%dh%02dm", d/time.Hour, d%time.Hour/time.Minute)
 	}
 	return fmt.Sprintf("%dd%02dh", d/(24*time.Hour), d%(24*time.Hour)/time.Hour)
-}
-
-func shortSHA(sha string) string {
-	if len(sha) > 10 {
-		return sha[:10]
-	}
-	return sha
 }

@@ -110,7 +110,7 @@ func (m *merger) unready(e queued) {
 		return
 	}
 	m.p.log.Warn("merge queue: the forge has read the PR not mergeable for long; waiting",
-		"pr", e.n, "head", shortHead(e.head), "base", m.p.Base(), "waited", waited.Round(time.Second), "check", unreadyCheck)
+		"pr", e.n, "head", forge.Short(e.head), "base", m.p.Base(), "waited", waited.Round(time.Second), "check", unreadyCheck)
 }
 
 // unreadyCheck is what the operator can look at when warned of a PR the
@@ -123,16 +123,8 @@ const unreadyCheck = "a conflict with the base, or the forge's queue of PR tests
 func (m *merger) readMergeable(e queued) {
 	if waited := m.q.mergeable(e.n, m.p.now()); waited > 0 {
 		m.p.log.Info("merge queue: the forge reads the PR mergeable after a long wait", "pr", e.n,
-			"head", shortHead(e.head), "waited", waited.Round(time.Second))
+			"head", forge.Short(e.head), "waited", waited.Round(time.Second))
 	}
-}
-
-// shortHead is a head's first 10 hex digits, as a person reads it in a log.
-func shortHead(sha string) string {
-	if len(sha) > 10 {
-		return sha[:10]
-	}
-	return sha
 }
 
 // read reads PR n for the merge queue, noting when it asked.

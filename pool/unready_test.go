@@ -111,7 +111,7 @@ func TestALongWaitForTheForgeIsWarnedOfOnABackOff(t *testing.T) {
 	if _, err := u.p.cycle(context.Background(), context.Background()); err != nil || !u.p.queue.has(1) {
 		t.Fatalf("the loop's cycle did not queue PR 1 (err %v)", err)
 	}
-	head := shortHead(u.f.prs[1].HeadSHA)
+	head := forge.Short(u.f.prs[1].HeadSHA)
 	if got := u.until(unreadyWarnAfter-time.Minute, time.Minute, unreadyWarning); len(got) != 0 {
 		t.Fatalf("warned before %s: %q", unreadyWarnAfter, got)
 	}
@@ -212,7 +212,7 @@ func TestANewHeadStartsTheWaitOver(t *testing.T) {
 		t.Errorf("warned within %s of the new head: %q", unreadyWarnAfter, got)
 	}
 	got := u.until(22*time.Minute, time.Minute, unreadyWarning)
-	if want := "head=" + shortHead(fakeSHA("sha-1-b")); len(got) != 1 || !strings.Contains(got[0], want) {
+	if want := "head=" + forge.Short(fakeSHA("sha-1-b")); len(got) != 1 || !strings.Contains(got[0], want) {
 		t.Errorf("%s after the new head: %q, want one warning with %s", unreadyWarnAfter, got, want)
 	}
 }

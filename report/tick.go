@@ -251,7 +251,7 @@ func prItems(s Snapshot, opt TickOptions) []forge.Item {
 	if pr.Behind() { // as the supervisor reads it (lifecycle.Observation.Behind)
 		out = append(out, prItem(s, forge.ReasonStaleBase, pr.BaseSHA, fmt.Sprintf(
 			"The branch is behind its base: it forked from %s, and %s is now at %s.",
-			short(pr.MergeBase), pr.BaseRef, short(pr.BaseSHA))))
+			forge.Short(pr.MergeBase), pr.BaseRef, forge.Short(pr.BaseSHA))))
 	}
 	if opt.AutoMerge && autoMergeDue(s, opt) {
 		out = append(out, prItem(s, forge.ReasonAutoMergeNotArmed, "",
@@ -282,13 +282,6 @@ func autoMergeDue(s Snapshot, opt TickOptions) bool {
 // headVerdict is where the counted reviews on the head stand.
 func headVerdict(s Snapshot, rule lifecycle.ReviewRule) lifecycle.Verdict {
 	return rule.HeadVerdict(s.PR.Author, s.PR.HeadSHA, reviewsOf(s.Reviews))
-}
-
-func short(sha string) string {
-	if len(sha) > 10 {
-		return sha[:10]
-	}
-	return sha
 }
 
 // fingerprint hashes what identifies the items: their reasons, sources, ids
