@@ -130,6 +130,7 @@ func agentEnv(dir string, opts AgentOptions) []string {
 		"XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
 		"OPENCODE_DISABLE_AUTOUPDATE=1",
 		"OPENCODE_DISABLE_MODELS_FETCH=1",
+		"OPENCODE_MODELS_PATH="+agentModelsFile(dir),
 		"OPENCODE_DISABLE_LSP_DOWNLOAD=1",
 		"OPENCODE_DISABLE_SHARE=1",
 		"OPENCODE_DISABLE_CLAUDE_CODE=1",
