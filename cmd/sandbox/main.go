@@ -72,6 +72,9 @@ func prepareServers(ctx context.Context, log io.Writer) error {
 	if _, _, err := sandbox.GiteaBinary(ctx, log); err != nil {
 		return err
 	}
+	if _, err := sandbox.ForgeGit(ctx, log); err != nil {
+		return err
+	}
 	_, err := sandbox.OpencodeBinary(ctx, log)
 	return err
 }

@@ -132,7 +132,7 @@ func lockFile(ctx context.Context, path string, log io.Writer) (unlock func(), e
 			return nil, err
 		}
 		if !logged {
-			fmt.Fprintf(log, "sandbox: waiting for another gitea build (lock %s)\n", path)
+			fmt.Fprintf(log, "sandbox: waiting for another build (lock %s)\n", path)
 			logged = true
 		}
 		select {

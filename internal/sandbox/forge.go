@@ -77,6 +77,9 @@ func startForge(ctx context.Context, dir string, log io.Writer, checkWorkers int
 	start := time.Now()
 	g := giteaCmd{bin: bin, dir: dir, settings: newForgeSettings(dir, staticRoot)}
 	g.settings.CheckWorkers = checkWorkers
+	if g.settings.Git, err = ForgeGit(ctx, log); err != nil {
+		fmt.Fprintf(log, "sandbox: the forge runs the machine's git, and tests each PR in a temporary repository: %v\n", err)
+	}
 	password := adminUser + "-password"
 	if err := g.prepare(ctx, password); err != nil {
 		return nil, fmt.Errorf("sandbox: start forge: %w", err)

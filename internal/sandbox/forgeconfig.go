@@ -97,6 +97,11 @@ ENABLED = false
 
 [cron.update_checker]
 ENABLED = false
+{{- if .Git}}
+
+[git]
+PATH = {{.Git}}
+{{- end}}
 `))
 
 // forgeSettings fill appINI. Only Port changes between attempts to start.
@@ -109,6 +114,9 @@ type forgeSettings struct {
 	// CheckWorkers, when not 0, runs the forge's PR re-tests in that
 	// many workers instead of Gitea's default (one per 2 CPUs).
 	CheckWorkers int
+	// Git is the forge's git (ForgeGit); "" leaves it to Gitea, which
+	// takes the one on PATH.
+	Git string
 }
 
 // sharedCheckWorkers is the PR re-test workers of a forge that a package's
