@@ -53,11 +53,15 @@ func printableKey(k string) string {
 	if plain && len(k) <= 64 {
 		return k
 	}
-	k = redact.Text(k) // a key can hold a URL with credentials, as any text in the file can
+	// A key can hold a URL with credentials, as any text in the file can:
+	// redacted before the cut, which could leave a password without its @,
+	// and again after quoting, as the error's whole text is, where a quoted
+	// newline (\n) no longer ends the URL.
+	k = redact.Text(k)
 	if len(k) > 64 {
 		k = strings.ToValidUTF8(k[:64], "") + "…"
 	}
-	return strconv.Quote(k)
+	return redact.Text(strconv.Quote(k))
 }
 
 // known reports whether key is a setting, or "reviewers" given as the plain

@@ -20,8 +20,10 @@ func URL(raw string) string {
 }
 
 // userinfo matches the user info of any URL written in text:
-// scheme://user:password@ up to the host.
-var userinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s"']*@`)
+// scheme://user:password@ up to the host. It runs to the last @ before the
+// host, as a URL parser reads it, so a password holding an unescaped @ is
+// cut whole, and a second pass finds nothing more.
+var userinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s"']*@`)
 
 // Text removes the user info of every URL written in s.
 func Text(s string) string {
