@@ -316,6 +316,13 @@ func (f *Fleet) holder(id string) (*server, error) {
 	return s, nil
 }
 
+// lost reports whether s is down with its sessions counted lost.
+func (f *Fleet) lost(s *server) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return s.down && s.lostDone
+}
+
 var errLost = fmt.Errorf("fleet: the agent server holding the session is down: %w", agent.ErrNotFound)
 
 // unreachable is the error of a call to a server that is down.
@@ -380,16 +387,22 @@ func (f *Fleet) inDir(dir string) (*server, bool) {
 	return s, s != nil && !s.down
 }
 
-// Statuses asks the server of dir's session; a server that is down
-// answers none (its sessions are judged by their messages), and a
-// directory no session was placed in ("" included: each server's own) is
-// asked of every up server.
+// Statuses asks the server of dir's session. A server that is down has
+// statuses unknown, an error: a session seen running and then absent
+// counts as ended, and a server marked down after a few failed checks may
+// well still be running it. Once its sessions count lost it answers none,
+// and they are judged by their messages (gone). A directory no session
+// was placed in ("" included: each server's own) is asked of every up
+// server.
 func (f *Fleet) Statuses(ctx context.Context, dir string) (map[string]agent.Status, error) {
 	if s, up := f.inDir(dir); s != nil {
-		if !up {
-			return map[string]agent.Status{}, nil
+		if up {
+			return s.Agent.Statuses(ctx, dir)
 		}
-		return s.Agent.Statuses(ctx, dir)
+		if !f.lost(s) {
+			return nil, unreachable(s)
+		}
+		return map[string]agent.Status{}, nil
 	}
 	out := map[string]agent.Status{}
 	for _, s := range f.up() {
@@ -402,7 +415,7 @@ func (f *Fleet) Statuses(ctx context.Context, dir string) (map[string]agent.Stat
 	return out, nil
 }
 
-// Permissions asks as Statuses does.
+// Permissions asks as Statuses does; a server that is down has none.
 func (f *Fleet) Permissions(ctx context.Context, dir string) ([]agent.Permission, error) {
 	if s, up := f.inDir(dir); s != nil {
 		if !up {

@@ -72,8 +72,20 @@ func (s *fakeServer) CreateSession(_ context.Context, title, dir string) (agent.
 
 func (s *fakeServer) PromptAsync(context.Context, string, string, string) error { return s.fail() }
 
-func (s *fakeServer) Statuses(context.Context, string) (map[string]agent.Status, error) {
-	return map[string]agent.Status{}, s.fail()
+// Statuses: every session it holds in dir is busy.
+func (s *fakeServer) Statuses(_ context.Context, dir string) (map[string]agent.Status, error) {
+	if err := s.fail(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]agent.Status{}
+	for id, d := range s.sessions {
+		if d == dir {
+			out[id] = agent.Status{Type: "busy"}
+		}
+	}
+	return out, nil
 }
 
 func (s *fakeServer) Messages(_ context.Context, id string) ([]agent.Message, error) {
@@ -220,6 +232,43 @@ func TestADownServerTakesNoSessionAndLosesItsOwnAfterTheBound(t *testing.T) {
 	}
 	if again, err := f.Place(ctx, false, "t", "/trees/3"); err != nil || !slices.Equal(a.held(), []string{again.ID}) {
 		t.Errorf("a session once a is back: %v, on a: %v", err, a.held())
+	}
+}
+
+// TestADownServersStatusesAreUnknownUntilLost: while a server is down,
+// the statuses of its directories are an error, never an empty answer, in
+// which the sessions it may still be running would read as ended (seen
+// busy, then absent: idle). Once they count lost the answer is empty and
+// their messages read as gone.
+func TestADownServersStatusesAreUnknownUntilLost(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)}
+	a, b := newFakeServer("a"), newFakeServer("b")
+	f := fleetOf(c, Server{Name: "a", Agent: a, Workers: 1, Review: true}, Server{Name: "b", Agent: b, Workers: 1, Review: true})
+	s, err := f.Place(ctx, false, "t", "/trees/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := f.Statuses(ctx, "/trees/1"); err != nil || st[s.ID].Type != "busy" {
+		t.Fatalf("statuses while up: %v, %v; want the session busy", st, err)
+	}
+	a.setDead(true)
+	for range DownAfter {
+		f.Check(ctx)
+	}
+	a.setDead(false) // answering again, not yet checked: still down
+	if st, err := f.Statuses(ctx, "/trees/1"); err == nil {
+		t.Fatalf("statuses of a down server: %v and no error; its running session reads as ended", st)
+	}
+	c.add(LostAfter)
+	a.setDead(true)
+	f.Check(ctx)
+	st, err := f.Statuses(ctx, "/trees/1")
+	if err != nil || len(st) != 0 {
+		t.Fatalf("statuses once its sessions count lost: %v, %v; want none", st, err)
+	}
+	if _, err := f.Messages(ctx, s.ID); !errors.Is(err, agent.ErrNotFound) {
+		t.Errorf("messages of the lost session: %v, want not found", err)
 	}
 }
 
