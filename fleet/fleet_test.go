@@ -174,6 +174,12 @@ func fleetOf(c *clock, servers ...Server) *Fleet {
 	return New(servers, Options{Now: c.now})
 }
 
+// twoReviewers is a fleet of two reviewer servers of one slot each, a and b.
+func twoReviewers(c *clock) (*Fleet, *fakeServer, *fakeServer) {
+	a, b := newFakeServer("a"), newFakeServer("b")
+	return fleetOf(c, Server{Name: "a", Agent: a, Workers: 1, Review: true}, Server{Name: "b", Agent: b, Workers: 1, Review: true}), a, b
+}
+
 // TestADownServerTakesNoSessionAndLosesItsOwnAfterTheBound walks one
 // server through an outage: up, down after DownAfter failed checks (no
 // session placed on it), its session counted lost LostAfter later (its
@@ -182,8 +188,7 @@ func fleetOf(c *clock, servers ...Server) *Fleet {
 func TestADownServerTakesNoSessionAndLosesItsOwnAfterTheBound(t *testing.T) {
 	ctx := context.Background()
 	c := &clock{t: time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)}
-	a, b := newFakeServer("a"), newFakeServer("b")
-	f := fleetOf(c, Server{Name: "a", Agent: a, Workers: 1, Review: true}, Server{Name: "b", Agent: b, Workers: 1, Review: true})
+	f, a, b := twoReviewers(c)
 	onA, err := f.Place(ctx, false, "t", "/trees/1")
 	if err != nil || !slices.Equal(a.held(), []string{onA.ID}) {
 		t.Fatalf("first session: %v on a: %v", err, a.held())
@@ -243,8 +248,7 @@ func TestADownServerTakesNoSessionAndLosesItsOwnAfterTheBound(t *testing.T) {
 func TestADownServersStatusesAreUnknownUntilLost(t *testing.T) {
 	ctx := context.Background()
 	c := &clock{t: time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)}
-	a, b := newFakeServer("a"), newFakeServer("b")
-	f := fleetOf(c, Server{Name: "a", Agent: a, Workers: 1, Review: true}, Server{Name: "b", Agent: b, Workers: 1, Review: true})
+	f, a, _ := twoReviewers(c)
 	s, err := f.Place(ctx, false, "t", "/trees/1")
 	if err != nil {
 		t.Fatal(err)
