@@ -79,6 +79,13 @@ type rides struct {
 	// because the forge never showed it tested: a second time, the PR
 	// merges one by one.
 	reformed map[int]string
+	// ahead is the car behind the landing one, pushed to its PR's branch
+	// before the landing's merge call (pushAhead), and its PR as read; a
+	// zero car if none.
+	ahead behind
+	// leftChecked: this run looked for cars an earlier run left on PRs'
+	// branches (takeBackLeftCars).
+	leftChecked bool
 	// reruns says, by car commit, whether the forge may run a failed car's
 	// checks again (train.Observation.Reruns); reran are the cars it ran
 	// again, once per car for the pool's life, each with the newest of its
@@ -200,6 +207,10 @@ func (m *merger) trainStep(ctx context.Context) time.Duration {
 		}
 		m.rides.next = p.now().Add(wait)
 		return wait
+	}
+	if !m.rides.leftChecked {
+		m.rides.leftChecked = true
+		m.takeBackLeftCars(ctx)
 	}
 	landed := m.trainTurn(ctx, m.q.all())
 	if landed {
@@ -344,10 +355,27 @@ func (m *merger) approvedHead(n int, head string) string {
 			return c.Head
 		}
 	}
-	if c, ok := m.rides.onBranch[n]; ok && c.Commit == head {
+	if c, ok := m.pushed(n); ok && c.Commit == head {
 		return c.Head
 	}
 	return head
+}
+
+// pushed is the car the pool pushed to PR n's branch: the one this run
+// pushed (onBranch), else the one its track records as the pool's update
+// (pushed by an earlier run, killed before the car landed or was taken
+// back). Without it a relaunched pool took that car for the approved head:
+// it formed a car of the car, whose landing was a head no approval counts
+// at, and the PR was reviewed again.
+func (m *merger) pushed(n int) (train.Car, bool) {
+	if c, ok := m.rides.onBranch[n]; ok {
+		return c, true
+	}
+	u := m.p.track(n).Update
+	if u.Style != lifecycle.StyleTrain || u.From == "" || u.Produced == "" {
+		return train.Car{}, false
+	}
+	return train.Car{PR: n, Head: u.From, Parent: u.Base, Commit: u.Produced}, true
 }
 
 // sameHead reports whether PR n, read at head, is still at the head the
@@ -435,7 +463,7 @@ func (m *merger) carryOutTrain(ctx context.Context, a train.Action, tip string, 
 	case train.Form:
 		return m.formCar(ctx, a, tip)
 	case train.Land:
-		if !m.landCar(ctx, reads[a.PR]) {
+		if !m.landCar(ctx, reads[a.PR], m.nextCar(reads)) {
 			return false
 		}
 	case train.Again:
@@ -495,7 +523,11 @@ func (m *merger) formCar(ctx context.Context, a train.Action, tip string) bool {
 // request for changes filed meanwhile, or an approval withdrawn, stops the
 // landing. The PR then leaves the train for the normal path, which decides
 // it again, and the cars behind it are formed again.
-func (m *merger) landCar(ctx context.Context, pr forge.PR) bool {
+//
+// next, the car behind and its PR, is pushed to that PR's branch just
+// before the merge call (pushAhead); if the front car does not land, it
+// is taken back (takeBack).
+func (m *merger) landCar(ctx context.Context, pr forge.PR, next behind) bool {
 	p, r := m.p, m.rides
 	car := r.t.Cars[0]
 	if pr.HeadSHA != car.Commit {
@@ -504,8 +536,9 @@ func (m *merger) landCar(ctx context.Context, pr forge.PR) bool {
 		}
 	}
 	for try := 1; ; try++ {
-		a, ok := m.askCar(ctx, pr, car)
+		a, ok := m.askCar(ctx, pr, car, next)
 		if !ok {
+			m.takeBack(ctx, "the car ahead did not land")
 			return false
 		}
 		if a.err == nil && a.res.Outcome == forge.MergeNotReady && try < landTries && pause(ctx, m.q.pace) {
@@ -516,8 +549,124 @@ func (m *merger) landCar(ctx context.Context, pr forge.PR) bool {
 			p.log.Info("merge train: the forge is testing the car again; the landing waits for it", "pr", pr.Number, "try", try)
 			continue
 		}
-		return m.carMerged(ctx, a, car)
+		if !m.carMerged(ctx, a, car) {
+			m.takeBack(ctx, "the car ahead did not land")
+			return false
+		}
+		r.ahead = behind{}
+		return true
 	}
+}
+
+// behind is a car behind the front one and its PR as read.
+type behind struct {
+	car train.Car
+	pr  forge.PR
+}
+
+// nextCar is the second car of the train and its PR as read, where it may
+// be pushed ahead (pushAhead): its checks green, its PR read this turn and
+// not at the car already. A zero car otherwise.
+func (m *merger) nextCar(reads map[int]forge.PR) behind {
+	r := m.rides
+	if len(r.t.Cars) < 2 {
+		return behind{}
+	}
+	c := r.t.Cars[1]
+	pr, ok := reads[c.PR]
+	if !ok || r.checks[c.Commit] != train.Green || pr.HeadSHA == c.Commit || pr.HeadRef == "" {
+		return behind{}
+	}
+	return behind{car: c, pr: pr}
+}
+
+// pushAhead pushes the car behind the landing one to its PR's branch
+// (pushCar: leased on its approved head, recorded as the pool's update)
+// just before the landing's merge call. Pushed after the merge, as each
+// car was before, it reached the forge after the forge had begun testing
+// every open PR of the moved base again: that PR's test was queued again
+// behind the whole walk, and each landing cost about one walk (README,
+// "Merge trains"). Pushed before, the forge tests the PR at its car when
+// the base moves, and the push, the newest change of any open PR, puts
+// it first in that walk.
+//
+// Until the landing, the PR's branch holds the front car's PR too; a
+// landing that fails takes the car back (takeBack).
+func (m *merger) pushAhead(ctx context.Context, b behind) {
+	r := m.rides
+	n := b.pr.Number
+	if b.car.Commit == "" || r.onBranch[n].Commit == b.car.Commit || r.ahead.car.Commit != "" {
+		return // none, or pushed already (a merge call asked again)
+	}
+	if !slices.ContainsFunc(r.t.Cars, func(c train.Car) bool { return c.Commit == b.car.Commit }) {
+		return // it left the train this turn
+	}
+	if !m.reviewsStand(ctx, b.pr, r.decided[n].d) || !m.pushCar(ctx, b.pr, b.car) {
+		return // pushed at its own landing, or it left the train
+	}
+	r.ahead = b
+}
+
+// takeBackLeftCars puts back at its approved head the branch of every
+// open PR still at a car an earlier run of the pool pushed there (its
+// track records the car as the pool's update): that run was killed
+// between the car's push and its landing. The car may hold the commits of
+// a PR ahead of it that never landed (pushAhead); and a car the pool took
+// for the PR's approved head would be merged into a car of its own, a head
+// no approval counts at. The train forms a car of the approved head
+// again. Once per run, with the train lease held; the push is leased on
+// the car, so a branch moved since (the author's push, another pool's
+// car) stays as it is.
+func (m *merger) takeBackLeftCars(ctx context.Context) {
+	p, r := m.p, m.rides
+	for _, n := range p.trackedNumbers() {
+		u := p.track(n).Update
+		if u.Style != lifecycle.StyleTrain || u.From == "" || u.Produced == "" {
+			continue
+		}
+		pr, err := m.read(ctx, n)
+		if err != nil {
+			p.log.Warn("merge train: reading a PR the pool had pushed a car to failed; it is not taken back", "pr", n, "err", err)
+			continue
+		}
+		if pr.State != "open" || pr.Merged || pr.HeadSHA != u.Produced || pr.HeadRef == "" || !pr.SameRepo(p.cfg.Repo()) || pr.BaseRef != r.t.Base {
+			continue
+		}
+		r.ahead = behind{car: train.Car{PR: n, Head: u.From, Parent: u.Base, Commit: u.Produced}, pr: pr}
+		m.takeBack(ctx, "an earlier run of the pool pushed it and stopped before it landed")
+	}
+}
+
+// takeBack puts the branch of the PR whose car was pushed (r.ahead) back
+// at its approved head, leased on the car: when the car ahead of it did
+// not land, as the PR's branch is not to hold another PR's commits that
+// are not in the base; or when an earlier run left it (takeBackLeftCars).
+// A lost lease (the author pushed meanwhile) is the author's branch now:
+// left as it is, and its new head leaves the train. Another failure is
+// logged; the PR's next car replaces this one on its branch (pushCar,
+// leased on it).
+func (m *merger) takeBack(ctx context.Context, why string) {
+	p, r := m.p, m.rides
+	b := r.ahead
+	if b.car.Commit == "" {
+		return
+	}
+	r.ahead = behind{}
+	n := b.pr.Number
+	err := p.cars.LandCar(ctx, n, b.pr.HeadRef, b.car.Commit, b.car.Head)
+	if err != nil {
+		p.log.Warn("merge train: taking back the car pushed ahead failed; the PR's next car replaces it", "pr", n, "car", b.car.Commit, "err", err)
+		return
+	}
+	p.log.Info("merge train: the car pushed to the PR's branch is taken back: "+why+"; the branch is at its approved head again",
+		"pr", n, "car", b.car.Commit, "head", b.car.Head)
+	delete(r.onBranch, n)
+	p.writeTrack(n, apply(func(t lifecycle.Track) lifecycle.Track {
+		if t.Update.Produced == b.car.Commit {
+			t.Update = lifecycle.HeadUpdate{}
+		}
+		return t
+	}))
 }
 
 // asked is a landing's merge call: the PR as read just before it, and the
@@ -529,9 +678,10 @@ type asked struct {
 }
 
 // askCar waits until the forge shows the car as PR pr's tested head,
-// decides the PR on that read and asks the forge to merge it (mergeCar).
+// decides the PR on that read, pushes the car behind it ahead (pushAhead)
+// and asks the forge to merge it (mergeCar).
 // false: not asked; the next turn tries again, or the PR left the train.
-func (m *merger) askCar(ctx context.Context, pr forge.PR, car train.Car) (asked, bool) {
+func (m *merger) askCar(ctx context.Context, pr forge.PR, car train.Car, next behind) (asked, bool) {
 	p := m.p
 	fresh, ok := m.awaitHead(ctx, pr.Number, car)
 	if !ok {
@@ -553,6 +703,7 @@ func (m *merger) askCar(ctx context.Context, pr forge.PR, car train.Car) (asked,
 		m.leaveTrain(ctx, pr.Number)
 		return asked{}, false
 	}
+	m.pushAhead(ctx, next)
 	res, err := m.mergeCar(ctx, fresh, d)
 	if errors.Is(err, errReviewsChanged) {
 		return asked{}, false // the next turn decides it again
@@ -646,7 +797,8 @@ func (m *merger) pushCar(ctx context.Context, pr forge.PR, car train.Car) bool {
 	// A car formed again replaces the pool's own earlier car on the
 	// branch: the push is leased on that car, and the approved head is
 	// still the one both merge.
-	lease, earlier := car.Head, m.rides.onBranch[pr.Number]
+	lease := car.Head
+	earlier, _ := m.pushed(pr.Number)
 	again := earlier.Commit != "" && earlier.Commit == pr.HeadSHA && earlier.Head == car.Head
 	if again {
 		lease = earlier.Commit
