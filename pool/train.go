@@ -79,10 +79,6 @@ type rides struct {
 	// because the forge never showed it tested: a second time, the PR
 	// merges one by one.
 	reformed map[int]string
-	// ahead is the car behind the landing one, pushed to its PR's branch
-	// before the landing's merge call (pushAhead), and its PR as read; a
-	// zero car if none.
-	ahead behind
 	// leftChecked: this run looked for cars an earlier run left on PRs'
 	// branches (takeBackLeftCars).
 	leftChecked bool
@@ -405,6 +401,12 @@ func (m *merger) mayRide(ctx context.Context, pr forge.PR) (bool, error) {
 		return true, nil // its car is landing: the forge has not taken it in yet
 	}
 	delete(m.rides.decided, pr.Number)
+	if c, ok := m.pushed(pr.Number); ok && c.Commit == pr.HeadSHA && d.unapproved() {
+		// To be reviewed at the car (the forge found its approval
+		// stale): the car is its head from now on (askCar).
+		delete(m.rides.onBranch, pr.Number)
+		m.forgetCar(pr.Number, c.Commit)
+	}
 	m.say(ctx, pr, t, d.Action)
 	m.handBack(pr)
 	return false, nil
@@ -524,21 +526,19 @@ func (m *merger) formCar(ctx context.Context, a train.Action, tip string) bool {
 // landing. The PR then leaves the train for the normal path, which decides
 // it again, and the cars behind it are formed again.
 //
-// next, the car behind and its PR, is pushed to that PR's branch just
-// before the merge call (pushAhead); if the front car does not land, it
-// is taken back (takeBack).
+// next, the car behind and its PR, is pushed to that PR's branch as soon
+// as the forge has merged this one (pushAhead).
 func (m *merger) landCar(ctx context.Context, pr forge.PR, next behind) bool {
 	p, r := m.p, m.rides
 	car := r.t.Cars[0]
-	if pr.HeadSHA != car.Commit {
+	if pr.HeadSHA != car.Commit && r.onBranch[pr.Number].Commit != car.Commit {
 		if !m.reviewsStand(ctx, pr, r.decided[pr.Number].d) || !m.pushCar(ctx, pr, car) {
 			return false
 		}
 	}
 	for try := 1; ; try++ {
-		a, ok := m.askCar(ctx, pr, car, next)
+		a, ok := m.askCar(ctx, pr, car)
 		if !ok {
-			m.takeBack(ctx, "the car ahead did not land")
 			return false
 		}
 		if a.err == nil && a.res.Outcome == forge.MergeNotReady && try < landTries && pause(ctx, m.q.pace) {
@@ -550,10 +550,10 @@ func (m *merger) landCar(ctx context.Context, pr forge.PR, next behind) bool {
 			continue
 		}
 		if !m.carMerged(ctx, a, car) {
-			m.takeBack(ctx, "the car ahead did not land")
 			return false
 		}
-		r.ahead = behind{}
+		m.pushAhead(ctx, next)
+		m.landed(ctx, pr.Number, car)
 		return true
 	}
 }
@@ -580,43 +580,45 @@ func (m *merger) nextCar(reads map[int]forge.PR) behind {
 	return behind{car: c, pr: pr}
 }
 
-// pushAhead pushes the car behind the landing one to its PR's branch
-// (pushCar: leased on its approved head, recorded as the pool's update)
-// just before the landing's merge call. Pushed after the merge, as each
-// car was before, it reached the forge after the forge had begun testing
-// every open PR of the moved base again: that PR's test was queued again
-// behind the whole walk, and each landing cost about one walk (README,
-// "Merge trains"). Pushed before, the forge tests the PR at its car when
-// the base moves, and the push, the newest change of any open PR, puts
-// it first in that walk.
+// pushAhead pushes the car behind the one that just landed to its PR's
+// branch (pushCar: leased on its approved head, recorded as the pool's
+// update, its reviews read again first) at once, before the pool settles
+// the landed PR, compares the trees and runs the train's next turn (which
+// reads every rider and forms the refill car). After each landing the
+// forge tests every open PR of the moved base again, in one walk; a car
+// pushed after its PR was taken in that walk queues it again behind the
+// whole walk, and pushed at the next turn's landing, as before, it
+// mostly was: each landing cost about one walk (README, "Merge trains").
 //
-// Until the landing, the PR's branch holds the front car's PR too; a
-// landing that fails takes the car back (takeBack).
+// Not before the merge call ahead: the car then holds a PR that is not in
+// the base, the forge finds the PR's content changed by the push, and
+// marks its approval stale (Gitea 1.26's checkIfPRContentChanged, when it
+// takes in the push before the base moves), and the approval carries
+// nothing: poolbench -mode train -fail 5 saw PRs reviewed again, car
+// after car.
 func (m *merger) pushAhead(ctx context.Context, b behind) {
 	r := m.rides
 	n := b.pr.Number
-	if b.car.Commit == "" || r.onBranch[n].Commit == b.car.Commit || r.ahead.car.Commit != "" {
-		return // none, or pushed already (a merge call asked again)
+	if b.car.Commit == "" || r.onBranch[n].Commit == b.car.Commit {
+		return
 	}
-	if !slices.ContainsFunc(r.t.Cars, func(c train.Car) bool { return c.Commit == b.car.Commit }) {
-		return // it left the train this turn
+	if len(r.t.Cars) < 2 || r.t.Cars[1].Commit != b.car.Commit || b.car.Parent != r.t.Cars[0].Commit {
+		return // it left the train meanwhile, or sits on another car
 	}
-	if !m.reviewsStand(ctx, b.pr, r.decided[n].d) || !m.pushCar(ctx, b.pr, b.car) {
-		return // pushed at its own landing, or it left the train
+	if m.reviewsStand(ctx, b.pr, r.decided[n].d) {
+		m.pushCar(ctx, b.pr, b.car) // failed: pushed at its own landing, or it left the train
 	}
-	r.ahead = b
 }
 
 // takeBackLeftCars puts back at its approved head the branch of every
 // open PR still at a car an earlier run of the pool pushed there (its
 // track records the car as the pool's update): that run was killed
-// between the car's push and its landing. The car may hold the commits of
-// a PR ahead of it that never landed (pushAhead); and a car the pool took
-// for the PR's approved head would be merged into a car of its own, a head
-// no approval counts at. The train forms a car of the approved head
-// again. Once per run, with the train lease held; the push is leased on
-// the car, so a branch moved since (the author's push, another pool's
-// car) stays as it is.
+// between the car's push and its landing. A car taken for the PR's
+// approved head would be merged into a car of its own, a head no approval
+// counts at, and the PR reviewed again; the train forms a car of the
+// approved head instead. Once per run, with the train lease held; the
+// push is leased on the car, so a branch moved since (the author's push,
+// another pool's car) stays as it is.
 func (m *merger) takeBackLeftCars(ctx context.Context) {
 	p, r := m.p, m.rides
 	for _, n := range p.trackedNumbers() {
@@ -632,37 +634,31 @@ func (m *merger) takeBackLeftCars(ctx context.Context) {
 		if pr.State != "open" || pr.Merged || pr.HeadSHA != u.Produced || pr.HeadRef == "" || !pr.SameRepo(p.cfg.Repo()) || pr.BaseRef != r.t.Base {
 			continue
 		}
-		r.ahead = behind{car: train.Car{PR: n, Head: u.From, Parent: u.Base, Commit: u.Produced}, pr: pr}
-		m.takeBack(ctx, "an earlier run of the pool pushed it and stopped before it landed")
+		m.takeBack(ctx, pr, train.Car{PR: n, Head: u.From, Parent: u.Base, Commit: u.Produced})
 	}
 }
 
-// takeBack puts the branch of the PR whose car was pushed (r.ahead) back
-// at its approved head, leased on the car: when the car ahead of it did
-// not land, as the PR's branch is not to hold another PR's commits that
-// are not in the base; or when an earlier run left it (takeBackLeftCars).
-// A lost lease (the author pushed meanwhile) is the author's branch now:
-// left as it is, and its new head leaves the train. Another failure is
-// logged; the PR's next car replaces this one on its branch (pushCar,
-// leased on it).
-func (m *merger) takeBack(ctx context.Context, why string) {
-	p, r := m.p, m.rides
-	b := r.ahead
-	if b.car.Commit == "" {
+// takeBack puts PR pr's branch, at the car an earlier run pushed, back at
+// the car's approved head, leased on the car. A lost lease (the author
+// pushed meanwhile) leaves the author's branch as it is: its new head
+// leaves the train. Another failure is logged; the PR's next car replaces
+// this one on its branch (pushCar, leased on it).
+func (m *merger) takeBack(ctx context.Context, pr forge.PR, car train.Car) {
+	p, n := m.p, pr.Number
+	if err := p.cars.LandCar(ctx, n, pr.HeadRef, car.Commit, car.Head); err != nil {
+		p.log.Warn("merge train: taking back a car an earlier run left on the PR's branch failed; the PR's next car replaces it", "pr", n, "car", car.Commit, "err", err)
 		return
 	}
-	r.ahead = behind{}
-	n := b.pr.Number
-	err := p.cars.LandCar(ctx, n, b.pr.HeadRef, b.car.Commit, b.car.Head)
-	if err != nil {
-		p.log.Warn("merge train: taking back the car pushed ahead failed; the PR's next car replaces it", "pr", n, "car", b.car.Commit, "err", err)
-		return
-	}
-	p.log.Info("merge train: the car pushed to the PR's branch is taken back: "+why+"; the branch is at its approved head again",
-		"pr", n, "car", b.car.Commit, "head", b.car.Head)
-	delete(r.onBranch, n)
-	p.writeTrack(n, apply(func(t lifecycle.Track) lifecycle.Track {
-		if t.Update.Produced == b.car.Commit {
+	p.log.Info("merge train: an earlier run of the pool left a car on the PR's branch, and stopped before it landed; the branch is at its approved head again",
+		"pr", n, "car", car.Commit, "head", car.Head)
+	delete(m.rides.onBranch, n)
+	m.forgetCar(n, car.Commit)
+}
+
+// forgetCar takes back the record of car as the pool's update of PR n.
+func (m *merger) forgetCar(n int, car string) {
+	m.p.writeTrack(n, apply(func(t lifecycle.Track) lifecycle.Track {
+		if t.Update.Produced == car {
 			t.Update = lifecycle.HeadUpdate{}
 		}
 		return t
@@ -678,10 +674,12 @@ type asked struct {
 }
 
 // askCar waits until the forge shows the car as PR pr's tested head,
-// decides the PR on that read, pushes the car behind it ahead (pushAhead)
-// and asks the forge to merge it (mergeCar).
+// decides the PR on that read and asks the forge to merge it (mergeCar).
 // false: not asked; the next turn tries again, or the PR left the train.
-func (m *merger) askCar(ctx context.Context, pr forge.PR, car train.Car, next behind) (asked, bool) {
+// One that leaves at the car (reviewed again: the forge found its approval
+// stale) has the car for its head from then on, not the approved head the
+// car merged: a car of that head would not be what its review approved.
+func (m *merger) askCar(ctx context.Context, pr forge.PR, car train.Car) (asked, bool) {
 	p := m.p
 	fresh, ok := m.awaitHead(ctx, pr.Number, car)
 	if !ok {
@@ -701,9 +699,12 @@ func (m *merger) askCar(ctx context.Context, pr forge.PR, car train.Car, next be
 		m.say(ctx, fresh, t, d.Action)
 		m.handBack(fresh)
 		m.leaveTrain(ctx, pr.Number)
+		if fresh.HeadSHA == car.Commit {
+			delete(m.rides.onBranch, pr.Number)
+			m.forgetCar(pr.Number, car.Commit)
+		}
 		return asked{}, false
 	}
-	m.pushAhead(ctx, next)
 	res, err := m.mergeCar(ctx, fresh, d)
 	if errors.Is(err, errReviewsChanged) {
 		return asked{}, false // the next turn decides it again
@@ -739,7 +740,6 @@ func (m *merger) carMerged(ctx context.Context, a asked, car train.Car) bool {
 		m.leaveTrain(ctx, pr.Number)
 		return false
 	}
-	m.landed(ctx, pr.Number, car)
 	return true
 }
 

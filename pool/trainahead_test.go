@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"pool/forgejo"
 	"pool/store"
 )
 
@@ -46,13 +45,13 @@ func pushesAndMerges(f *fakeForge) []string {
 	return out
 }
 
-// TestTheNextCarIsPushedBeforeTheLandingsMerge: with three green cars,
-// the second car is pushed to its PR's branch before the first car's merge
-// call, and the third before the second's: the forge tests each PR at its
-// car when the base moves, first in its walk of the base's open PRs, instead
-// of queueing it again behind the walk (README, "Merge trains"). Each car
-// is pushed to its PR's branch once, and all three land at their cars.
-func TestTheNextCarIsPushedBeforeTheLandingsMerge(t *testing.T) {
+// TestTheNextCarIsPushedRightAfterTheLandingAhead: with three green
+// cars, the second car is pushed to its PR's branch right after the first
+// car's merge, before anything else reaches the forge (no read of a rider,
+// no car formed: the forge is already testing every open PR of the moved
+// base again), and the third right after the second's. Each car is pushed
+// to its PR's branch once, and all three land at their cars.
+func TestTheNextCarIsPushedRightAfterTheLandingAhead(t *testing.T) {
 	f := outdatedForge(true, 1, 2, 3)
 	cars := newFakeCars(f)
 	allGreenAtOnce(f, cars)
@@ -62,83 +61,28 @@ func TestTheNextCarIsPushedBeforeTheLandingsMerge(t *testing.T) {
 	for _, e := range got {
 		order = append(order, strings.Fields(e)[0])
 	}
-	if want := []string{"pushed", "pushed", "merged", "pushed", "merged", "merged"}; !slices.Equal(order, want) {
-		t.Errorf("pushes and merges %v, want each next car pushed before the merge ahead: %v", got, want)
+	if want := []string{"pushed", "merged", "pushed", "merged", "pushed", "merged"}; !slices.Equal(order, want) {
+		t.Errorf("pushes and merges %v, want each car pushed once: %v", got, want)
+	}
+	trail := f.readTrail()
+	for i, e := range trail[:len(trail)-1] {
+		if strings.HasPrefix(e, "merged ") && len(got) > 0 && e != got[len(got)-1] && !strings.HasPrefix(trail[i+1], "pushed ") {
+			t.Errorf("%s is followed by %s, want the next car's push: trail %v", e, trail[i+1], trail)
+		}
 	}
 	if len(cars.holds[f.base]) != 3 {
 		t.Errorf("the base is at %s, holding %v; want the last car, holding all three", f.base, cars.holds[f.base])
 	}
 }
 
-// TestACarPushedAheadIsTakenBack: the forge refuses the front car's merge
-// for good (a pre-receive hook) after the car behind it was pushed to its
-// PR's branch. That branch is put back at its approved head, leased on the
-// car, so it holds no commit of the refused PR; the refused PR leaves the
-// train, the other two land without it, and no merge is at a car holding
-// it.
-func TestACarPushedAheadIsTakenBack(t *testing.T) {
-	f := outdatedForge(true, 1, 2, 3)
-	cars := newFakeCars(f)
-	allGreenAtOnce(f, cars)
-	heads := map[int]string{}
-	for _, n := range []int{1, 2, 3} {
-		heads[n] = f.prs[n].HeadSHA
-	}
-	refused := 0
-	cars.onLand = func(pr int) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if refused == 0 {
-			refused = pr
-			f.mergeAnswer[pr] = forgejo.MergeAnswer(409, `{"message":"PushRejected with remote message: pre-receive hook declined"}`)
-		}
-	}
-	runTrain(t, f, cars, func() bool {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		n := 0
-		for _, pr := range f.prs {
-			if pr.Merged {
-				n++
-			}
-		}
-		return n == 2
-	})
-	trail := pushesAndMerges(f)
-	back := slices.IndexFunc(trail, func(e string) bool { return strings.HasPrefix(e, "back ") })
-	if back < 0 {
-		t.Fatalf("pushes and merges %v: no branch put back", trail)
-	}
-	var ahead int
-	fmt.Sscanf(trail[back], "back #%d", &ahead)
-	if !slices.Contains(f.Effects(), fmt.Sprintf("#%d: branch back at %s", ahead, heads[ahead])) {
-		t.Errorf("effects %v: PR %d's branch not put back at its approved head %s", f.Effects(), ahead, heads[ahead])
-	}
-	if f.isMerged(refused) {
-		t.Errorf("PR %d merged, its merge refused", refused)
-	}
-	for _, c := range updatesAndMerges(f) {
-		var n int
-		var head string
-		fmt.Sscanf(c, "#%d: merge at %s", &n, &head)
-		if n != refused && slices.Contains(cars.holds[head], refused) {
-			t.Errorf("%s: merged at a car holding the refused PR %d", c, refused)
-		}
-	}
-	if slices.Contains(cars.holds[f.base], refused) {
-		t.Errorf("the base holds the refused PR %d: %v", refused, cars.holds[f.base])
-	}
-}
-
-// TestACarPushedAheadByAKilledPoolIsTakenBack: the pool is stopped while
-// the front car's merge call hangs, after the car behind was pushed to its
-// PR's branch; the take-back push dies with the pool. The front PR's merge
-// is then refused for good. The pool relaunched on the same store puts
-// the branch back at its approved head, leased on the car its track
-// records, and the PR lands at a car of its own that does not hold the
-// refused PR. (Without the take-back, the relaunched pool waited on that PR
-// as an update the forge had not taken in, and it never merged.)
-func TestACarPushedAheadByAKilledPoolIsTakenBack(t *testing.T) {
+// TestACarLeftByAKilledPoolIsTakenBack: the pool is stopped while the
+// front car's merge call hangs, after its landing push. The pool relaunched
+// on the same store puts that PR's branch back at its approved head,
+// leased on the car its track records, and the PR lands at a car of that
+// head: no reviewer session runs again. (Before, the relaunched pool took
+// the car for the PR's approved head, merged it into a car of its own, a
+// head no approval counted at, and the PR was reviewed again.)
+func TestACarLeftByAKilledPoolIsTakenBack(t *testing.T) {
 	f := outdatedForge(true, 1, 2, 3)
 	cars := newFakeCars(f)
 	allGreenAtOnce(f, cars)
@@ -161,29 +105,24 @@ func TestACarPushedAheadByAKilledPoolIsTakenBack(t *testing.T) {
 		defer f.mu.Unlock()
 		return front != 0 && f.hung[front] > 0
 	})
-	trail := pushesAndMerges(f)
-	if len(trail) != 2 || !strings.HasPrefix(trail[1], "pushed ") {
-		t.Fatalf("pushes and merges %v, want the front car's landing push and the next car pushed ahead", trail)
-	}
-	var ahead int
-	fmt.Sscanf(trail[1], "pushed #%d", &ahead)
 	f.mu.Lock()
 	delete(f.hangMerge, front)
-	f.mergeAnswer[front] = forgejo.MergeAnswer(409, `{"message":"PushRejected with remote message: pre-receive hook declined"}`)
-	f.prs[ahead].MergeBase = f.base
 	f.mu.Unlock()
 	cars.onLand = nil
 
-	runTrainOn(t, f, cars, st, func() bool { return f.isMerged(ahead) })
-	if !slices.Contains(f.Effects(), fmt.Sprintf("#%d: branch back at %s", ahead, heads[ahead])) {
-		t.Errorf("effects %v: PR %d's branch not put back at its approved head %s", f.Effects(), ahead, heads[ahead])
+	a := runTrainOn(t, f, cars, st, func() bool { return f.isMerged(1) && f.isMerged(2) && f.isMerged(3) })
+	if !slices.Contains(f.Effects(), fmt.Sprintf("#%d: branch back at %s", front, heads[front])) {
+		t.Errorf("effects %v: PR %d's branch not put back at its approved head %s", f.Effects(), front, heads[front])
+	}
+	if _, prompts, _ := a.count(); prompts != 0 {
+		t.Errorf("%d reviewer sessions in the relaunched pool, want none: the approvals carry over to the cars", prompts)
 	}
 	for _, c := range updatesAndMerges(f) {
 		var n int
 		var head string
 		fmt.Sscanf(c, "#%d: merge at %s", &n, &head)
-		if n == ahead && slices.Contains(cars.holds[head], front) {
-			t.Errorf("%s: PR %d merged at a car holding the refused PR %d", c, ahead, front)
+		if n == front && f.isMerged(n) && len(f.parents[head]) == 2 && f.parents[head][1] != heads[front] {
+			t.Errorf("%s: PR %d merged at a car of %s, want a car of its approved head %s", c, n, f.parents[head][1], heads[front])
 		}
 	}
 }
