@@ -699,7 +699,7 @@ func (m *merger) askCar(ctx context.Context, pr forge.PR, car train.Car) (asked,
 		m.say(ctx, fresh, t, d.Action)
 		m.handBack(fresh)
 		m.leaveTrain(ctx, pr.Number)
-		if fresh.HeadSHA == car.Commit {
+		if fresh.HeadSHA == car.Commit && d.unapproved() {
 			delete(m.rides.onBranch, pr.Number)
 			m.forgetCar(pr.Number, car.Commit)
 		}
