@@ -637,21 +637,7 @@ func TestATryAgainLaterIsAskedAgainInTheLanding(t *testing.T) {
 func TestLandedCarsAreSweptWhenTheTrainWaits(t *testing.T) {
 	f := outdatedForge(true, 1, 2, 3)
 	cars := newFakeCars(f)
-	f.ciDelay = time.Hour // no car reports until all three are formed: then all at once
-	go func() {
-		waitFor(context.Background(), func() bool {
-			cars.mu.Lock()
-			defer cars.mu.Unlock()
-			return len(cars.branches) == 3
-		})
-		cars.mu.Lock()
-		defer cars.mu.Unlock()
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		for _, car := range cars.branches {
-			f.ciAt[car] = f.now()
-		}
-	}()
+	allGreenAtOnce(f, cars) // no car reports until all three are formed
 	runTrain(t, f, cars, func() bool {
 		cars.mu.Lock()
 		defer cars.mu.Unlock()
