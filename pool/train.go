@@ -367,7 +367,12 @@ func (m *merger) pushed(n int) (train.Car, bool) {
 	if c, ok := m.rides.onBranch[n]; ok {
 		return c, true
 	}
-	u := m.p.track(n).Update
+	return recordedCar(n, m.p.track(n).Update)
+}
+
+// recordedCar is the car update u of PR n records as the pool's update of
+// its approved head, if u is a car's (lifecycle.StyleTrain).
+func recordedCar(n int, u lifecycle.HeadUpdate) (train.Car, bool) {
 	if u.Style != lifecycle.StyleTrain || u.From == "" || u.Produced == "" {
 		return train.Car{}, false
 	}
@@ -404,7 +409,6 @@ func (m *merger) mayRide(ctx context.Context, pr forge.PR) (bool, error) {
 	if c, ok := m.pushed(pr.Number); ok && c.Commit == pr.HeadSHA && d.unapproved() {
 		// To be reviewed at the car (the forge found its approval
 		// stale): the car is its head from now on (askCar).
-		delete(m.rides.onBranch, pr.Number)
 		m.forgetCar(pr.Number, c.Commit)
 	}
 	m.say(ctx, pr, t, d.Action)
@@ -622,8 +626,8 @@ func (m *merger) pushAhead(ctx context.Context, b behind) {
 func (m *merger) takeBackLeftCars(ctx context.Context) {
 	p, r := m.p, m.rides
 	for _, n := range p.trackedNumbers() {
-		u := p.track(n).Update
-		if u.Style != lifecycle.StyleTrain || u.From == "" || u.Produced == "" {
+		car, ok := recordedCar(n, p.track(n).Update)
+		if !ok {
 			continue
 		}
 		pr, err := m.read(ctx, n)
@@ -631,10 +635,10 @@ func (m *merger) takeBackLeftCars(ctx context.Context) {
 			p.log.Warn("merge train: reading a PR the pool had pushed a car to failed; it is not taken back", "pr", n, "err", err)
 			continue
 		}
-		if pr.State != "open" || pr.Merged || pr.HeadSHA != u.Produced || pr.HeadRef == "" || !pr.SameRepo(p.cfg.Repo()) || pr.BaseRef != r.t.Base {
+		if pr.State != "open" || pr.Merged || pr.HeadSHA != car.Commit || pr.HeadRef == "" || !pr.SameRepo(p.cfg.Repo()) || pr.BaseRef != r.t.Base {
 			continue
 		}
-		m.takeBack(ctx, pr, train.Car{PR: n, Head: u.From, Parent: u.Base, Commit: u.Produced})
+		m.takeBack(ctx, pr, car)
 	}
 }
 
@@ -651,12 +655,13 @@ func (m *merger) takeBack(ctx context.Context, pr forge.PR, car train.Car) {
 	}
 	p.log.Info("merge train: an earlier run of the pool left a car on the PR's branch, and stopped before it landed; the branch is at its approved head again",
 		"pr", n, "car", car.Commit, "head", car.Head)
-	delete(m.rides.onBranch, n)
 	m.forgetCar(n, car.Commit)
 }
 
-// forgetCar takes back the record of car as the pool's update of PR n.
+// forgetCar forgets car as on PR n's branch: in this run (onBranch) and
+// as the pool's update of the PR in its track.
 func (m *merger) forgetCar(n int, car string) {
+	delete(m.rides.onBranch, n)
 	m.p.writeTrack(n, apply(func(t lifecycle.Track) lifecycle.Track {
 		if t.Update.Produced == car {
 			t.Update = lifecycle.HeadUpdate{}
@@ -700,7 +705,6 @@ func (m *merger) askCar(ctx context.Context, pr forge.PR, car train.Car) (asked,
 		m.handBack(fresh)
 		m.leaveTrain(ctx, pr.Number)
 		if fresh.HeadSHA == car.Commit && d.unapproved() {
-			delete(m.rides.onBranch, pr.Number)
 			m.forgetCar(pr.Number, car.Commit)
 		}
 		return asked{}, false

@@ -64,9 +64,12 @@ func TestTheNextCarIsPushedRightAfterTheLandingAhead(t *testing.T) {
 	if want := []string{"pushed", "merged", "pushed", "merged", "pushed", "merged"}; !slices.Equal(order, want) {
 		t.Errorf("pushes and merges %v, want each car pushed once: %v", got, want)
 	}
-	trail := f.readTrail()
+	if len(got) == 0 {
+		t.Fatalf("no landing push nor merge")
+	}
+	trail, last := f.readTrail(), got[len(got)-1]
 	for i, e := range trail[:len(trail)-1] {
-		if strings.HasPrefix(e, "merged ") && len(got) > 0 && e != got[len(got)-1] && !strings.HasPrefix(trail[i+1], "pushed ") {
+		if strings.HasPrefix(e, "merged ") && e != last && !strings.HasPrefix(trail[i+1], "pushed ") {
 			t.Errorf("%s is followed by %s, want the next car's push: trail %v", e, trail[i+1], trail)
 		}
 	}
