@@ -262,13 +262,24 @@ func (s *simForge) PostComment(ctx context.Context, o, r string, n int, body str
 		head = pr.HeadSHA
 	}
 	s.f.mu.Unlock()
+	at := head
+	if marked, ok := markedHead(body); ok {
+		// the head the note is about: a pool that decided on one head may
+		// post after the PR moved on (seed 1 in a CI run: a note posted 2 s
+		// after a push back to pr-41-2 read as a second note there)
+		head = marked
+	}
 	s.mu.Lock()
 	nt := simNote{id: c.ID, epoch: s.waits[n], by: simPoolOf(ctx), n: n, head: head, at: time.Now(), body: body, kind: noteKind(body)}
 	if cl, ok := claims.Parse(forge.Comment{Body: body}); ok {
 		nt.claim, nt.active = cl.SHA, nt.at
 	}
 	s.notes = append(s.notes, nt)
-	s.logLocked("#%d %s noted %q at %s", n, simPoolOf(ctx), nt.kind, short(head))
+	if at != head {
+		s.logLocked("#%d %s noted %q at %s, the PR at %s", n, simPoolOf(ctx), nt.kind, short(head), short(at))
+	} else {
+		s.logLocked("#%d %s noted %q at %s", n, simPoolOf(ctx), nt.kind, short(head))
+	}
 	s.acted[n] = time.Now()
 	s.noteClaim(n, body)
 	switch kind, _, _ := strings.Cut(nt.kind, ":"); kind {
@@ -616,6 +627,18 @@ func noteKind(body string) string {
 		}
 	}
 	return firstLine(body)
+}
+
+// markedHead is the head a pool note's marker names; false for a body
+// without one (a claim names its head as its SHA, read apart).
+func markedHead(body string) (string, bool) {
+	for _, k := range []string{forge.MarkRetry, forge.MarkBlocked, forge.MarkNoReview, forge.MarkConflict, forge.MarkWithheld, forge.MarkTrain} {
+		var v struct{ Head string }
+		if forge.ParseMarker(body, k, &v) && v.Head != "" {
+			return v.Head, true
+		}
+	}
+	return "", false
 }
 
 // noteClaim records when a claim on a head was posted or renewed. Callers
