@@ -69,9 +69,15 @@ func TestMain(m *testing.M) {
 	}
 	// Settings of the environment the tests run in must not reach the pools
 	// they run in-process (loadConfig): cleared once, as parallel tests may
-	// not use t.Setenv. The tests' own (POOL_TEST_*) stay.
+	// not use t.Setenv. The tests' own (POOL_TEST_*) stay, and so does
+	// POOL_CACHE_DIR, the servers' cache (no pool setting): without it
+	// these tests would build the forge again where `go run ./cmd/sandbox
+	// -prepare` did not.
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
+		if k == "POOL_CACHE_DIR" {
+			continue
+		}
 		if strings.HasPrefix(k, "POOL_") && !strings.HasPrefix(k, "POOL_TEST_") || k == "CA_MAX_PARALLEL_WORKERS" {
 			os.Unsetenv(k)
 		}
