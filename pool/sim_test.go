@@ -37,7 +37,7 @@ import (
 // interleaving is the runtime's, so a seed replays the same world, not
 // always the same run.
 //
-//	go test ./pool -run TestSim -count=1 -v        # seeds 1-3, 10 days, 70 PRs, 3 pools each
+//	go test ./pool -run TestSim -count=1 -v        # seeds 1-3, 30 days, 200 PRs, 3 pools each
 //	go test ./pool -run TestSim -count=1 -v -timeout 0 -sim.seeds=1000 -sim.days=30 -sim.prs=200
 //	go test ./pool -run TestSim -count=1 -v -sim.first=6 -sim.seeds=6 -sim.days=10 -sim.prs=70   # seed 6 alone
 var (
