@@ -138,12 +138,9 @@ func TestBehindRefusalIsLearned(t *testing.T) {
 	total := 0
 	for n, c := range refused {
 		total += c
-		// As in runOutdated, one "try again later" a PR may draw: the
-		// forge's flag read after a merge and before the forge marked the
-		// PR for testing again (mergeQueue.tryLater).
-		if c-notReady[n] > 1 || notReady[n] > 1 {
-			t.Errorf("the forge refused %d merge calls of PR #%d (%d of them \"try again later\"), want at most 1 for the rule (one per head and rule) and 1 \"try again later\"",
-				c, n, notReady[n])
+		if c-notReady[n] > 1 || notReady[n] > tryLaterPerPR {
+			t.Errorf("the forge refused %d merge calls of PR #%d (%d of them \"try again later\"), want at most 1 for the rule (one per head and rule) and %d \"try again later\"",
+				c, n, notReady[n], tryLaterPerPR)
 		}
 	}
 	if !strings.Contains(pool.stderr.String(), "block_on_outdated_branch") {
@@ -178,6 +175,17 @@ func logUpdatesAndMerges(t *testing.T, pool *poolProc) {
 	}
 }
 
+// tryLaterPerPR bounds the merge calls of one PR the forge may answer "try
+// again later" while the PR read mergeable (mergeQueue.tryLater): the
+// forge's flag read after a merge, before the forge marked the PR for
+// testing again; and a read between two tests of the PR after one merge
+// (Gitea tests a PR again when a test was asked for while one ran; the PR
+// reads mergeable in between). The one-core run of 3ac9f8e (2026-12-04)
+// drew two in TestBehindRefusalIsLearned, most likely those: PR #2
+// answered "try again later" at 16:35:37.3 and 16:35:38.9, 0.6 s and 2.2 s
+// after the merge ahead, then "behind" at 16:35:41.0.
+const tryLaterPerPR = 2
+
 // notReadyAnswers counts, per PR, the merge calls the forge answered "try
 // again later" (405: the PR is being checked), from the pool's log. After
 // each merge and each update of a branch the forge starts a check of every
@@ -186,9 +194,9 @@ func logUpdatesAndMerges(t *testing.T, pool *poolProc) {
 // marks each PR "checking" when it reaches it: seconds late on a loaded
 // machine. A merge call made after the pool read the PR mergeable and
 // before that mark is answered so, whatever the pool does; the queue waits
-// and merges at its next try. One such answer per PR is the forge's race,
-// not a refusal of the pool's merge: a PR behind its base is refused with
-// another answer, and a storm of them would count more than one.
+// and merges at its next try. Such answers (tryLaterPerPR at most) are the
+// forge's race, not a refusal of the pool's merge: a PR behind its base is
+// refused with another answer, and a storm of them would count more.
 func notReadyAnswers(pool *poolProc) map[int]int {
 	out := map[int]int{}
 	for _, line := range strings.Split(pool.stderr.String(), "\n") {
@@ -286,8 +294,8 @@ func runOutdated(t *testing.T, extra map[string]any, style string) (sessions, up
 	notReady := notReadyAnswers(pool)
 	for n, c := range mergeRefusals(forge, sb, sb.PRs) {
 		refused += c
-		if c > notReady[n] || notReady[n] > 1 {
-			t.Errorf("the forge refused %d merge calls of PR #%d (%d of them \"try again later\"), want none but one \"try again later\" at most", c, n, notReady[n])
+		if c > notReady[n] || notReady[n] > tryLaterPerPR {
+			t.Errorf("the forge refused %d merge calls of PR #%d (%d of them \"try again later\"), want none but %d \"try again later\" at most", c, n, notReady[n], tryLaterPerPR)
 		}
 	}
 	sessions = len(sb.Model.Prompts())
