@@ -208,9 +208,9 @@ const giteaBuild = "gogit"
 // (to learn the object format) each time a request opens a repository: in
 // TestSixPRsTwoWorkers alone (2026-12-04) the forge started 1,206 git
 // processes, 603 of them those two, and with it 584. Starting a process
-// costs 3-4 ms of CPU on this kind of VM, a short git command 9-10 ms: the
-// whole test's CPU (forge, agent server, pool, build) went from 51-60 s in
-// five runs to 42-45 s in two.
+// costs 3-4 ms of CPU on this kind of VM, a short git command 9-10 ms. The
+// whole test command's CPU in CI runs: 33.3 minutes before, 29.6 and 30.0
+// after (docs/testing.md, "The test forge's build").
 const giteaTags = "sqlite sqlite_unlock_notify gogit"
 
 // goBuildGitea builds with cgo (the sqlite driver needs it), giteaTags and
