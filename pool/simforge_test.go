@@ -613,10 +613,14 @@ func (s *simForge) DiffHash(ctx context.Context, o, r string, n int) (string, er
 	return s.f.DiffHash(ctx, o, r, n)
 }
 
+// simNoteKinds are the kinds of the pools' notes that name a head, which
+// noteKind (with claims) and markedHead (with train notes) read.
+var simNoteKinds = []string{forge.MarkRetry, forge.MarkBlocked, forge.MarkNoReview, forge.MarkConflict, forge.MarkWithheld}
+
 // noteKind names what a pool's note is about: its marker's kind, or its
 // first line.
 func noteKind(body string) string {
-	for _, k := range []string{forge.MarkClaim, forge.MarkRetry, forge.MarkBlocked, forge.MarkNoReview, forge.MarkConflict, forge.MarkWithheld} {
+	for _, k := range append([]string{forge.MarkClaim}, simNoteKinds...) {
 		if forge.ParseMarker(body, k, &struct{}{}) {
 			if k == forge.MarkBlocked || k == forge.MarkWithheld {
 				var v struct{ Reason string }
@@ -632,7 +636,7 @@ func noteKind(body string) string {
 // markedHead is the head a pool note's marker names; false for a body
 // without one (a claim names its head as its SHA, read apart).
 func markedHead(body string) (string, bool) {
-	for _, k := range []string{forge.MarkRetry, forge.MarkBlocked, forge.MarkNoReview, forge.MarkConflict, forge.MarkWithheld, forge.MarkTrain} {
+	for _, k := range append(simNoteKinds, forge.MarkTrain) {
 		var v struct{ Head string }
 		if forge.ParseMarker(body, k, &v) && v.Head != "" {
 			return v.Head, true
