@@ -29,6 +29,7 @@ type merger struct {
 // timeout.
 func (m *merger) run(ctx, work context.Context) {
 	defer m.giveBack(work)
+	defer m.sweep(work) // the landed cars' branches, while the lease is held
 	for ctx.Err() == nil {
 		wait := m.turn(work)
 		t := time.NewTimer(wait)

@@ -932,9 +932,13 @@ func (m *merger) landed(ctx context.Context, n int, car train.Car) {
 }
 
 // sweep deletes the train branches of the cars that landed. It runs when
-// a turn lands nothing: a deletion is a push the forge runs its hooks for,
-// and between two landings it delayed the next.
+// a turn lands nothing (a deletion is a push the forge runs its hooks for,
+// and between two landings it delayed the next) and when the pool stops:
+// no later run knows those branches.
 func (m *merger) sweep(ctx context.Context) {
+	if m.rides == nil {
+		return
+	}
 	for _, n := range m.rides.swept {
 		m.dropCar(ctx, n)
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -275,9 +276,10 @@ func runTrainAll(t *testing.T, f *fakeForge, cars *fakeCars, m Metrics, during f
 }
 
 // mergedAndSwept is a stop condition: PRs prs are merged and no train
-// branch is left. The pool deletes the branches of landed cars on the turn
-// after the last landing (sweep), so a test that stops at the merges alone
-// may stop between the two.
+// branch is left. The pool deletes the branches of landed cars once a turn
+// lands nothing (sweep), so a test that stops at the merges alone may stop
+// between the two (the stop sweeps too, but a test of the train's own
+// sweep must not lean on that).
 func mergedAndSwept(f *fakeForge, cars *fakeCars, prs ...int) func() bool {
 	return func() bool {
 		for _, n := range prs {
@@ -663,6 +665,36 @@ func TestLandedCarsAreSweptWhenTheTrainWaits(t *testing.T) {
 			merges++
 		case strings.HasPrefix(e, "deleted ") && merges > 0 && merges < 3:
 			t.Errorf("%s after %d of 3 landings: a deletion between two landings", e, merges)
+		}
+	}
+}
+
+// TestAStoppedPoolSweepsItsLandedCars: three cars green at once land one
+// after another with no sweep between them; the pool is stopped as the
+// third car is pushed to its PR's branch (the operator's SIGTERM). The
+// stop deletes the train branches of the two cars that landed: no later
+// run knows them, and they would stay on the forge for ever. The third
+// car's branch may stay: it still rides, and its next car replaces it.
+func TestAStoppedPoolSweepsItsLandedCars(t *testing.T) {
+	f := outdatedForge(true, 1, 2, 3)
+	cars := newFakeCars(f)
+	allGreenAtOnce(f, cars)
+	var stopping atomic.Bool
+	cars.onLand = func(pr int) {
+		if pr == 3 {
+			stopping.Store(true)
+			time.Sleep(20 * time.Millisecond) // the stop is taken while the push is answered
+		}
+	}
+	runTrain(t, f, cars, stopping.Load)
+	if !f.isMerged(1) || !f.isMerged(2) {
+		t.Fatalf("PRs 1 and 2 merged: %v %v, want both before the stop", f.isMerged(1), f.isMerged(2))
+	}
+	cars.mu.Lock()
+	defer cars.mu.Unlock()
+	for _, n := range []int{1, 2} {
+		if car, ok := cars.branches[trainBranch("main", n)]; ok {
+			t.Errorf("the train branch of landed PR #%d is left after the stop, at %s", n, car)
 		}
 	}
 }
