@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"slices"
 	"strings"
 
 	"pool/forge"
@@ -88,8 +89,9 @@ type Verdict struct {
 	// Unvouched are the authors of approvals on the head that would count
 	// but that no session of the pool filed (ReviewRule.Sessions).
 	Unvouched []string
-	// Carried: the approval was given to the head the pool updated, and
-	// carries over to this one (Policy.Approval).
+	// Carried: the verdict was given to the head the pool updated, and
+	// carries over to this one (Policy.Approval): its approval, or a
+	// request for changes that stands (StandingRequests).
 	Carried bool
 }
 
@@ -180,6 +182,10 @@ func (p Policy) Approval(t Track, o Observation) Verdict {
 	weighed("approval")
 	t = t.atHead(o.HeadSHA, o.Now)
 	v := p.Rule.HeadVerdict(o.Author, o.HeadSHA, o.Reviews)
+	if v.State != forge.ReviewRequestChanges && len(p.Rule.StandingRequests(o.Author, t.Update, o)) > 0 {
+		v.State, v.Carried = forge.ReviewRequestChanges, true
+		return v
+	}
 	if v.State != "" || !p.Rule.CarriesOver(t.Update, o) {
 		return v
 	}
@@ -227,6 +233,44 @@ func (r ReviewRule) CarriesOver(u HeadUpdate, o Observation) bool {
 	official.AllowUnofficial = false
 	v := official.HeadVerdict(o.Author, u.From, o.Reviews)
 	return v.State == forge.ReviewApproved
+}
+
+// StandingRequests are the accounts whose request for changes on the head
+// the pool updated (u.From) stands for the head o shows, which that update
+// made (madeBy): their latest counted review on either head asks for
+// changes. The new head differs from the one they turned down by the base
+// alone, which answers nothing; only the author's push or their own
+// approval does. The forge agrees: an official request for changes that
+// no one dismissed blocks the merge whatever commit it was on
+// (block_on_rejected_reviews), so it stands whether or not the forge
+// marked it stale. Without this, a request filed while the update was in
+// flight was weighed on a head no longer shown, and the pool reviewed the
+// new head as if no one had spoken (TestARequestForChangesBeforeTheUpdateStands).
+func (r ReviewRule) StandingRequests(author string, u HeadUpdate, o Observation) []string {
+	if !u.Made() || o.HeadSHA == u.From || !madeBy(u, o) {
+		return nil
+	}
+	latest := map[string]forge.Review{}
+	for _, rv := range o.Reviews {
+		if rv.CommitID != u.From && rv.CommitID != o.HeadSHA || !r.trusted(author, rv) || !r.filed(rv) {
+			continue
+		}
+		if rv.State != forge.ReviewApproved && rv.State != forge.ReviewRequestChanges {
+			continue
+		}
+		who := strings.ToLower(rv.Author)
+		if cur, ok := latest[who]; !ok || rv.ID > cur.ID {
+			latest[who] = rv
+		}
+	}
+	var out []string
+	for _, rv := range latest {
+		if rv.State == forge.ReviewRequestChanges {
+			out = appendOnce(out, rv.Author)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // madeBy reports whether the observed head is what the pool's update of

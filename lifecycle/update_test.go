@@ -230,6 +230,54 @@ func TestCarryOverYieldsToAReviewOnTheNewHead(t *testing.T) {
 	}
 }
 
+// TestARequestForChangesStandsOverThePoolsUpdate: bob approved h1; carol
+// (a counted account) requested changes on h1, too late for the pool's
+// update, which made h2 of h1 and the base. Her request stands for h2
+// until she approves or the author pushes: a head that differs by the base
+// alone answers nothing.
+func TestARequestForChangesStandsOverThePoolsUpdate(t *testing.T) {
+	carol := func(id int64, state, head string) forge.Review {
+		return forge.Review{ID: id, Author: "carol", State: state, CommitID: head, Official: true}
+	}
+	tests := []struct {
+		name string
+		obs  func(Observation) Observation
+		want string // the verdict's state
+	}{
+		{name: "her request on h1 stands for h2", want: forge.ReviewRequestChanges},
+		{name: "a stale flag does not lift it: the forge blocks on it still", want: forge.ReviewRequestChanges,
+			obs: func(o Observation) Observation { o.Reviews[1].Stale = true; return o }},
+		{name: "nor does an approval by another account on h2", want: forge.ReviewRequestChanges,
+			obs: func(o Observation) Observation {
+				o.Reviews = append(o.Reviews, forge.Review{ID: 3, Author: "bob", State: forge.ReviewApproved, CommitID: "h2", Official: true})
+				return o
+			}},
+		{name: "her own approval on h2 answers it", want: forge.ReviewApproved,
+			obs: func(o Observation) Observation {
+				o.Reviews = append(o.Reviews, carol(3, forge.ReviewApproved, "h2"))
+				return o
+			}},
+		{name: "dismissed, it is gone; bob's approval carries over", want: forge.ReviewApproved,
+			obs: func(o Observation) Observation { o.Reviews[1].Dismissed = true; return o }},
+		{name: "a head with the author's push is a new head", want: "",
+			obs: func(o Observation) Observation { o.HeadParents = []string{"h2-pool-merge"}; return o }},
+		{name: "a comment is no verdict", want: forge.ReviewApproved,
+			obs: func(o Observation) Observation { o.Reviews[1].State = forge.ReviewComment; return o }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := updatedHead()
+			o.Reviews = append(o.Reviews, carol(2, forge.ReviewRequestChanges, "h1"))
+			if tt.obs != nil {
+				o = tt.obs(o)
+			}
+			if v := policy.Approval(updatedTrack("merge", ""), o); v.State != tt.want {
+				t.Errorf("Approval = %+v, want state %q", v, tt.want)
+			}
+		})
+	}
+}
+
 // TestBehindHeadIsUpdatedThenMerged walks one PR through the update: an
 // approved, green head behind its base is updated (not merged, not
 // blocked); until the new head shows it waits; the new head, its approval

@@ -80,6 +80,9 @@ type fakeForge struct {
 	// without the lock: what happens on the forge while that read is in
 	// flight.
 	onStatuses func(sha string)
+	// onUpdate, when set, runs as an update call of a PR begins, without
+	// the lock: what happens on the forge while the update is in flight.
+	onUpdate func(n int)
 	// base is the base branch's tip; a merge moves it. outdated: the
 	// protection blocks a PR behind it (MergeBase != base), answering
 	// its merge 405 "behind the base branch".
@@ -258,6 +261,9 @@ func (f *fakeForge) PR(_ context.Context, _, _ string, n int) (forge.PR, error) 
 
 // Update merges the base into PR n's head, as the forge's update does.
 func (f *fakeForge) Update(_ context.Context, _, _ string, n int, style string) (forgejo.UpdateResult, error) {
+	if f.onUpdate != nil {
+		f.onUpdate(n)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls["update"]++

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -296,5 +297,42 @@ func TestAHeadsParentsAreReadOnce(t *testing.T) {
 	f.mu.Unlock()
 	if updates == 0 || reads > updates {
 		t.Errorf("%d reads of the heads' parents for %d updated heads, want one each", reads, updates)
+	}
+}
+
+// TestARequestForChangesBeforeTheUpdateStands: PR 2, approved by the
+// reviewer, is behind its base after PR 1 merges, and the pool updates it.
+// While the update call is in flight a listed human (alice) requests
+// changes on the approved head. The head the update makes differs from it
+// only by the base: alice's request stands for it, as it stands on the
+// forge (an official request for changes blocks a merge whatever commit it
+// was on). The pool starts no session on the new head, whose approval
+// would stand beside alice's request, and does not merge PR 2. Before, the
+// pool weighed only the reviews of the new head: none, so it reviewed it
+// again, its reviewer approved, and it merged over alice's request (the
+// simulation's "counted approval false" at an update head, CI of 139a946).
+func TestARequestForChangesBeforeTheUpdateStands(t *testing.T) {
+	f := outdatedForge(true, 1, 2)
+	a := newFakeAgent(approver(f, time.Millisecond))
+	cfg := testConfig(1)
+	cfg.HumanReviewers = append(cfg.HumanReviewers, "alice")
+	var filed atomic.Bool
+	f.onUpdate = func(n int) {
+		if n == 2 && !filed.Swap(true) {
+			f.review(2, "alice", forge.ReviewRequestChanges)
+		}
+	}
+	runPool(t, cfg, f, a)
+	if !filed.Load() {
+		t.Fatal("PR 2 was never updated: alice's request for changes was never filed")
+	}
+	if !f.isMerged(1) {
+		t.Errorf("PR 1 is not merged; effects %v", f.Effects())
+	}
+	if f.isMerged(2) {
+		t.Errorf("PR 2 merged over alice's request for changes, filed on the head the pool updated; effects %v", f.Effects())
+	}
+	if _, prompts, _ := a.count(); prompts != 2 {
+		t.Errorf("%d reviewer sessions, want 2 (one per PR): none on the head the update made while alice's request stands", prompts)
 	}
 }

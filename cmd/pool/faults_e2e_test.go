@@ -164,7 +164,8 @@ func TestTwentyPercentFaults(t *testing.T) {
 	perHead := promptsPerHead(sb)
 	for head, n := range perHead {
 		if n != 1 {
-			t.Errorf("PR@head %s got %d reviewer sessions, want 1", head, n)
+			pr, _, _ := strings.Cut(head, "@")
+			t.Errorf("PR@head %s got %d reviewer sessions, want 1; the log's lines on PR %s:\n%s", head, n, pr, linesOnPR(logs.String(), pr))
 		}
 	}
 	if len(perHead) != len(sb.PRs) {
@@ -248,4 +249,16 @@ func TestGoroutinesLeftSeesALeak(t *testing.T) {
 	if left := goroutinesLeft(t.Name()+"-other", 0); left != "" {
 		t.Errorf("a run that left nothing: %s", left)
 	}
+}
+
+// linesOnPR are the lines of a pool's log about PR pr: the whole log is
+// long, and a failure's output may be cut before the lines that explain it.
+func linesOnPR(logs, pr string) string {
+	var out []string
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, " pr="+pr+" ") || strings.HasSuffix(line, " pr="+pr) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
