@@ -1,6 +1,7 @@
 package describe
 
 import (
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -93,7 +94,11 @@ func (b *Book) Checks(n int, checks []lifecycle.Check, required []string) {
 			waiting = append(waiting, c.Context)
 		}
 	}
-	waiting = append(waiting, lifecycle.MissingRequired(checks, required)...)
+	for _, pattern := range lifecycle.MissingRequired(checks, required) {
+		if !slices.Contains(waiting, pattern) { // a required check that runs is named once
+			waiting = append(waiting, pattern)
+		}
+	}
 	b.mu.Lock()
 	e := b.entry(n)
 	e.waitingFor, e.failing = waiting, failing

@@ -1,6 +1,7 @@
 package describe
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -85,5 +86,17 @@ func TestDescribeIsBounded(t *testing.T) {
 	got := Next(Standing{Track: lifecycle.Track{State: lifecycle.CIPending}, WaitingFor: long})
 	if len(got) > maxDescription+len("...") {
 		t.Errorf("description of %d bytes, want at most %d", len(got), maxDescription+3)
+	}
+}
+
+// TestARequiredCheckThatRunsIsNamedOnce: the required check "ci" runs on
+// the head. It is pending and not passed yet, both; the page names it once
+// (it said "waiting for checks after update: ci, ci" in the simulation's
+// trace of CI's run of 139a946).
+func TestARequiredCheckThatRunsIsNamedOnce(t *testing.T) {
+	b := NewBook(time.Now())
+	b.Checks(1, []lifecycle.Check{{ID: 1, Context: "ci", State: "pending"}}, []string{"ci", "lint"})
+	if got, want := b.entry(1).waitingFor, []string{"ci", "lint"}; !slices.Equal(got, want) {
+		t.Errorf("waiting for %q, want %q", got, want)
 	}
 }

@@ -116,13 +116,14 @@ func TestSim(t *testing.T) {
 		var fig simFigures
 		var broken string
 		var trace []string
+		var onPR string
 		synctest.Test(t, func(t *testing.T) {
 			w := newSimWorld(seed, days, prs, *simPools)
 			fig, broken = w.run()
-			trace = w.sf.trace
+			trace, onPR = w.sf.trace, w.sf.stepsOn(broken)
 		})
 		if broken != "" {
-			t.Fatalf("seed %d: %s\ntrace (last %d steps):\n%s", seed, broken, len(trace), strings.Join(trace, "\n"))
+			t.Fatalf("seed %d: %s\ntrace (last %d steps):\n%s\n\n%s\nseed %d: %s", seed, broken, len(trace), strings.Join(trace, "\n"), onPR, seed, broken)
 		}
 		t.Logf("seed %d: %s", seed, fig)
 		sum = sum.add(fig)

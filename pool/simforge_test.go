@@ -60,8 +60,9 @@ type simForge struct {
 	// updates counts the pools' updates; editsAsked the fork PRs whose
 	// author allowed maintainer edits after a pool's note asked.
 	updates, editsAsked int
-	broken              []string // invariants broken inside a call
-	trace               []string // the last steps and effects
+	broken              []string         // invariants broken inside a call
+	trace               []string         // the last steps and effects
+	prTrace             map[int][]string // the last steps and effects naming each PR
 	start               time.Time
 }
 
@@ -85,10 +86,36 @@ func short(sha string) string {
 // logLocked adds a line to the trace, which keeps the last 400. Callers
 // hold s.mu.
 func (s *simForge) logLocked(format string, args ...any) {
-	s.trace = append(s.trace, fmt.Sprintf("%8s ", time.Since(s.start).Round(time.Second))+fmt.Sprintf(format, args...))
+	line := fmt.Sprintf(format, args...)
+	stamped := fmt.Sprintf("%8s ", time.Since(s.start).Round(time.Second)) + line
+	s.trace = append(s.trace, stamped)
 	if len(s.trace) > 400 {
 		s.trace = s.trace[len(s.trace)-400:]
 	}
+	var n int
+	if _, err := fmt.Sscanf(line, "#%d", &n); err == nil {
+		if s.prTrace == nil {
+			s.prTrace = map[int][]string{}
+		}
+		steps := append(s.prTrace[n], stamped)
+		if len(steps) > 100 {
+			steps = steps[len(steps)-100:]
+		}
+		s.prTrace[n] = steps
+	}
+}
+
+// stepsOn are the last steps that named the PR a broken invariant names
+// first ("#N ..."): the whole trace may have lost them, and a failure's
+// output may be cut before them.
+func (s *simForge) stepsOn(broken string) string {
+	var n int
+	if _, err := fmt.Sscanf(broken, "#%d", &n); err != nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Sprintf("the last %d steps on #%d:\n%s", len(s.prTrace[n]), n, strings.Join(s.prTrace[n], "\n"))
 }
 
 // simPoolPR is one pool's view of one PR.
