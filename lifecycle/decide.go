@@ -55,7 +55,7 @@ func decide(p Policy, t Track, o Observation) (Track, Action) {
 		t.State = Updating
 		return t, Action{Kind: Wait, Reason: "updating: waiting for the forge to take in the new head"}
 	}
-	if need := o.lacks(FactReviews | updateFacts(t, o.HeadSHA)); need != 0 {
+	if need := o.lacks(approvalFacts(p.Rule, t, o)); need != 0 {
 		if fresh && o.ReadAhead && o.SlotFree {
 			need |= o.lacks(FactClaims)
 		}

@@ -237,7 +237,9 @@ type Observation struct {
 	// repository, or its author lets maintainers edit).
 	MayUpdate bool
 	// HeadParents and DiffHash describe the head after an update the pool
-	// made (Track.Update): read only then.
+	// made (Track.Update): read only then, and the parents also when a
+	// request for changes on another commit may stand for the head
+	// (ReviewRule.StandingRequests).
 	HeadParents []string
 	DiffHash    string
 	// TreeDiffers: the head's tree is not the merge of the approved head

@@ -15,7 +15,7 @@ type Facts uint
 
 const (
 	FactReviews      Facts = 1 << iota // Observation.Reviews
-	FactParents                        // Observation.HeadParents: the head a merge update of the pool's made
+	FactParents                        // Observation.HeadParents: the head a merge update made
 	FactDiff                           // Observation.DiffHash: the head a rebase update of the pool's made
 	FactTree                           // Observation.TreeDiffers: the head an update of the pool's made
 	FactBudget                         // Observation.Allowed, Outsider, PRSessions, AuthorSessions
@@ -93,7 +93,7 @@ type weighing struct {
 // once the reviews (and the facts of the pool's update) are read, the
 // checks' summary once the checks are.
 func (o Observation) weigh(p Policy, t Track) Observation {
-	if !o.w.weighed && !o.lacksApprovalFacts(t) {
+	if !o.w.weighed && !o.lacksApprovalFacts(p, t) {
 		o.w.verdict, o.w.weighed = p.Approval(t, o), true
 		o.w.update = t.atHead(o.HeadSHA, o.Now).Update
 	}
@@ -104,8 +104,22 @@ func (o Observation) weigh(p Policy, t Track) Observation {
 }
 
 // lacksApprovalFacts reports whether the approval needs facts o has not read.
-func (o Observation) lacksApprovalFacts(t Track) bool {
-	return o.lacks(FactReviews|updateFacts(t.atHead(o.HeadSHA, o.Now), o.HeadSHA)) != 0
+func (o Observation) lacksApprovalFacts(p Policy, t Track) bool {
+	return o.lacks(approvalFacts(p.Rule, t.atHead(o.HeadSHA, o.Now), o)) != 0
+}
+
+// approvalFacts are the facts the verdict on o's head takes (t at the
+// head): its reviews; what judging the pool's update of it takes
+// (updateFacts); and, once the reviews show a request for changes on
+// another commit that the forge has not marked stale, the head's parents,
+// which tell whether the head only merged something into that commit
+// (StandingRequests).
+func approvalFacts(r ReviewRule, t Track, o Observation) Facts {
+	need := FactReviews | updateFacts(t, o.HeadSHA)
+	if o.Read.Has(FactReviews) && r.requestOffHead(o) {
+		need |= FactParents
+	}
+	return need
 }
 
 // approval is Policy.Approval, weighed once per observation: a verdict

@@ -235,24 +235,30 @@ func (r ReviewRule) CarriesOver(u HeadUpdate, o Observation) bool {
 	return v.State == forge.ReviewApproved
 }
 
-// StandingRequests are the accounts whose request for changes on the head
-// the pool updated (u.From) stands for the head o shows, which that update
-// made (madeBy): their latest counted review on either head asks for
-// changes. The new head differs from the one they turned down by the base
-// alone, which answers nothing; only the author's push or their own
-// approval does. The forge agrees: an official request for changes that
-// no one dismissed blocks the merge whatever commit it was on
-// (block_on_rejected_reviews), so it stands whether or not the forge
-// marked it stale. Without this, a request filed while the update was in
-// flight was weighed on a head no longer shown, and the pool reviewed the
-// new head as if no one had spoken (TestARequestForChangesBeforeTheUpdateStands).
+// StandingRequests are the accounts whose request for changes stands for
+// the head o shows although it was filed on another commit: their latest
+// counted verdict asks for changes, on the head or on a commit whose
+// content the head only carries on with. That is
+//   - the head the pool's own update made this head from (u.From, madeBy);
+//   - or a parent of the head, a merge of two commits, where the forge has
+//     not marked the request stale: it found the PR's content unchanged
+//     by the push (another pool's update, or the author's "update branch").
+//
+// A head that differs from the one they turned down by the base alone
+// answers nothing; only new content (the author's push, which the forge
+// marks their request stale for) or their own approval does. The forge
+// agrees: an official request for changes no one dismissed blocks a merge
+// whatever commit it was on (block_on_rejected_reviews). Without this, a
+// request filed while an update was in flight, or by a session on the
+// head before an update, was weighed on a head no longer shown, and the
+// new head was reviewed and merged as if no one had spoken
+// (TestARequestForChangesBeforeTheUpdateStands,
+// TestARequestOnTheMergedParentStands). A request two merges back is not
+// seen: the pools read the head's parents only.
 func (r ReviewRule) StandingRequests(author string, u HeadUpdate, o Observation) []string {
-	if !u.Made() || o.HeadSHA == u.From || !madeBy(u, o) {
-		return nil
-	}
 	latest := map[string]forge.Review{}
 	for _, rv := range o.Reviews {
-		if rv.CommitID != u.From && rv.CommitID != o.HeadSHA || !r.trusted(author, rv) || !r.filed(rv) {
+		if !r.onHeadContent(rv, u, o) || !r.trusted(author, rv) || !r.filed(rv) {
 			continue
 		}
 		if rv.State != forge.ReviewApproved && rv.State != forge.ReviewRequestChanges {
@@ -271,6 +277,32 @@ func (r ReviewRule) StandingRequests(author string, u HeadUpdate, o Observation)
 	}
 	slices.Sort(out)
 	return out
+}
+
+// onHeadContent reports whether review rv was filed on the head o shows
+// or on a commit whose content the head carries on with unchanged
+// (StandingRequests).
+func (r ReviewRule) onHeadContent(rv forge.Review, u HeadUpdate, o Observation) bool {
+	switch {
+	case rv.CommitID == o.HeadSHA:
+		return true
+	case u.Made() && rv.CommitID == u.From && o.HeadSHA != u.From && madeBy(u, o):
+		return true
+	}
+	return len(o.HeadParents) == 2 && slices.Contains(o.HeadParents, rv.CommitID) && !rv.Stale
+}
+
+// requestOffHead reports whether a counted account's request for changes
+// on another commit than the head, not marked stale, is among o's
+// reviews: then whether it stands takes the head's parents.
+func (r ReviewRule) requestOffHead(o Observation) bool {
+	for _, rv := range o.Reviews {
+		if rv.State == forge.ReviewRequestChanges && rv.CommitID != o.HeadSHA && !rv.Stale &&
+			r.trusted(o.Author, rv) && r.filed(rv) {
+			return true
+		}
+	}
+	return false
 }
 
 // madeBy reports whether the observed head is what the pool's update of

@@ -278,6 +278,49 @@ func TestARequestForChangesStandsOverThePoolsUpdate(t *testing.T) {
 	}
 }
 
+// TestARequestOnTheMergedParentStands: carol requested changes on h1;
+// another pool (or the author's "update branch") merged the base into it,
+// making h3, and this pool remembers no update. Whether her request stands
+// takes h3's parents, read only because of it; it stands while h3 merges
+// h1 and the forge has not marked her request stale.
+func TestARequestOnTheMergedParentStands(t *testing.T) {
+	tests := []struct {
+		name    string
+		parents []string
+		stale   bool
+		bob     bool // bob approved h3 since
+		want    string
+	}{
+		{name: "a merge of h1 and the base", parents: []string{"h1", "b3"}, want: forge.ReviewRequestChanges},
+		{name: "a merge of h1 and the base, bob approved it", parents: []string{"h1", "b3"}, bob: true, want: forge.ReviewRequestChanges},
+		{name: "the forge marked her request stale: new content", parents: []string{"h1", "b3"}, stale: true, want: ""},
+		{name: "a commit on top of h1", parents: []string{"h1"}, want: ""},
+		{name: "a merge of other commits", parents: []string{"h2", "b3"}, want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := open("h3")
+			o.Reviews = []forge.Review{{ID: 1, Author: "carol", State: forge.ReviewRequestChanges, CommitID: "h1", Official: true, Stale: tt.stale}}
+			if tt.bob {
+				o.Reviews = append(o.Reviews, forge.Review{ID: 2, Author: "bob", State: forge.ReviewApproved, CommitID: "h3", Official: true})
+			}
+			o.Read = FactReviews
+			wantParents := !tt.stale
+			if got := approvalFacts(policy.Rule, Track{}, o).Has(FactParents); got != wantParents {
+				t.Errorf("the parents are asked for: %v, want %v", got, wantParents)
+			}
+			o.HeadParents, o.Read = tt.parents, o.Read|FactParents
+			want := tt.want
+			if want == "" && tt.bob {
+				want = forge.ReviewApproved
+			}
+			if v := policy.Approval(Track{}, o); v.State != want {
+				t.Errorf("Approval = %+v, want state %q", v, want)
+			}
+		})
+	}
+}
+
 // TestBehindHeadIsUpdatedThenMerged walks one PR through the update: an
 // approved, green head behind its base is updated (not merged, not
 // blocked); until the new head shows it waits; the new head, its approval

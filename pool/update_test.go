@@ -336,3 +336,32 @@ func TestARequestForChangesBeforeTheUpdateStands(t *testing.T) {
 		t.Errorf("%d reviewer sessions, want 2 (one per PR): none on the head the update made while alice's request stands", prompts)
 	}
 }
+
+// TestARequestOnTheMergedParentStands: PR 1's head A was approved by the
+// reviewer, then alice requested changes on it; another pool merged the
+// base into A (head U, parents A and the base tip), so this pool holds no
+// memory of the update. Alice's request stands for U: this pool starts no
+// session on it and does not merge it. Before, it weighed U's reviews
+// alone, none, reviewed U, and merged over alice's request (the
+// simulation, seed 35 of 40: "#5 merged at update-5-...: counted approval
+// false", a request on the head one pool had updated from, merged by
+// another pool after its own update).
+func TestARequestOnTheMergedParentStands(t *testing.T) {
+	f := newFakeForge(1)
+	f.review(1, "reviewer", forge.ReviewApproved)
+	f.review(1, "alice", forge.ReviewRequestChanges)
+	f.base = fakeSHA("base-1")
+	if res, err := f.Update(context.Background(), "o", "r", 1, "merge"); err != nil || res.Outcome != forgejo.UpdateDone {
+		t.Fatalf("the other pool's update: %+v, %v", res, err)
+	}
+	a := newFakeAgent(approver(f, time.Millisecond))
+	cfg := testConfig(1)
+	cfg.HumanReviewers = append(cfg.HumanReviewers, "alice")
+	runPool(t, cfg, f, a)
+	if f.isMerged(1) {
+		t.Errorf("PR 1 merged over alice's request for changes on the head its head merged the base into; effects %v", f.Effects())
+	}
+	if _, prompts, _ := a.count(); prompts != 0 {
+		t.Errorf("%d reviewer sessions, want none while alice's request stands", prompts)
+	}
+}
