@@ -225,24 +225,35 @@ func (s *Set) WasPrompted(ctx context.Context, id string) bool {
 // promptLanded reports whether a session holds a user prompt after a
 // prompt call failed: the server may have taken the prompt and lost only
 // its answer (a 502 from a proxy, a connection cut), and deleting that
-// session would start a second reviewer on the same head. It asks up to
-// three times, a second apart, as the prompt is stored asynchronously;
-// when it cannot tell, it says no and the session is deleted.
+// session would start a second reviewer on the same head. The server
+// stores the prompt after it answered, later still when it is loaded, so
+// it reads the messages up to len(promptWaits) times, the pauses growing.
+// When no read answers it cannot tell, and says yes, as WasPrompted does:
+// following an empty session costs a timeout, deleting a working one a
+// second session on the head.
 func (s *Set) promptLanded(ctx context.Context, id string) bool {
-	for attempt := range 3 {
-		if attempt > 0 && !retry.Wait(ctx, time.Second) {
+	answered := false
+	for _, wait := range promptWaits {
+		if wait > 0 && !retry.Wait(ctx, wait) {
 			return false
 		}
 		msgs, err := s.agent.Messages(ctx, id)
-		if errors.Is(err, agent.ErrNotFound) {
+		switch {
+		case errors.Is(err, agent.ErrNotFound):
 			return false
+		case err != nil:
+			continue
 		}
+		answered = true
 		if hasPrompt(msgs) {
 			return true
 		}
 	}
-	return false
+	return !answered
 }
+
+// promptWaits are the pauses before promptLanded's reads: 7.5 s in all.
+var promptWaits = []time.Duration{0, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}
 
 func hasPrompt(msgs []agent.Message) bool {
 	for _, m := range msgs {

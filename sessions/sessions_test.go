@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"pool/agent"
@@ -23,10 +24,15 @@ type fakeAgent struct {
 	asks        []agent.Permission
 	failDeletes bool
 	failPrompt  bool
-	failDirs    map[string]bool // Statuses fails for these directories
-	deleted     []string
-	aborted     []string
-	disposed    []string
+	// lostAnswer: the prompt is taken and stored storeAfter later, but its
+	// answer is lost; failMessages: every read of messages fails.
+	lostAnswer   bool
+	storeAfter   time.Duration
+	failMessages bool
+	failDirs     map[string]bool // Statuses fails for these directories
+	deleted      []string
+	aborted      []string
+	disposed     []string
 }
 
 func newFakeAgent() *fakeAgent {
@@ -44,6 +50,14 @@ func (a *fakeAgent) CreateSession(_ context.Context, _, dir string) (agent.Sessi
 
 func (a *fakeAgent) PromptAsync(_ context.Context, id, _, text string) error {
 	if a.failPrompt {
+		return errors.New("502 bad gateway")
+	}
+	if a.lostAnswer {
+		time.AfterFunc(a.storeAfter, func() {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			a.msgs[id] = append(a.msgs[id], agent.Message{Role: "user", Text: text})
+		})
 		return errors.New("502 bad gateway")
 	}
 	a.mu.Lock()
@@ -68,6 +82,9 @@ func (a *fakeAgent) Statuses(_ context.Context, dir string) (map[string]agent.St
 func (a *fakeAgent) Messages(_ context.Context, id string) ([]agent.Message, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.failMessages {
+		return nil, errors.New("500 internal server error")
+	}
 	m, ok := a.msgs[id]
 	if !ok {
 		return nil, agent.ErrNotFound
@@ -244,16 +261,52 @@ func TestUndeletedSessionsTreeIsRemovedAndTheSessionSwept(t *testing.T) {
 // TestUnpromptedSessionIsDeleted: a session whose prompt failed and did
 // not land is deleted and its tree given back; Start fails.
 func TestUnpromptedSessionIsDeleted(t *testing.T) {
-	ctx := context.Background()
-	a, trees, now := newFakeAgent(), &fakeTrees{}, time.Now()
-	a.failPrompt = true
-	s := newSet(a, trees, &now)
-	if _, err := s.Start(ctx, 7, lifecycle.Review, "title", "/trees/1", "reviewer", "review it", nil); err == nil {
-		t.Fatal("Start succeeded with the prompt refused")
-	}
-	if len(a.deleted) != 1 || !slices.Equal(trees.given, []string{"/trees/1"}) || s.Of(7) != nil {
-		t.Errorf("deleted %v, given %v, followed %v; want the session deleted, its tree given back, nothing followed",
-			a.deleted, trees.given, s.Of(7))
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		a, trees, now := newFakeAgent(), &fakeTrees{}, time.Now()
+		a.failPrompt = true
+		s := newSet(a, trees, &now)
+		if _, err := s.Start(ctx, 7, lifecycle.Review, "title", "/trees/1", "reviewer", "review it", nil); err == nil {
+			t.Fatal("Start succeeded with the prompt refused")
+		}
+		if len(a.deleted) != 1 || !slices.Equal(trees.given, []string{"/trees/1"}) || s.Of(7) != nil {
+			t.Errorf("deleted %v, given %v, followed %v; want the session deleted, its tree given back, nothing followed",
+				a.deleted, trees.given, s.Of(7))
+		}
+	})
+}
+
+// TestAPromptStoredLateIsFollowed: the prompt's answer is lost, and the
+// loaded server stores the prompt some seconds after. The session is
+// followed, not deleted: deleting it would start a second reviewer on the
+// head. Before, the messages were read three times in two seconds, and a
+// prompt stored after that was deleted with its session (a suspect of
+// CI's "PR@head 1@bb2b69c got 2 reviewer sessions" under 20% faults on a
+// loaded machine, CI of 139a946). And when no read of the messages
+// answers, the session is followed too, as an adopted one is (WasPrompted).
+func TestAPromptStoredLateIsFollowed(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		storeAfter   time.Duration
+		failMessages bool
+	}{
+		{name: "stored 5 s after the answer", storeAfter: 5 * time.Second},
+		{name: "no read of the messages answers", storeAfter: time.Hour, failMessages: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a, trees, now := newFakeAgent(), &fakeTrees{}, time.Now()
+				a.lostAnswer, a.storeAfter, a.failMessages = true, tt.storeAfter, tt.failMessages
+				s := newSet(a, trees, &now)
+				ss, err := s.Start(context.Background(), 7, lifecycle.Review, "title", "/trees/1", "reviewer", "review it", nil)
+				if err != nil {
+					t.Fatalf("Start: %v; want the session followed", err)
+				}
+				if len(a.deleted) != 0 || s.Of(7) != ss {
+					t.Errorf("deleted %v, followed %v; want the session followed, nothing deleted", a.deleted, s.Of(7))
+				}
+			})
+		})
 	}
 }
 
