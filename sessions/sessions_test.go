@@ -158,6 +158,7 @@ func TestJudgeSaysHowASessionEnded(t *testing.T) {
 		asks     bool
 		msgs     []agent.Message
 		gone     bool
+		noPrompt bool // the server holds no prompt for it
 		after    time.Duration
 		// reconnect: the event stream came back this long after the start
 		reconnect time.Duration
@@ -179,6 +180,8 @@ func TestJudgeSaysHowASessionEnded(t *testing.T) {
 		{name: "reply begun before a restart", msgs: []agent.Message{{Role: "assistant"}}, reconnect: time.Second,
 			after: 40 * time.Second, want: "gone"},
 		{name: "reply begun, no reconnect", msgs: []agent.Message{{Role: "assistant"}}, after: 40 * time.Second, want: ""},
+		{name: "no prompt yet", noPrompt: true, after: 5 * time.Second, want: ""},
+		{name: "no prompt after 30 s", noPrompt: true, after: 40 * time.Second, want: "gone"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a := newFakeAgent()
@@ -187,6 +190,9 @@ func TestJudgeSaysHowASessionEnded(t *testing.T) {
 			ss, err := s.Start(ctx, 7, lifecycle.Review, "title", "", "reviewer", "review it", nil)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tt.noPrompt {
+				a.msgs[ss.ID] = nil
 			}
 			a.msgs[ss.ID] = append(a.msgs[ss.ID], tt.msgs...)
 			a.busy[ss.ID] = tt.busy

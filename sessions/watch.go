@@ -198,6 +198,12 @@ func (s *Set) judge(ctx context.Context, ss *Session, statuses map[string]agent.
 		return "error"
 	case done || ss.seenBusy:
 		return OutcomeIdle
+	case !hasPrompt(msgs) && s.cfg.Now().Sub(ss.Started) >= lostPromptAfter:
+		// A prompt call whose answer was lost, and no read of the messages
+		// after it answered (promptLanded): the prompt never landed.
+		s.log.Warn("the session holds no prompt; ending it", "pr", ss.PR, "session", ss.ID)
+		s.stop(ctx, ss)
+		return "gone"
 	case s.promptLost(ss):
 		s.log.Warn("the agent server's event stream broke after the session was prompted, and the server has not run it since; ending the session",
 			"pr", ss.PR, "session", ss.ID, "stream_back_since", s.cfg.Now().Sub(s.reconnected).Round(time.Second))
