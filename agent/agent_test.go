@@ -239,6 +239,33 @@ func TestUnreachableServerIsRetryable(t *testing.T) {
 	checkError(t, err, 0, true, false)
 }
 
+// TestNotSent: a call to a closed port never reached a server; one that
+// reached it and got an error answer, or none at all, may have been taken
+// in.
+func TestNotSent(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	c := New(srv.URL, "", Options{})
+	srv.Close()
+	if err := c.PromptAsync(context.Background(), sid, "a", "p"); !NotSent(err) {
+		t.Errorf("NotSent(%v) = false, want true: the server was down", err)
+	}
+	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		conn.Close() // the request was read: its answer is lost
+	}))
+	defer cut.Close()
+	if err := New(cut.URL, "", Options{}).PromptAsync(context.Background(), sid, "a", "p"); err == nil || NotSent(err) {
+		t.Errorf("NotSent(%v) = true, want false: the server read the call", err)
+	}
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "bad gateway", http.StatusBadGateway)
+	}))
+	defer failing.Close()
+	if err := New(failing.URL, "", Options{}).PromptAsync(context.Background(), sid, "a", "p"); err == nil || NotSent(err) {
+		t.Errorf("NotSent(%v) = true, want false: a proxy may have passed it on", err)
+	}
+}
+
 func TestCancelledCallIsNotRetryable(t *testing.T) {
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 
@@ -46,6 +47,15 @@ func (e *Error) RetryLater() bool { return e.Retryable }
 // IsRetryable reports whether err is worth retrying later: the one rule,
 // retry.Later.
 func IsRetryable(err error) bool { return retry.Later(err) }
+
+// NotSent reports whether err says the call never reached the server: no
+// connection could be made (refused, no route). Then a write made nothing,
+// and nothing on the server needs looking for. Any other failure may have
+// come after the server took the call in.
+func NotSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
 
 // statusError classifies a non-2xx answer.
 func statusError(op string, status int, body []byte) *Error {

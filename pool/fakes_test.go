@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"pool/forge"
 	"pool/texts"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"pool/agent"
@@ -648,7 +650,7 @@ type fakeSession struct {
 	prompted       bool
 }
 
-var errDown = &agent.Error{Op: "fake", Retryable: true, Err: fmt.Errorf("connection refused")}
+var errDown = &agent.Error{Op: "fake", Retryable: true, Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
 
 func newFakeAgent(behave func(pr int) (time.Duration, func(), string)) *fakeAgent {
 	return &fakeAgent{sessions: map[string]*fakeSession{}, behave: behave,

@@ -134,7 +134,7 @@ func (s *Set) Start(ctx context.Context, pr int, kind lifecycle.Kind, title, dir
 		}
 	}
 	if err := s.agent.PromptAsync(ctx, created.ID, agentName, prompt); err != nil {
-		if !s.promptLanded(ctx, created.ID) {
+		if agent.NotSent(err) || !s.promptLanded(ctx, created.ID) {
 			s.release(ctx, orphan{id: created.ID, dir: dir})
 			return nil, err
 		}
@@ -227,7 +227,8 @@ func (s *Set) WasPrompted(ctx context.Context, id string) bool {
 // its answer (a 502 from a proxy, a connection cut), and deleting that
 // session would start a second reviewer on the same head. The server
 // stores the prompt after it answered, later still when it is loaded, so
-// it reads the messages up to len(promptWaits) times, the pauses growing.
+// it reads the messages up to len(promptWaits) times, the pauses growing
+// (a call that never reached the server is not looked for: agent.NotSent).
 // When no read answers it cannot tell, and says yes, as WasPrompted does:
 // following an empty session costs a timeout, deleting a working one a
 // second session on the head.
@@ -252,8 +253,8 @@ func (s *Set) promptLanded(ctx context.Context, id string) bool {
 	return !answered
 }
 
-// promptWaits are the pauses before promptLanded's reads: 7.5 s in all.
-var promptWaits = []time.Duration{0, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}
+// promptWaits are the pauses before promptLanded's reads: 3.5 s in all.
+var promptWaits = []time.Duration{0, 500 * time.Millisecond, time.Second, 2 * time.Second}
 
 func hasPrompt(msgs []agent.Message) bool {
 	for _, m := range msgs {

@@ -296,7 +296,7 @@ func TestAPromptStoredLateIsFollowed(t *testing.T) {
 		storeAfter   time.Duration
 		failMessages bool
 	}{
-		{name: "stored 5 s after the answer", storeAfter: 5 * time.Second},
+		{name: "stored 3 s after the answer", storeAfter: 3 * time.Second},
 		{name: "no read of the messages answers", storeAfter: time.Hour, failMessages: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
