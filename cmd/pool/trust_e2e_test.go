@@ -233,3 +233,84 @@ func TestOutsiderApprovalAfterTheClaimParksNothing(t *testing.T) {
 		t.Errorf("approvals by the pool's reviewer = %d, want 1", approvals)
 	}
 }
+
+// TestARequestOnTheMergedParentStandsOnTheForge: carol, a listed human
+// reviewer with write access, requests changes on the PR's head A; then
+// main moves and the PR's branch is updated by merge through the forge's
+// own update (as another pool, or the author's "update branch" button,
+// does), making head U. The forge finds the PR's content unchanged and
+// leaves carol's request unmarked stale (the premise, checked). The pool,
+// which made no update itself, weighs carol's request for U: it starts no
+// reviewer session on U and merges nothing. Before, it weighed U's own
+// reviews, none, and reviewed U as a fresh head.
+func TestARequestOnTheMergedParentStandsOnTheForge(t *testing.T) {
+	parallel(t)
+	ctx := testContext(t)
+	sb := startSandbox(t, ctx, 1, nil)
+	n := sb.PRs[0]
+	name := fmt.Sprintf("carol%d", time.Now().UnixNano()%1_000_000) // the forge may be shared: a name of its own
+	carol, err := sb.Forge.CreateUser(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Forge.AddCollaborator(ctx, sb.OwnerToken, sb.Owner, sb.Repo, name, "write"); err != nil {
+		t.Fatal(err)
+	}
+	a := getPR(t, ctx, sb, n).Head.Sha
+	if official, err := sb.Forge.Review(ctx, carol, sb.Owner, sb.Repo, n, a, "REQUEST_CHANGES", "Not like this."); err != nil || !official {
+		t.Fatalf("carol's request for changes: official %v, %v", official, err)
+	}
+	if _, err := sb.Forge.PushFile(ctx, sb.OwnerToken, sb.Owner, sb.Repo, "main", "MOVED.txt", "main moved\n", "main moves"); err != nil {
+		t.Fatal(err)
+	}
+	update := fmt.Sprintf("/repos/%s/%s/pulls/%d/update?style=merge", sb.Owner, sb.Repo, n)
+	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "POST", update, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	var reviews []struct {
+		State    string `json:"state"`
+		CommitID string `json:"commit_id"`
+		Stale    bool   `json:"stale"`
+		User     struct {
+			Login string `json:"login"`
+		} `json:"user"`
+	}
+	reviewsPath := fmt.Sprintf("/repos/%s/%s/pulls/%d/reviews", sb.Owner, sb.Repo, n)
+	eventually(t, ctx, "the forge to take in the update", func() bool {
+		var pr struct {
+			MergeBase string `json:"merge_base"`
+			Head      struct {
+				Sha string `json:"sha"`
+			} `json:"head"`
+		}
+		var main struct {
+			Commit struct {
+				ID string `json:"id"`
+			} `json:"commit"`
+		}
+		_, err1 := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/pulls/%d", sb.Owner, sb.Repo, n), nil, &pr)
+		_, err2 := sb.Forge.Do(ctx, sb.OwnerToken, "GET", fmt.Sprintf("/repos/%s/%s/branches/main", sb.Owner, sb.Repo), nil, &main)
+		return err1 == nil && err2 == nil && pr.Head.Sha != a && pr.MergeBase == main.Commit.ID
+	})
+	if _, err := sb.Forge.Do(ctx, sb.OwnerToken, "GET", reviewsPath, nil, &reviews); err != nil {
+		t.Fatal(err)
+	}
+	for _, rv := range reviews {
+		if rv.User.Login == name && (rv.State != "REQUEST_CHANGES" || rv.CommitID != a || rv.Stale) {
+			t.Fatalf("the premise does not hold: carol's review after the update is %+v, want a request for changes on %s, not stale", rv, a)
+		}
+	}
+
+	bin := buildPool(t)
+	pool := startPool(t, ctx, bin, poolEnv(t, sb, t.TempDir()), "--workers", "1", "--human-reviewers", name)
+	pool.wait(t, ctx)
+	if prompts := sb.Model.Prompts(); len(prompts) != 0 {
+		t.Errorf("reviewer sessions = %d, want none: carol's request on the head U merged the base into stands for U", len(prompts))
+	}
+	if getPR(t, ctx, sb, n).Merged {
+		t.Error("merged over carol's request for changes")
+	}
+	if !strings.Contains(pool.stdout.String(), "Changes requested: 1") {
+		t.Errorf("report:\n%s\nstderr:\n%s", pool.stdout.String(), pool.stderr.String())
+	}
+}
