@@ -117,10 +117,7 @@ func (r ReviewRule) HeadVerdict(author, head string, reviews []forge.Review) Ver
 			commented = true
 			continue
 		}
-		who := strings.ToLower(rv.Author)
-		if cur, ok := latest[who]; !ok || rv.ID > cur.ID {
-			latest[who] = rv
-		}
+		keepLatest(latest, rv)
 	}
 	for _, rv := range latest {
 		switch rv.State {
@@ -138,6 +135,15 @@ func (r ReviewRule) HeadVerdict(author, head string, reviews []forge.Review) Ver
 		v.State = forge.ReviewComment
 	}
 	return v
+}
+
+// keepLatest keeps in latest each account's review with the highest id:
+// the one verdict of the account's that counts.
+func keepLatest(latest map[string]forge.Review, rv forge.Review) {
+	who := strings.ToLower(rv.Author)
+	if cur, ok := latest[who]; !ok || rv.ID > cur.ID {
+		latest[who] = rv
+	}
 }
 
 // Voices are the accounts whose word on the PR the pool takes as its
@@ -261,12 +267,8 @@ func (r ReviewRule) StandingRequests(author string, u HeadUpdate, o Observation)
 		if !r.onHeadContent(rv, u, o) || !r.trusted(author, rv) || !r.filed(rv) {
 			continue
 		}
-		if rv.State != forge.ReviewApproved && rv.State != forge.ReviewRequestChanges {
-			continue
-		}
-		who := strings.ToLower(rv.Author)
-		if cur, ok := latest[who]; !ok || rv.ID > cur.ID {
-			latest[who] = rv
+		if rv.State == forge.ReviewApproved || rv.State == forge.ReviewRequestChanges {
+			keepLatest(latest, rv)
 		}
 	}
 	var out []string
