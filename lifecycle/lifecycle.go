@@ -239,7 +239,7 @@ type Observation struct {
 	// HeadParents and DiffHash describe the head after an update the pool
 	// made (Track.Update): read only then, and the parents also when a
 	// request for changes on another commit may stand for the head
-	// (ReviewRule.StandingRequests).
+	// (ReviewRule.RequestStands).
 	HeadParents []string
 	DiffHash    string
 	// TreeDiffers: the head's tree is not the merge of the approved head

@@ -113,7 +113,7 @@ func (o Observation) lacksApprovalFacts(p Policy, t Track) bool {
 // (updateFacts); and, once the reviews show a request for changes on
 // another commit that the forge has not marked stale, the head's parents,
 // which tell whether the head only merged something into that commit
-// (StandingRequests).
+// (RequestStands).
 func approvalFacts(r ReviewRule, t Track, o Observation) Facts {
 	need := FactReviews | updateFacts(t, o.HeadSHA)
 	if o.Read.Has(FactReviews) && r.requestOffHead(o) {

@@ -91,7 +91,7 @@ type Verdict struct {
 	Unvouched []string
 	// Carried: the verdict was given to the head the pool updated, and
 	// carries over to this one (Policy.Approval): its approval, or a
-	// request for changes that stands (StandingRequests).
+	// request for changes that stands (RequestStands).
 	Carried bool
 }
 
@@ -188,7 +188,7 @@ func (p Policy) Approval(t Track, o Observation) Verdict {
 	weighed("approval")
 	t = t.atHead(o.HeadSHA, o.Now)
 	v := p.Rule.HeadVerdict(o.Author, o.HeadSHA, o.Reviews)
-	if v.State != forge.ReviewRequestChanges && len(p.Rule.StandingRequests(o.Author, t.Update, o)) > 0 {
+	if v.State != forge.ReviewRequestChanges && p.Rule.RequestStands(o.Author, t.Update, o) {
 		v.State, v.Carried = forge.ReviewRequestChanges, true
 		return v
 	}
@@ -241,10 +241,10 @@ func (r ReviewRule) CarriesOver(u HeadUpdate, o Observation) bool {
 	return v.State == forge.ReviewApproved
 }
 
-// StandingRequests are the accounts whose request for changes stands for
-// the head o shows although it was filed on another commit: their latest
-// counted verdict asks for changes, on the head or on a commit whose
-// content the head only carries on with. That is
+// RequestStands reports whether a counted account's request for changes
+// stands for the head o shows although it was filed on another commit: the
+// account's latest counted verdict asks for changes, on the head or on a
+// commit whose content the head only carries on with. That is
 //   - the head the pool's own update made this head from (u.From, madeBy);
 //   - or a parent of the head, a merge of two commits, where the forge has
 //     not marked the request stale: it found the PR's content unchanged
@@ -261,7 +261,7 @@ func (r ReviewRule) CarriesOver(u HeadUpdate, o Observation) bool {
 // (TestARequestForChangesBeforeTheUpdateStands,
 // TestARequestOnTheMergedParentStands). A request two merges back is not
 // seen: the pools read the head's parents only.
-func (r ReviewRule) StandingRequests(author string, u HeadUpdate, o Observation) []string {
+func (r ReviewRule) RequestStands(author string, u HeadUpdate, o Observation) bool {
 	latest := map[string]forge.Review{}
 	for _, rv := range o.Reviews {
 		if !r.onHeadContent(rv, u, o) || !r.trusted(author, rv) || !r.filed(rv) {
@@ -271,19 +271,17 @@ func (r ReviewRule) StandingRequests(author string, u HeadUpdate, o Observation)
 			keepLatest(latest, rv)
 		}
 	}
-	var out []string
 	for _, rv := range latest {
 		if rv.State == forge.ReviewRequestChanges {
-			out = appendOnce(out, rv.Author)
+			return true
 		}
 	}
-	slices.Sort(out)
-	return out
+	return false
 }
 
 // onHeadContent reports whether review rv was filed on the head o shows
 // or on a commit whose content the head carries on with unchanged
-// (StandingRequests).
+// (RequestStands).
 func (r ReviewRule) onHeadContent(rv forge.Review, u HeadUpdate, o Observation) bool {
 	switch {
 	case rv.CommitID == o.HeadSHA:
