@@ -3,8 +3,10 @@ package sessions
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -29,6 +31,10 @@ type fakeAgent struct {
 	lostAnswer   bool
 	storeAfter   time.Duration
 	failMessages bool
+	// refusePrompt: the prompt call finds no server (a dial error);
+	// reads counts the reads of messages.
+	refusePrompt bool
+	reads        int
 	failDirs     map[string]bool // Statuses fails for these directories
 	deleted      []string
 	aborted      []string
@@ -51,6 +57,9 @@ func (a *fakeAgent) CreateSession(_ context.Context, _, dir string) (agent.Sessi
 func (a *fakeAgent) PromptAsync(_ context.Context, id, _, text string) error {
 	if a.failPrompt {
 		return errors.New("502 bad gateway")
+	}
+	if a.refusePrompt {
+		return &agent.Error{Op: "prompt", Retryable: true, Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
 	}
 	if a.lostAnswer {
 		time.AfterFunc(a.storeAfter, func() {
@@ -82,6 +91,7 @@ func (a *fakeAgent) Statuses(_ context.Context, dir string) (map[string]agent.St
 func (a *fakeAgent) Messages(_ context.Context, id string) ([]agent.Message, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.reads++
 	if a.failMessages {
 		return nil, errors.New("500 internal server error")
 	}
@@ -278,6 +288,25 @@ func TestUnpromptedSessionIsDeleted(t *testing.T) {
 		if len(a.deleted) != 1 || !slices.Equal(trees.given, []string{"/trees/1"}) || s.Of(7) != nil {
 			t.Errorf("deleted %v, given %v, followed %v; want the session deleted, its tree given back, nothing followed",
 				a.deleted, trees.given, s.Of(7))
+		}
+	})
+}
+
+// TestAPromptThatFoundNoServerIsNotLookedFor: the prompt call could not
+// connect (the agent server is down): the prompt made nothing, so Start
+// deletes the session at once, reading no messages (it read them for 3.5 s
+// before agent.NotSent, four times, each failed start holding its slot).
+func TestAPromptThatFoundNoServerIsNotLookedFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, trees, now := newFakeAgent(), &fakeTrees{}, time.Now()
+		a.refusePrompt = true
+		s := newSet(a, trees, &now)
+		start := time.Now()
+		if _, err := s.Start(context.Background(), 7, lifecycle.Review, "title", "/trees/1", "reviewer", "review it", nil); err == nil {
+			t.Fatal("Start succeeded with no server to prompt")
+		}
+		if a.reads != 0 || len(a.deleted) != 1 || time.Since(start) != 0 {
+			t.Errorf("%d reads of messages, deleted %v, after %s; want none, the session deleted, at once", a.reads, a.deleted, time.Since(start))
 		}
 	})
 }
