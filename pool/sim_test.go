@@ -83,20 +83,21 @@ type simFigures struct {
 	maxClaimsPerHead      int
 	notes, maxNotesOnHead int
 	diagnostics           int
-	statusWrites          int // the pools' commit status writes (counted in requests too)
-	requests, maxPerPRHr  int // requests naming a PR
-	maxRefusedPerPRHr     int // requests of one pool naming one PR in an hour while the forge refused its merge (simForge.refusedReqs)
-	repoRequests          int // listings and other requests of the repository
+	statusWrites          int            // the pools' commit status writes (counted in requests too)
+	requests, maxPerPRHr  int            // requests naming a PR
+	maxRefusedPerPRHr     int            // requests of one pool naming one PR in an hour while the forge refused its merge (simForge.refusedReqs)
+	maxRefusedOps         map[string]int // those requests by what they asked and the pool's function that asked
+	repoRequests          int            // listings and other requests of the repository
 	poolHours             int
 	longestSilence        time.Duration
 }
 
 func (f simFigures) String() string {
 	return fmt.Sprintf("merges %d (+%d by humans), updates %d (%d after edits were allowed), fixer sessions %d (%d pushed a fix), heads %d, sessions %d (%.2f a head, max %d), claims %d (max %d a head), "+
-		"notes %d (max %d on one head, %d diagnostics), status writes %d, requests %.1f per open PR-hour of a pool (max %d for one PR in an hour, %d for one whose merge was refused an hour before) and %.0f of the repository per pool-hour, longest silent wait %s",
+		"notes %d (max %d on one head, %d diagnostics), status writes %d, requests %.1f per open PR-hour of a pool (max %d for one PR in an hour, %d for one whose merge was refused an hour before: %v) and %.0f of the repository per pool-hour, longest silent wait %s",
 		f.merges, f.humanMerges, f.updates, f.editsAsked, f.fixers, f.fixesPushed, f.heads, f.sessions, float64(f.sessions)/float64(max(f.heads, 1)), f.maxSessionsPerHead,
 		f.claims, f.maxClaimsPerHead, f.notes, f.maxNotesOnHead, f.diagnostics, f.statusWrites,
-		float64(f.requests)/float64(max(f.prHours, 1)), f.maxPerPRHr, f.maxRefusedPerPRHr, float64(f.repoRequests)/float64(max(f.poolHours, 1)), f.longestSilence.Round(time.Minute))
+		float64(f.requests)/float64(max(f.prHours, 1)), f.maxPerPRHr, f.maxRefusedPerPRHr, f.maxRefusedOps, float64(f.repoRequests)/float64(max(f.poolHours, 1)), f.longestSilence.Round(time.Minute))
 }
 
 func TestSim(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -161,6 +162,24 @@ func newSimForge(f *fakeForge, seed uint64, faults float64) *simForge {
 		own: map[string][]forge.Status{}}
 }
 
+// poolCaller names the pool's function that made a forge request (the
+// first caller outside the test files), so that a rate the invariants
+// refuse says which of the pool's paths made the requests.
+func poolCaller() string {
+	pcs := make([]uintptr, 16)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	for {
+		f, more := frames.Next()
+		if !strings.HasSuffix(f.File, "_test.go") {
+			_, name, _ := strings.Cut(f.Function[strings.LastIndex(f.Function, "/")+1:], ".")
+			return name
+		}
+		if !more {
+			return "?"
+		}
+	}
+}
+
 // call counts a request for PR n (0: the repository's), draws a fault
 // that refuses it before it is made, and draws its slowness: one request
 // in simSlow is answered 1 to 60 seconds late (a busy forge).
@@ -171,13 +190,14 @@ func (s *simForge) call(ctx context.Context, op string, n int) error {
 	if s.ops[k] == nil {
 		s.ops[k] = map[string]int{}
 	}
-	s.ops[k][op]++
+	by := op + " by " + poolCaller()
+	s.ops[k][by]++
 	if s.knownRefusedLocked(k.pool, n) {
 		s.refusedReqs[k]++
 		if s.refusedOps[k] == nil {
 			s.refusedOps[k] = map[string]int{}
 		}
-		s.refusedOps[k][op]++
+		s.refusedOps[k][by]++
 	}
 	var err error
 	if s.rng.Float64() < s.faults {

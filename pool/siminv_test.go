@@ -236,8 +236,10 @@ func (w *simWorld) figures() simFigures {
 			fig.repoRequests += c
 		}
 	}
-	for _, c := range w.sf.refusedReqs {
-		fig.maxRefusedPerPRHr = max(fig.maxRefusedPerPRHr, c)
+	for k, c := range w.sf.refusedReqs {
+		if c > fig.maxRefusedPerPRHr {
+			fig.maxRefusedPerPRHr, fig.maxRefusedOps = c, w.sf.refusedOps[k]
+		}
 	}
 	fig.poolHours = w.days * 24 * len(w.pools)
 	fig.prHours = int(w.openHours)
