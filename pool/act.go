@@ -51,6 +51,9 @@ func (p *Pool) perform(ctx context.Context, pr forge.PR, t lifecycle.Track, a li
 			return nil
 		}
 		p.queue.add(pr.Number, pr.HeadSHA, p.now()) // the queue merges (or updates) it when it is next
+		if t.Refusals > 0 {
+			p.queue.wasRefused(pr.Number)
+		}
 	case lifecycle.Skip:
 		p.count(pr.Number, &p.stats.skipped)
 	case lifecycle.Drop:

@@ -84,6 +84,9 @@ type queued struct {
 	// slow: read alone after a merge for a whole queuePaceFor, never
 	// mergeable; not read alone again until it is, so it holds the others once.
 	slow bool
+	// ruled: the forge refused a merge of this head for a rule
+	// (wasRefused); never read alone after a merge.
+	ruled bool
 	// fresh: when it entered or last read mergeable. warned: when the
 	// operator was last told it reads not mergeable (zero: not told);
 	// warns: how often since fresh (unreadyWarnGap).
@@ -105,6 +108,20 @@ func (q *mergeQueue) add(n int, head string, now time.Time) {
 	}
 	q.mu.Unlock()
 	q.kick()
+}
+
+// wasRefused marks entry n as a head whose merge the forge refused for a
+// rule (lifecycle.Track.Refusals). After a merge it is read at the queue's
+// own waits, not alone at the pace: such a PR re-enters the queue after
+// each refusal's hold, so it is often the oldest entry, and read alone it
+// would be read every pace for queuePaceFor after every merge (the
+// simulation saw 84 reads of one in an hour).
+func (q *mergeQueue) wasRefused(n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if e, ok := q.entries[n]; ok {
+		e.ruled = true
+	}
 }
 
 func (q *mergeQueue) remove(n int) (asked time.Time) {
@@ -265,7 +282,7 @@ func (q *mergeQueue) next(now time.Time) (queued, bool) {
 	}
 	var head *queued
 	for _, e := range q.entries {
-		if e.slow {
+		if e.slow || e.ruled {
 			continue
 		}
 		if head == nil || e.since.Before(head.since) || (e.since.Equal(head.since) && e.n < head.n) {

@@ -348,3 +348,22 @@ func TestMergeQueueHonoursRetryAfter(t *testing.T) {
 		t.Errorf("20 s later: due %v, want both", due)
 	}
 }
+
+// TestMergeQueueReadsARefusedPRAtItsOwnWaits: an entry whose merge the
+// forge refused at its head for a rule is never read alone after a merge;
+// the oldest entry that was not refused is.
+func TestMergeQueueReadsARefusedPRAtItsOwnWaits(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	q := newMergeQueue(5 * time.Second)
+	q.add(1, "a", t0)
+	q.wasRefused(1)
+	q.merged(t0)
+	if head, paced := q.next(t0); paced {
+		t.Fatalf("after a merge the queue reads #%d alone, want none: #1's merge was refused", head.n)
+	}
+	q.add(2, "b", t0.Add(time.Second))
+	q.merged(t0.Add(time.Second))
+	if head, paced := q.next(t0.Add(time.Second)); !paced || head.n != 2 {
+		t.Errorf("after a merge: next #%d (paced %v), want #2, the oldest not refused", head.n, paced)
+	}
+}
