@@ -314,3 +314,43 @@ func TestARenewalLateForAStaleClaimYieldsToTheTakeover(t *testing.T) {
 		}
 	}
 }
+
+// TestAClaimLeftFromBeforeARestartIsTakenBack: the PR carries another
+// pool's live claim and, after it, one of this pool's that the pool does
+// not know it made (its post was in flight when it was killed). The
+// pool's first cycle sees the head claimed by the other pool and deletes
+// its own claim; the winner's stays, and no session starts.
+func TestAClaimLeftFromBeforeARestartIsTakenBack(t *testing.T) {
+	f := newFakeForge(1)
+	ctx := context.Background()
+	head := f.prs[1].HeadSHA
+	now := time.Now().UTC()
+	f.comments[1] = []forge.Comment{{ID: 100, Author: "other-pool-bot", Created: now,
+		Body: claims.Body(claims.Claim{Instance: "other", SHA: head, At: now})}}
+	f.nextID = 200
+	ours, err := f.PostComment(ctx, "o", "r", 1, texts.Sign(claims.Body(claims.Claim{Instance: "pool-test", SHA: head, At: now})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(1)
+	cfg.TrustedClaimers = []string{"other-pool-bot"}
+	a := newFakeAgent(nil)
+	p, err := New(ctx, cfg, Deps{Forge: f, Agent: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.cycle(ctx, ctx); err != nil {
+		t.Fatal(err)
+	}
+	cs, _ := f.Comments(ctx, "o", "r", 1)
+	var ids []int64
+	for _, c := range cs {
+		ids = append(ids, c.ID)
+	}
+	if len(ids) != 1 || ids[0] != 100 {
+		t.Errorf("comments %v, want the other pool's claim (100) alone: the pool's own (%d) lost", ids, ours.ID)
+	}
+	if n, _, _ := a.count(); n != 0 {
+		t.Errorf("%d sessions started, want none: the other pool holds the head", n)
+	}
+}

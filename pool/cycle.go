@@ -336,10 +336,29 @@ func (p *Pool) read(ctx context.Context, pr forge.PR, t lifecycle.Track, need li
 		return err
 	}
 	if need.Has(lifecycle.FactClaims) {
-		obs.Claim, _ = claims.Judge(p.view(pr, comments, obs.Reviews), p.instance)
+		v := p.view(pr, comments, obs.Reviews)
+		obs.Claim, _ = claims.Judge(v, p.instance)
 		obs.NoReviewNoted = p.notedOn(comments, forge.MarkNoReview, pr.HeadSHA)
+		if obs.Claim == forge.ClaimTaken {
+			p.takeBackLosers(ctx, pr.Number, v)
+		}
 	}
 	return nil
+}
+
+// takeBackLosers deletes this pool's live claims on the head that lose to
+// another pool's: a claim whose post was in flight when the pool was
+// killed, which the pool started again does not know it made. claim takes
+// back the losers it knows of; left, this one would stand beside the
+// winner's for a claim's life (the simulation, seed 15: a pool killed 7 s
+// after it posted a claim, relaunched 6 minutes later).
+func (p *Pool) takeBackLosers(ctx context.Context, n int, v claims.View) {
+	for _, cl := range claims.Losers(v, p.instance) {
+		p.log.Info("a claim of this pool's lost to another pool's; taking it back", "pr", n, "comment", cl.CommentID)
+		if err := p.takeBack(ctx, cl.CommentID); err != nil {
+			p.log.Warn("taking back a claim that lost failed; the next read tries again", "pr", n, "comment", cl.CommentID, "err", err)
+		}
+	}
 }
 
 // readFacts reads the facts of need but the claims: the checks and the
