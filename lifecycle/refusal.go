@@ -59,6 +59,12 @@ func holdingRefused(t Track, head string) (Track, Action) {
 
 func serverError(rule string) bool { return rule == ruleServerError || rule == ruleUpdateFailed }
 
+// RefusedForARule reports whether the forge refused a merge (or update) of
+// the head for a rule of its own (not enough approvals, a hook, the quota,
+// an update it does not allow): a head it will likely refuse again. A
+// server error (5xx) is no such refusal: the next call may well pass.
+func (t Track) RefusedForARule() bool { return t.Refusals > 0 && !serverError(t.Refused) }
+
 // holdMax is the longest wait after a refusal for rule.
 func holdMax(p Policy, rule string) time.Duration {
 	switch rule {

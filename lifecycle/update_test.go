@@ -548,3 +548,23 @@ func TestOneUpdateHolderPerBase(t *testing.T) {
 		})
 	}
 }
+
+// TestARefusalForARuleIsNoServerError: a merge refused for a rule, or an
+// update the forge does not allow, is a refusal the head will likely meet
+// again; a server error's (the merge's or the update's 5xx) is not.
+func TestARefusalForARuleIsNoServerError(t *testing.T) {
+	for _, c := range []struct {
+		rule string
+		want bool
+	}{
+		{forge.RuleApprovals, true}, {forge.RuleQuota, true}, {forge.RulePushRejected, true}, {ruleUpdateRefused, true},
+		{ruleServerError, false}, {ruleUpdateFailed, false},
+	} {
+		if got := (Track{Refusals: 1, Refused: c.rule}).RefusedForARule(); got != c.want {
+			t.Errorf("refused for %q: RefusedForARule = %v, want %v", c.rule, got, c.want)
+		}
+	}
+	if (Track{}).RefusedForARule() {
+		t.Errorf("a head never refused: RefusedForARule = true")
+	}
+}

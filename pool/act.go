@@ -51,7 +51,7 @@ func (p *Pool) perform(ctx context.Context, pr forge.PR, t lifecycle.Track, a li
 			return nil
 		}
 		p.queue.add(pr.Number, pr.HeadSHA, p.now()) // the queue merges (or updates) it when it is next
-		if t.Refusals > 0 {
+		if t.RefusedForARule() {
 			p.queue.wasRefused(pr.Number)
 		}
 	case lifecycle.Skip:

@@ -8,6 +8,7 @@ import (
 
 	"pool/forge"
 	"pool/forgejo"
+	"pool/lifecycle"
 )
 
 // TestARefusedPRIsNotReadAtThePaceAfterAMerge: PR 1's merge is refused for
@@ -67,5 +68,45 @@ func TestARefusedPRIsNotReadAtThePaceAfterAMerge(t *testing.T) {
 	}
 	if reads > 10 {
 		t.Errorf("PR 1 read %d times in the %s after PR 2's merge, want at most 10 (its own doubling waits, not every %s)", reads, queuePaceFor, queuePace)
+	}
+}
+
+// TestAServerErrorKeepsAPRPaced: the loop queues a head whose merge the
+// forge refused for a rule as one not read alone after a merge, and a head
+// whose merge answered a server error (a 502 of a proxy) as any other: its
+// next call may pass, and the pace is what merges it soonest.
+func TestAServerErrorKeepsAPRPaced(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		res   forge.MergeResult
+		ruled bool
+	}{
+		{"not enough approvals", forge.MergeResult{Status: 405, Message: "Not allowed to merge: not enough approvals"}, true},
+		{"bad gateway", forge.MergeResult{Status: 502, Message: "bad gateway"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeForge(1)
+			p, err := New(context.Background(), testConfig(1), Deps{Forge: f, Agent: newFakeAgent(nil),
+				Log: slog.New(slog.NewTextHandler(&lockedBuffer{}, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pr, _ := f.PR(context.Background(), "o", "r", 1)
+			res := c.res
+			res.Outcome, res.Rule = forgejo.ClassifyMerge(res.Status, res.Message), forge.RefusalRule(res.Status, res.Message)
+			tr, _ := p.mergeAnswered(1, pr.HeadSHA, res)
+			if tr.Refusals != 1 {
+				t.Fatalf("the track counts %d refusals, want 1", tr.Refusals)
+			}
+			if err := p.perform(context.Background(), pr, tr, lifecycle.Action{Kind: lifecycle.Merge}); err != nil {
+				t.Fatal(err)
+			}
+			p.queue.mu.Lock()
+			ruled := p.queue.entries[1].ruled
+			p.queue.mu.Unlock()
+			if ruled != c.ruled {
+				t.Errorf("queued as refused for a rule: %v, want %v", ruled, c.ruled)
+			}
+		})
 	}
 }
