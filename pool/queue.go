@@ -111,11 +111,11 @@ func (q *mergeQueue) add(n int, head string, now time.Time) {
 }
 
 // wasRefused marks entry n as a head whose merge the forge refused for a
-// rule (lifecycle.Track.RefusedForARule). After a merge it is read at the queue's
-// own waits, not alone at the pace: such a PR re-enters the queue after
-// each refusal's hold, so it is often the oldest entry, and read alone it
-// would be read every pace for queuePaceFor after every merge (the
-// simulation saw 84 reads of one in an hour).
+// rule (lifecycle.Track.RefusedForARule). After a merge it is read at the
+// queue's own waits, not alone at the pace: such a PR re-enters the queue
+// after each refusal's hold, so it is often the oldest entry, and read
+// alone it would be read every pace for queuePaceFor after every merge
+// (the simulation saw 84 reads of one in an hour).
 func (q *mergeQueue) wasRefused(n int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
