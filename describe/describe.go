@@ -27,7 +27,7 @@ type Standing struct {
 	Ahead      int            // PRs before it in the queue
 	Merging    bool           // in the merge queue
 	MergeAhead int            // PRs before it in the merge queue
-	NoPlace    bool           // say nothing of its place in the merge queue (the commit status)
+	NoPlace    bool           // say nothing of its place in any queue (the commit status)
 	// ForgeWait: how long it has read not mergeable in the merge queue,
 	// once the pool warned of it; the page says so, the commit status does
 	// not (it would be written again every minute).
@@ -69,15 +69,15 @@ func describeRaw(s Standing) string {
 	case s.Busy:
 		return "reviewing since " + clock(s.Session)
 	case s.Queued && s.Act.Kind == lifecycle.Fix:
-		return "checks failing; queued for a fixer" + ahead(s.Ahead)
+		return "checks failing; queued for a fixer" + s.place(s.Ahead)
 	case s.Queued:
-		return "queued for review" + ahead(s.Ahead)
+		return "queued for review" + s.place(s.Ahead)
 	case s.Car > 0:
 		return TrainPlace(s.Car, s.Cars, s.Base)
 	case s.Act.Kind == lifecycle.Update, t.State == lifecycle.OutOfDate:
 		text := fmt.Sprintf("approved, checks green; behind %s: queued for updating", s.Base)
 		if s.Merging {
-			text += ahead(s.MergeAhead)
+			text += s.place(s.MergeAhead)
 		}
 		return text
 	case s.Act.Kind == lifecycle.Merge, t.State == lifecycle.MergeQueued:
@@ -154,7 +154,14 @@ func TrainPlace(car, cars int, base string) string {
 	return fmt.Sprintf("approved, checks green; car %d of %d on %s's merge train", car, cars, base)
 }
 
-func ahead(n int) string {
+// place is " (n ahead)" or " (next)" after a queue's name, or nothing where
+// the text is a commit status (NoPlace): every step of the queue would
+// write the status of every PR in it again, about n²/2 writes over a
+// backlog of n.
+func (s Standing) place(n int) string {
+	if s.NoPlace {
+		return ""
+	}
 	if n == 0 {
 		return " (next)"
 	}

@@ -412,7 +412,7 @@ func TestCommitStatusStates(t *testing.T) {
 		return ss[len(ss)-1]
 	}
 	eventually(t, ctx, "PR A reviewing", func() bool { return strings.HasPrefix(latest(headA).Description, "reviewing since ") }, pool)
-	eventually(t, ctx, "PR B queued", func() bool { return latest(headB).Description == "queued for review (next)" }, pool)
+	eventually(t, ctx, "PR B queued", func() bool { return latest(headB).Description == "queued for review" }, pool)
 	g.open()
 	eventually(t, ctx, "PR A merged", func() bool { return isMerged(t, ctx, sb, a) }, pool)
 	eventually(t, ctx, "PR A's status says merged", func() bool {
