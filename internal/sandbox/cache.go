@@ -102,10 +102,15 @@ func giteaCached(bin, staticRoot string) bool {
 }
 
 // removeStaleBuilds deletes the temporary trees of builds that were killed
-// midway, and the binary of an earlier build without the gogit tag (its
-// name had no build suffix). Only call it while holding the build lock.
+// midway, and the binaries of earlier builds of other tags or patches (each
+// about 150 MB). Only call it while holding the build lock.
 func removeStaleBuilds(dir string) {
-	_ = os.Remove(filepath.Join(dir, "gitea-"+GiteaVersion))
+	olds, _ := filepath.Glob(filepath.Join(dir, "gitea-"+GiteaVersion+"*"))
+	for _, old := range olds {
+		if filepath.Base(old) != "gitea-"+GiteaVersion+"-"+giteaBuild {
+			_ = os.Remove(old)
+		}
+	}
 	stale, _ := filepath.Glob(filepath.Join(dir, "src-tmp-*"))
 	for _, d := range stale {
 		_ = os.RemoveAll(d)
@@ -168,6 +173,9 @@ func buildGitea(ctx context.Context, dir, bin, staticRoot string, log io.Writer)
 	if err := os.CopyFS(src, os.DirFS(modDir)); err != nil {
 		return fmt.Errorf("copy module source: %w", err)
 	}
+	if err := patchGitea(src); err != nil {
+		return err
+	}
 	tmpBin := filepath.Join(src, "gitea.out")
 	fmt.Fprintf(log, "sandbox: go build (output in %s)\n", filepath.Join(dir, "build.log"))
 	if err := goBuildGitea(ctx, src, tmpBin, filepath.Join(dir, "build.log")); err != nil {
@@ -196,9 +204,9 @@ func downloadGiteaModule(ctx context.Context, dir string) (string, error) {
 	return mod.Dir, nil
 }
 
-// giteaBuild names the build's tags in the binary's name, so that a cache
-// holding a build with other tags builds again.
-const giteaBuild = "gogit"
+// giteaBuild names the build's tags and patches (giteaPatches) in the
+// binary's name, so that a cache holding another build builds again.
+const giteaBuild = "gogit-tokencache"
 
 // giteaTags are the build tags: the sqlite driver, and gogit, one of
 // Gitea's own build variants, which reads the repositories' objects with
