@@ -24,9 +24,10 @@ import (
 // argument instead (`len(initFunc) > 0`), as the comment above the function
 // says it should; with it, the shared forge of `go test ./cmd/pool` used 118
 // CPU-seconds instead of 164, and the whole package 283 instead of 340 (one
-// run each, 2026-12-05). A cached token is
-// still read from the database at each request, so a deleted one is refused
-// at once, as without the cache.
+// run each, 2026-12-05). A cached token is still read from the database at
+// each request, so a deleted one is refused at once, as without the cache.
+// The one other function registered so makes the cache of Actions' task
+// tokens; Actions are off in the test forge.
 var giteaPatches = []struct {
 	file     string
 	old, new string
