@@ -14,10 +14,7 @@ func TestPatchGitea(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := "func RegisterModel(bean any, initFunc ...func() error) {\n\tif len(registeredInitFuncs) > 0 && initFunc[0] != nil {\n"
-	if err := os.WriteFile(file, []byte(before), 0o444); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(file, 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(before), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := patchGitea(src); err != nil {
