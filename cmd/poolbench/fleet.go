@@ -54,7 +54,7 @@ type fleetTable struct {
 func (b *bench) fleet(ctx context.Context) (*fleetTable, error) {
 	o := b.opts
 	t := &fleetTable{prs: o.fleetPRs, slots: o.slots, delay: o.modelDelay}
-	b.sb.Model.SetScript(delayed(o.modelDelay, b.calls.wrap(sandbox.Reviewer(sandbox.Approve))))
+	b.sb.Model.SetScript(delayed(o.modelDelay, b.calls.wrap(sandbox.Reviewer(sandbox.ReadAndApprove))))
 	b.progress("starting a second agent server")
 	second, err := b.sb.Agent.Another(ctx, filepath.Join(b.dir, "agent-2"))
 	if err != nil {

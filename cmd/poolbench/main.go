@@ -234,7 +234,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 // setUp starts the sandbox (an empty repository) and builds the pool binary.
 func (b *bench) setUp(ctx context.Context) error {
 	b.progress("starting the forge and the agent server in %s", b.dir)
-	script := b.calls.wrap(sandbox.Reviewer(sandbox.Approve))
+	script := b.calls.wrap(sandbox.Reviewer(sandbox.ReadAndApprove))
 	sb, err := sandbox.Start(ctx, sandbox.Options{Dir: filepath.Join(b.dir, "sandbox"), Log: b.stderr, Script: script})
 	if err != nil {
 		return fmt.Errorf("start the sandbox: %w", err)

@@ -55,7 +55,7 @@ func run(ctx context.Context, prepare, serve bool, prs, workers int, verbose boo
 	}
 	defer os.RemoveAll(dir)
 	fmt.Fprintf(os.Stderr, "sandbox: starting the forge and the agent server in %s\n", dir)
-	sb, err := sandbox.Start(ctx, sandbox.Options{Dir: dir, PRs: prs, Log: progress})
+	sb, err := sandbox.Start(ctx, sandbox.Options{Dir: dir, PRs: prs, Log: progress, Script: sandbox.Reviewer(sandbox.ReadAndApprove)})
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,13 @@ func PromptTarget(prompt string) (pr string, repo string, head string, ok bool) 
 
 // Verdict is what a scripted reviewer does with a PR.
 type Verdict struct {
+	// ReadDiff reads the PR's diff with the diff tool before the review,
+	// as a real reviewer does. The end-to-end tests leave it off: what the
+	// reviewer reads changes nothing the pool does, and each tool call
+	// costs the shared agent server about 0.1 CPU-seconds (a model step),
+	// the tool server and the forge more. The sandbox's demo and the
+	// benchmarks read it (ReadAndApprove).
+	ReadDiff bool
 	// Remark files a commenting review first, so the PR carries two
 	// reviews on its head.
 	Remark bool
@@ -55,9 +62,9 @@ type Verdict struct {
 var WhereTurn = Turn{Tool: ToolPR, Args: map[string]any{}}
 
 // Reviewer returns a Script for a reviewer that first reads its PR
-// (WhereTurn) and the diff, then reviews as decide says with the verdict
-// tool, and ends with a line saying where it ran and a REVIEW-RESULT line.
-// It never merges: the pool does.
+// (WhereTurn) and, if decide says so, the diff, then reviews as decide
+// says with the verdict tool, and ends with a line saying where it ran and
+// a REVIEW-RESULT line. It never merges: the pool does.
 func Reviewer(decide func(pr string) Verdict) Script {
 	return func(prompt string, outputs []string) Turn {
 		pr, _, head, ok := PromptTarget(prompt)
@@ -65,7 +72,10 @@ func Reviewer(decide func(pr string) Verdict) Script {
 			return Turn{Text: "I cannot tell which PR to review."}
 		}
 		v := decide(pr)
-		turns := []Turn{WhereTurn, {Tool: ToolDiff, Args: map[string]any{}}}
+		turns := []Turn{WhereTurn}
+		if v.ReadDiff {
+			turns = append(turns, Turn{Tool: ToolDiff, Args: map[string]any{}})
+		}
 		if v.Remark {
 			turns = append(turns, VerdictTurn(head, "COMMENT", ""))
 		}
@@ -95,6 +105,9 @@ func Where(output string) (dir, head string) {
 
 // Approve is the plain happy reviewer.
 func Approve(string) Verdict { return Verdict{Event: "APPROVED"} }
+
+// ReadAndApprove approves after reading the diff.
+func ReadAndApprove(string) Verdict { return Verdict{ReadDiff: true, Event: "APPROVED"} }
 
 // verdictWords are the verdict tool's words for the forge's review events.
 var verdictWords = map[string]string{"APPROVED": "approve", "REQUEST_CHANGES": "request-changes", "COMMENT": "comment"}

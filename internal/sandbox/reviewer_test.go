@@ -7,7 +7,8 @@ import (
 )
 
 // TestReviewerTurns: the calls a scripted reviewer makes, in order (its PR
-// and where it is first, then the diff), and the result line it ends with.
+// and where it is first, then the diff if it reads it), and the result line
+// it ends with.
 func TestReviewerTurns(t *testing.T) {
 	prompt := "Review PR #3. Repo: owner/demo.\nHead SHA: 0123abcd\n"
 	tests := []struct {
@@ -15,11 +16,13 @@ func TestReviewerTurns(t *testing.T) {
 		verdict Verdict
 		want    []string // each call's tool and arguments, then a substring of the final text
 	}{
-		{"approve", Verdict{Event: "APPROVED"}, []string{ToolPR + " {}", ToolDiff + " {}",
+		{"approve", Verdict{Event: "APPROVED"}, []string{ToolPR + " {}",
+			ToolVerdict + ` {"body":"Scripted review: approved.","commit":"0123abcd","verdict":"approve"}`, `"decision": "approved"`}},
+		{"read the diff, then approve", Verdict{ReadDiff: true, Event: "APPROVED"}, []string{ToolPR + " {}", ToolDiff + " {}",
 			ToolVerdict + ` {"body":"Scripted review: approved.","commit":"0123abcd","verdict":"approve"}`, `"decision": "approved"`}},
 		{"remark, then approve", Verdict{Remark: true, Event: "APPROVED"},
-			[]string{ToolPR + " {}", ToolDiff + " {}", `"verdict":"comment"`, `"verdict":"approve"`, `"decision": "approved"`}},
-		{"no review", Verdict{}, []string{ToolPR, ToolDiff, `Worked in /tmp/tree at 0123abcd.`}},
+			[]string{ToolPR + " {}", `"verdict":"comment"`, `"verdict":"approve"`, `"decision": "approved"`}},
+		{"no review", Verdict{}, []string{ToolPR, `Worked in /tmp/tree at 0123abcd.`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
