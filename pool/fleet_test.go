@@ -87,8 +87,21 @@ func TestTheFixerRunsOnTheFixServerOnly(t *testing.T) {
 	head := f.prs[1].HeadSHA
 	f.review(1, "reviewer", forge.ReviewApproved)
 	f.statuses[head] = []forge.Status{{ID: 1, Context: "ci", State: "failure"}}
-	reply := func(int) (time.Duration, func(), string) {
-		return 50 * time.Millisecond, nil, "REVIEW-RESULT: {\"decision\": \"commented\", \"merge_status\": \"none\"}"
+	// The reviews approve, as their reports say: a session that left no
+	// review is tried again after a backoff of a poll interval. The two
+	// reviews end far apart, in different cycles of the pool. When they
+	// reported "commented" and filed nothing, the test passed only if
+	// both ended in one cycle; on a slow host the first PR was reviewed
+	// again while the second's ran (.ci/run at 0.65 of a core, 2026-12-05:
+	// "review server: 4 sessions").
+	reply := func(pr int) (time.Duration, func(), string) {
+		switch pr {
+		case 1: // the fixer's
+			return 50 * time.Millisecond, nil, "REVIEW-RESULT: {\"decision\": \"commented\", \"merge_status\": \"none\"}"
+		case 3:
+			return approver(f, 300*time.Millisecond)(pr)
+		}
+		return approver(f, 50*time.Millisecond)(pr)
 	}
 	rev, fix := newFakeAgent(reply), newFakeAgent(reply)
 	rev.name, fix.name = "rev", "fix"
