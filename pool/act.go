@@ -237,6 +237,7 @@ func (p *Pool) diagnose(ctx context.Context, n int, t lifecycle.Track, reason st
 	if err != nil {
 		return err
 	}
+	comments = p.takeBackCopies(ctx, n, comments, t.HeadSHA)
 	// The other pools' diagnostics of this wait at the head count: this
 	// one is due the pause its number asks after the last of them
 	// (TestAPoolCountsTheOtherPoolsDiagnosticsOfTheHead).
@@ -254,6 +255,44 @@ func (p *Pool) diagnose(ctx context.Context, n int, t lifecycle.Track, reason st
 		return nil
 	}
 	return p.postFirst(ctx, n, texts.DiagnosticBody(t.Attempts, t.LastStatus, reason, t.HeadSHA), recent)
+}
+
+// takeBackCopies takes back the pool's diagnostics of head posted sooner
+// than the first pause after the one before them, and returns comments
+// without them. Diagnostics of one head are at least that far apart, so
+// such a one is a copy: two pools of the account posted it at once, and
+// the one that would have taken its copy back at its read-back (postFirst)
+// was killed before it (TestACopyOfADiagnosticIsTakenBack). A copy that
+// could not be deleted stays in comments, tried again at the next look.
+func (p *Pool) takeBackCopies(ctx context.Context, n int, comments []forge.Comment, head string) []forge.Comment {
+	if head == "" {
+		return comments
+	}
+	var mine []forge.Comment
+	for _, c := range comments {
+		if strings.EqualFold(c.Author, p.me) && texts.RetryHead(c.Body) == head {
+			mine = append(mine, c)
+		}
+	}
+	slices.SortFunc(mine, func(a, b forge.Comment) int { return cmp.Compare(a.ID, b.ID) })
+	gap := lifecycle.DiagnosticPause(p.policy, 1)
+	gone := map[int64]bool{}
+	for i, kept := 1, 0; i < len(mine); i++ {
+		if mine[i].Created.Sub(mine[kept].Created) >= gap {
+			kept = i
+			continue
+		}
+		p.log.Info("a diagnostic stands twice; taking the later copy back", "pr", n, "comment", mine[i].ID)
+		if err := p.takeBack(ctx, mine[i].ID); err != nil {
+			p.log.Warn("taking back a diagnostic posted twice failed", "pr", n, "comment", mine[i].ID, "err", err)
+			continue
+		}
+		gone[mine[i].ID] = true
+	}
+	if len(gone) == 0 {
+		return comments
+	}
+	return slices.DeleteFunc(slices.Clone(comments), func(c forge.Comment) bool { return gone[c.ID] })
 }
 
 // recoverAttempts rebuilds an approved PR's retry count from the pool's own

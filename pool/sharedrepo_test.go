@@ -191,3 +191,48 @@ func TestAPoolCountsTheOtherPoolsDiagnosticsOfTheHead(t *testing.T) {
 		})
 	}
 }
+
+// TestACopyOfADiagnosticIsTakenBack: two pools of one account posted the
+// same diagnostic at once, and the one that posted second was killed before
+// its read-back, which takes back a copy that is not the first. Its copy
+// stood beside the first for good: the relaunched pool, as any other, found
+// a recent diagnostic and posted nothing. Diagnostics of one head are at
+// least the first pause apart, so the pool takes back each of its
+// diagnostics of the head posted sooner than that after the one before, and
+// posts none. Two diagnostics a pause apart both stay.
+func TestACopyOfADiagnosticIsTakenBack(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		apart time.Duration
+		left  int
+	}{{"posted at once", 10 * time.Second, 1}, {"a pause apart", 6 * time.Minute, 2}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeForge(1)
+			f.now = time.Now
+			cfg := testConfig(1)
+			cfg.PollInterval = 30 * time.Second // the first pause: 5 minutes
+			ctx := context.Background()
+			p, err := New(ctx, cfg, Deps{Forge: f, Agent: newFakeAgent(nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			head := f.prs[1].HeadSHA
+			first := time.Now().Add(-8 * time.Minute) // recent: the next is due 10 minutes after it
+			for _, at := range []time.Time{first, first.Add(c.apart)} {
+				f.nextID++
+				f.comments[1] = append(f.comments[1], forge.Comment{ID: f.nextID, Author: f.me, Created: at,
+					Body: texts.Sign(texts.DiagnosticBody(10, "pending", "checks pending", head))})
+			}
+			tr := lifecycle.Track{HeadSHA: head, HeadSeen: first.Add(-time.Hour), HeadBefore: first.Add(-2 * time.Hour), Diagnostics: 1}
+			if err := p.diagnose(ctx, 1, tr, "checks pending"); err != nil {
+				t.Fatal(err)
+			}
+			f.mu.Lock()
+			left := len(f.comments[1])
+			f.mu.Unlock()
+			if left != c.left {
+				t.Errorf("%d diagnostics on the PR, want %d: %v", left, c.left, f.Effects())
+			}
+		})
+	}
+}
