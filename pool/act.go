@@ -258,12 +258,15 @@ func (p *Pool) diagnose(ctx context.Context, n int, t lifecycle.Track, reason st
 }
 
 // takeBackCopies takes back the pool's diagnostics of head posted sooner
-// than the first pause after the one before them, and returns comments
-// without them. Diagnostics of one head are at least that far apart, so
-// such a one is a copy: two pools of the account posted it at once, and
-// the one that would have taken its copy back at its read-back (postFirst)
-// was killed before it (TestACopyOfADiagnosticIsTakenBack). A copy that
-// could not be deleted stays in comments, tried again at the next look.
+// than half the first pause after the one kept before them, and returns
+// comments without them. By the pools' clocks, diagnostics of one head are
+// at least the first pause apart; half of it leaves room for a pool whose
+// clock runs ahead of the forge's (TestSim bounds them at half too). So
+// such a one is a copy, seconds after the first: two pools of the account
+// posted it at once, and the one that would have taken its copy back at
+// its read-back (postFirst) was killed before it
+// (TestACopyOfADiagnosticIsTakenBack). A copy that could not be deleted
+// stays in comments, tried again at the next look.
 func (p *Pool) takeBackCopies(ctx context.Context, n int, comments []forge.Comment, head string) []forge.Comment {
 	if head == "" {
 		return comments
@@ -275,7 +278,7 @@ func (p *Pool) takeBackCopies(ctx context.Context, n int, comments []forge.Comme
 		}
 	}
 	slices.SortFunc(mine, func(a, b forge.Comment) int { return cmp.Compare(a.ID, b.ID) })
-	gap := lifecycle.DiagnosticPause(p.policy, 1)
+	gap := lifecycle.DiagnosticPause(p.policy, 1) / 2
 	gone := map[int64]bool{}
 	for i, kept := 1, 0; i < len(mine); i++ {
 		if mine[i].Created.Sub(mine[kept].Created) >= gap {

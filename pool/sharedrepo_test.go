@@ -197,15 +197,17 @@ func TestAPoolCountsTheOtherPoolsDiagnosticsOfTheHead(t *testing.T) {
 // its read-back, which takes back a copy that is not the first. Its copy
 // stood beside the first for good: the relaunched pool, as any other, found
 // a recent diagnostic and posted nothing. Diagnostics of one head are at
-// least the first pause apart, so the pool takes back each of its
-// diagnostics of the head posted sooner than that after the one before, and
-// posts none. Two diagnostics a pause apart both stay.
+// least the first pause apart by the pools' clocks, so the pool takes back
+// each of its diagnostics of the head posted sooner than half of it after
+// the one before, and posts none. Two diagnostics a pause apart both stay,
+// and so do two a little less than a pause apart (a pool whose clock runs
+// ahead of the forge's).
 func TestACopyOfADiagnosticIsTakenBack(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		apart time.Duration
 		left  int
-	}{{"posted at once", 10 * time.Second, 1}, {"a pause apart", 6 * time.Minute, 2}} {
+	}{{"posted at once", 10 * time.Second, 1}, {"a pause apart", 6 * time.Minute, 2}, {"a clock ahead", 4 * time.Minute, 2}} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFakeForge(1)
 			f.now = time.Now
