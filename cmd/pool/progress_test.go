@@ -17,7 +17,7 @@ import (
 // An end-to-end test's deadline is its pools' progress, not a wall time. A
 // slower or busier machine takes longer over the same work, and the test
 // waits for it; only pools that stop moving fail the test. The package's
-// -timeout (60 minutes in the README's command) stays the one hard limit.
+// -timeout (45 minutes in the README's command) stays the one hard limit.
 
 // stallLimit is how long a test may see no progress before it fails. On an
 // idle 2-core machine no test of this package goes a minute without any; five
