@@ -81,6 +81,9 @@ type queued struct {
 	refused   int       // merge calls answered "try again later" while it read mergeable
 	tried     bool      // read at least once
 	asked     time.Time // when the queue last asked the forge for the PR (merger.read)
+	// stale: the queue's merge (moved) whose first "try again later" of
+	// this entry was read again at the pace (tryLater); zero if none.
+	stale time.Time
 	// slow: read alone after a merge for a whole queuePaceFor, never
 	// mergeable; not read alone again until it is, so it holds the others once.
 	slow bool
@@ -211,11 +214,15 @@ func (q *mergeQueue) backOff(n int, now time.Time, err error) {
 // tryLater records a merge call of PR n answered "try again later" while
 // it read mergeable, moved being when the queue's last merge was answered
 // (zero if the call was not the first after it). The first such answer
-// within queuePaceFor of a merge is the forge's flag from before that merge
-// (read before the forge marked the PR for testing again): the PR is read
-// again at the pace. Any other waits as a PR not ready, and at every
-// onBaseCheckEvery-th, tryLater reports that the caller should look whether
-// the head is on the base already (checkOnBase).
+// within queuePaceFor of each merge is the forge's flag from before that
+// merge (read before the forge marked the PR for testing again): the PR is
+// read again at the pace, still ahead of the others. Any other waits as a
+// PR not ready, and at every onBaseCheckEvery-th, tryLater reports that the
+// caller should look whether the head is on the base already
+// (checkOnBase). Counting only an entry's first refusal ever, the oldest
+// PR of a backlog, read first after each merge, met the flag from before
+// each merge after its first, waited a second each time while a younger
+// PR merged, and was asked six times (TestBacklogMergesAboutOneCallPerPR).
 func (q *mergeQueue) tryLater(n int, moved, now time.Time) (lookOnBase bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -226,8 +233,8 @@ func (q *mergeQueue) tryLater(n int, moved, now time.Time) (lookOnBase bool) {
 	e.refused++
 	e.tried = true
 	switch {
-	case e.refused == 1 && !moved.IsZero() && now.Before(moved.Add(queuePaceFor)):
-		q.moved, q.alone, e.notBefore = moved, n, now.Add(q.pace)
+	case !moved.IsZero() && !moved.Equal(e.stale) && now.Before(moved.Add(queuePaceFor)):
+		q.moved, q.alone, e.notBefore, e.stale = moved, n, now.Add(q.pace), moved
 		return false
 	case e.refused%onBaseCheckEvery == 0:
 		return true

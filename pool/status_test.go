@@ -294,7 +294,8 @@ func TestMergeQueueSlowPRHoldsTheOthersOnce(t *testing.T) {
 // the first call after a merge is the forge's flag from before the merge:
 // the PR is read again at the pace, the queue still reading it alone. A
 // second one waits the base wait, doubling, and every third asks to look
-// whether the head is on the base.
+// whether the head is on the base. After the next merge, the first refusal
+// is read again at the pace once more.
 func TestMergeQueueTryLaterRightAfterAMerge(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	q := newMergeQueue(5 * time.Second)
@@ -324,6 +325,17 @@ func TestMergeQueueTryLaterRightAfterAMerge(t *testing.T) {
 	if !q.tryLater(1, time.Time{}, at) {
 		t.Errorf("the third refusal does not ask to look on the base")
 	}
+	// #2 merges: #1, read first, meets the flag from before that merge too.
+	q.remove(2)
+	t1 := at.Add(time.Second)
+	q.merged(t1)
+	moved = q.unpace(1)
+	at = t1.Add(50 * time.Millisecond)
+	q.tryLater(1, moved, at)
+	if head, paced := q.next(at); !paced || head.n != 1 || !head.notBefore.Equal(at.Add(queuePace)) {
+		t.Errorf("after the first refusal since the next merge: next %+v (paced %v); want #1 alone, read again one pace later", head, paced)
+	}
+	q.add(2, "b", t0.Add(time.Second))
 	q.merged(t0)
 	q.unpace(1)
 	if q.tryLater(2, time.Time{}, at); !q.moved.IsZero() {
